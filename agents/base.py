@@ -1,0 +1,66 @@
+"""The policy protocol: observation (text + info) in, action string out.
+
+A policy sees what a seat sees: ``observation["text"]`` (prompt-ready) and ``info`` (the
+structured view: role, team, phase, legal actions, ``legal_action_list`` when finite,
+``game_state``, new messages). ``act_batch`` decides many independent requests at once; the
+default loops over ``act`` and LLM policies override it to batch model calls.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Optional, Protocol, Sequence, runtime_checkable
+
+
+@dataclass
+class Decision:
+    """An action string plus what the policy wants logged with the turn (prompt, raw model
+    output, parse attempts...)."""
+
+    action: str
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One pending decision: which env/seat, and what the seat sees."""
+
+    key: tuple            # (episode_id, agent) — stable identity for per-seat caches
+    observation: dict
+    info: dict
+
+
+@runtime_checkable
+class Policy(Protocol):
+    policy_id: str
+
+    def act(self, observation: dict, info: dict) -> Decision: ...
+
+    def act_batch(self, requests: Sequence[Request]) -> list[Decision]: ...
+
+    def reset(self, key: tuple, seed: Optional[int] = None) -> None: ...
+
+
+class BasePolicy:
+    """Convenience base: per-seat RNGs seeded from the episode seed, batch = loop."""
+
+    policy_id = "base"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self._rngs: dict = {}
+
+    def reset(self, key: tuple, seed: Optional[int] = None) -> None:
+        base = self.seed if seed is None else seed
+        self._rngs[key] = random.Random(f"{self.policy_id}|{base}|{key}")
+
+    def rng(self, key: tuple) -> random.Random:
+        if key not in self._rngs:
+            self.reset(key)
+        return self._rngs[key]
+
+    def act(self, observation: dict, info: dict, key: tuple = ("", "")) -> Decision:
+        raise NotImplementedError
+
+    def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
+        return [self.act(r.observation, r.info, key=r.key) for r in requests]

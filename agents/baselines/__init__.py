@@ -1,0 +1,43 @@
+"""Per-game heuristic baselines. ``agents/baselines/<game_id>.py`` defines ``POLICY`` (a
+BasePolicy subclass playing that game sensibly). :class:`HeuristicPolicy` dispatches on
+``info["game"]`` and plays randomly in a game that has no heuristic module."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from ..base import BasePolicy, Decision
+from ..scripted import sample_from_info
+
+
+def heuristic_for(game_id: str):
+    name = f"agents.baselines.{game_id}"
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name).POLICY
+
+
+class HeuristicPolicy(BasePolicy):
+    policy_id = "scripted:heuristic"
+
+    def __init__(self, seed: int = 0):
+        super().__init__(seed)
+        self._per_game: dict = {}
+
+    def _delegate(self, game_id):
+        if game_id not in self._per_game:
+            cls = heuristic_for(game_id)
+            self._per_game[game_id] = cls(seed=self.seed) if cls else None
+        return self._per_game[game_id]
+
+    def reset(self, key, seed=None):
+        super().reset(key, seed)
+        for policy in self._per_game.values():
+            if policy is not None:
+                policy.reset(key, seed)
+
+    def act(self, observation, info, key=("", "")):
+        policy = self._delegate(info.get("game"))
+        if policy is None:
+            return Decision(sample_from_info(info, self.rng(key)))
+        return policy.act(observation, info, key=key)

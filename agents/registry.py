@@ -1,0 +1,52 @@
+"""Policy spec strings, as the CLI and tournaments take them.
+
+| spec                              | policy                                              |
+|-----------------------------------|-----------------------------------------------------|
+| ``scripted:random``               | uniform random legal action                         |
+| ``scripted:constant:<action>``    | always ``<action>``                                 |
+| ``scripted:tit_for_tat`` etc.     | iterated-game strategies (see agents.scripted)      |
+| ``scripted:heuristic``            | the per-game heuristic baseline (agents.baselines)  |
+"""
+from __future__ import annotations
+
+from .baselines import HeuristicPolicy
+from .scripted import SCRIPTED, ConstantPolicy
+
+_EXTRA_KINDS: dict = {}
+
+
+def register_kind(prefix: str, factory) -> None:
+    """Add a spec prefix (e.g. "hf", "openai") whose factory takes (rest_of_spec, seed)."""
+    _EXTRA_KINDS[prefix] = factory
+
+
+def make_policy(spec: str, seed: int = 0):
+    """Build a policy from its spec string; unknown specs raise ValueError listing the valid ones."""
+    kind, _, rest = spec.partition(":")
+    if kind == "scripted":
+        name, _, arg = rest.partition(":")
+        if name == "constant":
+            if not arg:
+                raise ValueError("scripted:constant needs an action, e.g. scripted:constant:defect")
+            return ConstantPolicy(arg, seed=seed)
+        if name == "heuristic":
+            return HeuristicPolicy(seed=seed)
+        if name in SCRIPTED:
+            return SCRIPTED[name](seed=seed)
+        valid = sorted(list(SCRIPTED) + ["constant:<action>", "heuristic"])
+        raise ValueError(f"unknown scripted policy {rest!r}; valid: {', '.join('scripted:' + v for v in valid)}")
+    if kind in _EXTRA_KINDS:
+        return _EXTRA_KINDS[kind](rest, seed)
+    _load_optional_kinds()
+    if kind in _EXTRA_KINDS:
+        return _EXTRA_KINDS[kind](rest, seed)
+    raise ValueError(f"unknown policy spec {spec!r}; valid forms: scripted:<name>, "
+                     + ", ".join(f"{k}:..." for k in sorted(_EXTRA_KINDS)))
+
+
+def _load_optional_kinds() -> None:
+    """LLM backends register their prefixes when their module is importable."""
+    try:
+        import agents.llm  # noqa: F401  (registers smollm2 / hf / openai)
+    except ImportError:
+        pass

@@ -1,0 +1,438 @@
+"""The action grammar: one declaration of a phase's legal actions serves everything.
+
+A phase declares its legal actions as a list of :class:`ActionSpec`. From that one list the
+engine derives the human-readable legal-action lines shown to agents, a JSON schema, strict
+parsing of the agent's string (whole tokens only: "eyes" is never "yes"), validation with a
+reason, uniform sampling for random agents and fuzzing, and the finite enumeration used for
+discrete masks.
+
+Agents send strings in either form::
+
+    {"action_type": "vote", "argument": "Alice"}
+    vote Alice
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+# Punctuation an agent may wrap a token in ("Alice," or "defect.") without changing it.
+_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>*"
+_TOKEN_SPLIT = re.compile(r"[\s,]+")
+_INT_RE = re.compile(r"^[+-]?\d+$")
+ENUMERATION_LIMIT = 5000
+
+
+class ActionError(ValueError):
+    """An action string that does not parse or is not legal; ``str(err)`` is the reason."""
+
+
+def _clean_token(token: str) -> str:
+    return token.strip(_EDGE_PUNCTUATION)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A parsed, validated action: its type, its argument values and the canonical text."""
+
+    type: str
+    values: tuple = ()
+    text: str = ""
+
+    @property
+    def arg(self):
+        """The first argument value (most action types take one)."""
+        return self.values[0] if self.values else None
+
+    def __str__(self) -> str:
+        return self.text or self.type
+
+
+# --------------------------------------------------------------------------------------
+# Argument kinds
+# --------------------------------------------------------------------------------------
+class Arg:
+    """One argument slot. ``parse`` consumes text from the front of the remaining string."""
+
+    name = "ARG"
+    takes_rest = False
+
+    def parse(self, rest: str) -> tuple[object, str]:
+        raise NotImplementedError
+
+    def render(self, value) -> str:
+        return str(value)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def schema(self) -> dict:
+        raise NotImplementedError
+
+    def options(self) -> Optional[list]:
+        """All values, or None when the set is unbounded (free text)."""
+        return None
+
+    def sample(self, rng: random.Random):
+        return rng.choice(self.options())
+
+
+def _next_token(rest: str) -> tuple[str, str]:
+    rest = rest.lstrip(" \t\n,")
+    if not rest:
+        return "", ""
+    match = _TOKEN_SPLIT.search(rest)
+    if match is None:
+        return rest, ""
+    return rest[: match.start()], rest[match.end():]
+
+
+@dataclass(frozen=True)
+class Choice(Arg):
+    """One of a fixed list of words (case-insensitive, whole token)."""
+
+    choices: tuple
+    name: str = "OPTION"
+
+    def parse(self, rest):
+        token, rest = _next_token(rest)
+        cleaned = _clean_token(token).casefold()
+        for option in self.choices:
+            if option.casefold() == cleaned:
+                return option, rest
+        raise ActionError(f"{self.name} must be one of: {', '.join(self.choices)} (got {token!r})")
+
+    def describe(self):
+        return f"{self.name} one of: {', '.join(self.choices)}"
+
+    def schema(self):
+        return {"type": "string", "enum": list(self.choices)}
+
+    def options(self):
+        return list(self.choices)
+
+
+@dataclass(frozen=True)
+class Player(Arg):
+    """A player named by display name (case-insensitive) or agent id; the value is the agent id."""
+
+    candidates: tuple  # ((agent_id, display_name), ...)
+    name: str = "NAME"
+
+    def parse(self, rest):
+        token, rest = _next_token(rest)
+        cleaned = _clean_token(token).casefold()
+        for agent_id, display in self.candidates:
+            if cleaned in (display.casefold(), agent_id.casefold()):
+                return agent_id, rest
+        names = ", ".join(display for _, display in self.candidates) or "(nobody)"
+        raise ActionError(f"{self.name} must be one of: {names} (got {token!r})")
+
+    def render(self, value):
+        return dict(self.candidates).get(value, value)
+
+    def describe(self):
+        return f"{self.name} one of: {', '.join(d for _, d in self.candidates)}"
+
+    def schema(self):
+        return {"type": "string", "enum": [d for _, d in self.candidates]}
+
+    def options(self):
+        return [agent_id for agent_id, _ in self.candidates]
+
+
+@dataclass(frozen=True)
+class Int(Arg):
+    """An integer in [low, high]."""
+
+    low: int
+    high: int
+    name: str = "N"
+
+    def parse(self, rest):
+        token, rest = _next_token(rest)
+        cleaned = _clean_token(token)
+        if not _INT_RE.match(cleaned):
+            raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token!r})")
+        value = int(cleaned)
+        if not self.low <= value <= self.high:
+            raise ActionError(f"{self.name} must be from {self.low} to {self.high} (got {value})")
+        return value, rest
+
+    def describe(self):
+        return f"{self.name} a whole number from {self.low} to {self.high}"
+
+    def schema(self):
+        return {"type": "integer", "minimum": self.low, "maximum": self.high}
+
+    def options(self):
+        return list(range(self.low, self.high + 1))
+
+
+@dataclass(frozen=True)
+class Word(Arg):
+    """A single free word (e.g. a guess or a one-word clue)."""
+
+    max_length: int = 40
+    name: str = "WORD"
+
+    def parse(self, rest):
+        token, rest = _next_token(rest)
+        cleaned = _clean_token(token)
+        if not cleaned:
+            raise ActionError(f"{self.name} is missing")
+        if len(cleaned) > self.max_length:
+            raise ActionError(f"{self.name} is longer than {self.max_length} characters")
+        return cleaned, rest
+
+    def describe(self):
+        return f"{self.name} a single word"
+
+    def schema(self):
+        return {"type": "string", "maxLength": self.max_length}
+
+    def sample(self, rng):
+        return rng.choice(_SAMPLE_WORDS)
+
+
+@dataclass(frozen=True)
+class Text(Arg):
+    """Free text up to ``max_length`` characters; consumes the rest of the action string."""
+
+    max_length: int = 500
+    name: str = "TEXT"
+    takes_rest = True
+
+    def parse(self, rest):
+        text = " ".join(rest.split())
+        if not text:
+            raise ActionError(f"{self.name} is empty")
+        if len(text) > self.max_length:
+            raise ActionError(f"{self.name} is longer than {self.max_length} characters ({len(text)})")
+        return text, ""
+
+    def describe(self):
+        return f"{self.name} free text, at most {self.max_length} characters"
+
+    def schema(self):
+        return {"type": "string", "maxLength": self.max_length}
+
+    def sample(self, rng):
+        return rng.choice(_SAMPLE_SENTENCES)
+
+
+_SAMPLE_WORDS = ("apple", "river", "blue", "music", "stone", "winter", "bread", "tiger")
+_SAMPLE_SENTENCES = (
+    "I think we should keep an open mind.",
+    "Let's cooperate this time.",
+    "I'm not sure who to trust yet.",
+    "Something about the last round doesn't add up.",
+    "I agree with what was said before.",
+)
+
+
+# --------------------------------------------------------------------------------------
+# Action types and grammars
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ActionSpec:
+    """One action type: its keyword, its argument slots and an optional cross-argument check.
+
+    ``repeat`` > 1 means the single argument slot is taken that many times (``propose A B C``);
+    ``distinct`` forbids repeats and ``unordered`` makes enumeration use combinations.
+    ``check(values)`` returns a reason string when the values are illegal together.
+    """
+
+    type: str
+    args: tuple = ()
+    help: str = ""
+    repeat: int = 1
+    distinct: bool = False
+    unordered: bool = False
+    check: Optional[Callable[[tuple], Optional[str]]] = field(default=None, compare=False)
+    sampler: Optional[Callable[[random.Random], tuple]] = field(default=None, compare=False)
+
+    @property
+    def slots(self) -> tuple:
+        if self.repeat > 1:
+            return tuple(self.args[0] for _ in range(self.repeat))
+        return self.args
+
+    def usage(self) -> str:
+        if self.repeat > 1:
+            return f"{self.type} " + " ".join(f"{self.args[0].name}{i + 1}" for i in range(self.repeat))
+        return " ".join([self.type] + [arg.name for arg in self.args])
+
+    def describe(self) -> str:
+        parts = [self.usage()]
+        details = [arg.describe() for arg in self.args]
+        if self.repeat > 1:
+            details.append(f"exactly {self.repeat}" + (", all different" if self.distinct else ""))
+        if self.help:
+            details.insert(0, self.help)
+        if details:
+            parts.append(" — " + "; ".join(details))
+        return "".join(parts)
+
+    def render(self, values: tuple) -> str:
+        return " ".join([self.type] + [slot.render(v) for slot, v in zip(self.slots, values)])
+
+    def parse_args(self, rest: str) -> tuple:
+        values = []
+        for slot in self.slots:
+            if not rest.strip(" \t\n,") and not slot.takes_rest:
+                raise ActionError(f"'{self.type}' needs {self.usage()!r}")
+            value, rest = slot.parse(rest)
+            values.append(value)
+        if rest.strip(" \t\n" + _EDGE_PUNCTUATION):
+            raise ActionError(f"unexpected text after '{self.usage()}': {rest.strip()!r}")
+        return self.validate(tuple(values))
+
+    def validate(self, values: tuple) -> tuple:
+        if self.distinct and len(set(values)) != len(values):
+            raise ActionError(f"'{self.type}' needs {self.repeat} different values")
+        if self.check is not None:
+            reason = self.check(values)
+            if reason:
+                raise ActionError(reason)
+        return values
+
+    def enumerate(self) -> Optional[list[tuple]]:
+        options = [slot.options() for slot in self.slots]
+        if any(o is None for o in options):
+            return None
+        size = 1
+        for o in options:
+            size *= max(len(o), 1)
+        if size > ENUMERATION_LIMIT:
+            return None
+        if self.repeat > 1 and self.unordered:
+            combos = itertools.combinations(options[0], self.repeat)
+        else:
+            combos = itertools.product(*options)
+        legal = []
+        for values in combos:
+            try:
+                legal.append(self.validate(tuple(values)))
+            except ActionError:
+                continue
+        return legal
+
+    def sample(self, rng: random.Random) -> Optional[tuple]:
+        if self.sampler is not None:
+            return self.sampler(rng)
+        legal = self.enumerate()
+        if legal is not None:
+            return rng.choice(legal) if legal else None
+        for _ in range(50):
+            try:
+                return self.validate(tuple(slot.sample(rng) for slot in self.slots))
+            except ActionError:
+                continue
+        return None
+
+    def schema(self) -> dict:
+        argument: dict
+        slots = self.slots
+        if not slots:
+            argument = {"type": "string", "maxLength": 0}
+        elif len(slots) == 1:
+            argument = slots[0].schema()
+        else:
+            argument = {"type": "array", "items": [slot.schema() for slot in slots],
+                        "minItems": len(slots), "maxItems": len(slots)}
+        return {"type": "object",
+                "properties": {"action_type": {"const": self.type}, "argument": argument},
+                "required": ["action_type"] + (["argument"] if slots else [])}
+
+
+class Grammar:
+    """The legal actions of one agent at one decision point."""
+
+    def __init__(self, specs: Sequence[ActionSpec]):
+        if not specs:
+            raise ValueError("a grammar needs at least one action type")
+        self.specs = tuple(specs)
+        self.by_type = {spec.type.casefold(): spec for spec in self.specs}
+
+    # -- text for agents -------------------------------------------------------------
+    def legal_actions(self) -> list[str]:
+        return [spec.describe() for spec in self.specs]
+
+    def action_types(self) -> list[str]:
+        return [spec.type for spec in self.specs]
+
+    def json_schema(self) -> dict:
+        return {"oneOf": [spec.schema() for spec in self.specs]}
+
+    # -- parsing ------------------------------------------------------------------------
+    def parse(self, raw) -> Action:
+        """Parse an agent's string (JSON or plain form) into a legal Action, or raise ActionError."""
+        if raw is None:
+            raise ActionError("no action given")
+        if not isinstance(raw, str):
+            raise ActionError(f"an action must be a string, not {type(raw).__name__}")
+        text = raw.strip()
+        if not text:
+            raise ActionError("empty action")
+        if text.startswith("{"):
+            action_type, rest = _split_json(text)
+        else:
+            action_type, rest = _next_token(text)
+            action_type = _clean_token(action_type)
+        spec = self.by_type.get(action_type.casefold())
+        if spec is None:
+            raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
+        values = spec.parse_args(rest)
+        return Action(spec.type, values, spec.render(values))
+
+    def make(self, action_type: str, *values) -> Action:
+        """Build an Action from values (used by fallbacks and scripted agents); validates."""
+        spec = self.by_type[action_type.casefold()]
+        values = spec.validate(tuple(values))
+        return Action(spec.type, values, spec.render(values))
+
+    # -- sampling and enumeration -------------------------------------------------------
+    def sample(self, rng: random.Random) -> Action:
+        """A uniformly random legal action: uniform over action types, then over arguments."""
+        specs = list(self.specs)
+        rng.shuffle(specs)
+        for spec in specs:
+            values = spec.sample(rng)
+            if values is not None:
+                return Action(spec.type, values, spec.render(values))
+        raise ActionError("no legal action could be sampled")
+
+    def enumerate(self) -> Optional[list[str]]:
+        """Every legal action's canonical text, or None if the set is unbounded or too large."""
+        out = []
+        for spec in self.specs:
+            legal = spec.enumerate()
+            if legal is None:
+                return None
+            out.extend(spec.render(values) for values in legal)
+        return out
+
+
+def _split_json(text: str) -> tuple[str, str]:
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ActionError(f"invalid JSON: {err.msg}") from None
+    if not isinstance(payload, dict) or "action_type" not in payload:
+        raise ActionError('JSON action needs an "action_type" key')
+    action_type = payload["action_type"]
+    if not isinstance(action_type, str):
+        raise ActionError('"action_type" must be a string')
+    argument = payload.get("argument", "")
+    if argument is None:
+        argument = ""
+    if isinstance(argument, list):
+        argument = " ".join(str(item) for item in argument)
+    elif isinstance(argument, (dict, bool)):
+        raise ActionError('"argument" must be a string, a number or a list')
+    return action_type.strip(), str(argument)

@@ -1,0 +1,452 @@
+"""The engine: one PettingZoo AEC env class that runs any :class:`~socialgym_env.game.Game`.
+
+It owns the turn loop, FSM transitions, eligibility (eliminated seats never act), message
+delivery with visibility filtering, invalid-action handling, the turn cap, outcome rewards and
+the episode log. It contains no game-specific code.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Optional
+
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from .actions import Action, ActionError, Grammar
+from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
+from .game import TEAM, TWO_PLAYER, Game, outcome_label, outcome_rewards
+from .names import NAME_POOL
+from .state import MODERATOR, PRIVATE, PUBLIC, TEAM as TEAM_VIS, Message, Result, Seat, State
+
+LOG_SCHEMA = "socialgym.episode/1"
+MAX_OBSERVATION_CHARS = 200_000
+MAX_ACTION_CHARS = 4_000
+# Every character an observation may hold: printable Unicode below the CJK block plus
+# newline and tab. Characters outside it are shown as "?" in observations (never in logs).
+CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if not 0xD800 <= c < 0xE000 and c != 0x7F)
+_CHARSET_SET = frozenset(CHARSET)
+INVALID_MODES = ("fallback", "forfeit", "raise")
+ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": True}
+
+
+def _sanitize(text: str) -> str:
+    if all(c in _CHARSET_SET for c in text):
+        return text
+    return "".join(c if c in _CHARSET_SET else "?" for c in text)
+
+
+def render_message(message: Message, state: State, viewer: Optional[str] = None) -> str:
+    """One board line as an agent sees it: ``[R2 vote] Alice: text``."""
+    speaker = state.name(message.sender) if message.sender else MODERATOR
+    if message.visibility == TEAM_VIS:
+        speaker += " (team only)"
+    elif message.visibility == PRIVATE:
+        speaker += " (private)" if viewer is None or len(message.receivers) == 1 else \
+            f" (to {state.names(message.receivers)})"
+    elif message.visibility != PUBLIC:
+        speaker += f" (to {state.names(message.receivers)})"
+    where = f"R{message.round} {message.phase}" if message.phase else f"R{message.round}"
+    return f"[{where}] {speaker}: {message.text}"
+
+
+class SocialGymEnv(AECEnv):
+    """A Social Gym game as a PettingZoo AEC env with text observations.
+
+    Observation: ``{"text": str}``, the prompt-ready view of the seat. ``infos[agent]`` holds
+    the structured view (role, team, phase, legal actions, new messages, invalid-action
+    records; at the end score and outcome). Action: a string, JSON or plain form.
+    """
+
+    metadata = {"render_modes": ["human", "ansi"], "name": "socialgym", "is_parallelizable": False}
+
+    def __init__(self, game_cls: type[Game], config: dict, render_mode: Optional[str] = None):
+        super().__init__()
+        self.game_cls = game_cls
+        self.game: Game = game_cls(config)
+        self.game_info = game_cls.info
+        self.config = config
+        self.render_mode = render_mode
+        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v0",
+                             is_parallelizable=self.game_info.simultaneous)
+        self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
+        self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
+        # Spaces are built once per agent: api_test checks they are the same object each call.
+        self._observation_spaces = {
+            a: spaces.Dict({"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
+            for a in self.possible_agents}
+        self._action_spaces = {a: spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+                               for a in self.possible_agents}
+        self.state: Optional[State] = None
+        self.agents = []
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent):
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self._action_spaces[agent]
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
+        options = options or {}
+        if seed is None:
+            # Draw a seed so that even an unseeded episode is reproducible from its log.
+            seed = random.SystemRandom().randrange(2**31)
+        self.seed_value = int(seed)
+        self.episode_id = str(options.get("episode_id", f"{self.game_info.id}-{self.seed_value}"))
+        rng = random.Random(self.seed_value)
+        names = rng.sample(NAME_POOL, len(self.possible_agents))
+        deck = self.game.role_deck()
+        if len(deck) != len(self.possible_agents):
+            raise EngineError(f"{self.game_info.id}: role deck has {len(deck)} cards for "
+                              f"{len(self.possible_agents)} seats")
+        rng.shuffle(deck)
+        seats = [Seat(agent, i, names[i], role, team)
+                 for i, (agent, (role, team)) in enumerate(zip(self.possible_agents, deck))]
+        self.state = State(self.game_info.id, self.config, seats, rng)
+        self.turns: list[dict] = []
+        self.invalid_counts = {a: 0 for a in self.possible_agents}
+        self._seen_upto = {a: 0 for a in self.possible_agents}
+        self._last_invalid: dict = {a: None for a in self.possible_agents}
+        self._record: Optional[dict] = None
+
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+
+        self.game.setup(self.state)
+        if not self.state.phase and not self.state.finished:
+            raise EngineError(f"{self.game_info.id}.setup did not choose a first phase")
+        self._enter_phase()
+        self._after_transition()
+
+    # ------------------------------------------------------------------ FSM
+    def _enter_phase(self) -> None:
+        """Compute the actors of the current phase; run automatic (actor-less) phases."""
+        state = self.state
+        for _ in range(10_000):
+            if state.finished:
+                return
+            phase = self.game.phase(state.phase)
+            actors = [a for a in phase.actors(state) if phase.allow_eliminated or state.seat[a].alive]
+            if actors:
+                self._phase_actors = actors
+                self._pending: dict[str, Action] = {}
+                self._cursor = 0
+                return
+            self._resolve(phase, {})
+        raise EngineError(f"{self.game_info.id}: automatic phases loop forever")
+
+    def _resolve(self, phase, actions: dict) -> None:
+        entries = self.state.phase_entries
+        phase.resolve(self.state, actions)
+        if not self.state.finished and self.state.phase_entries == entries:
+            raise EngineError(f"{self.game_info.id}: phase {phase.name!r} resolved without a next phase")
+
+    def _current_actor(self) -> Optional[str]:
+        phase = self.game.phase(self.state.phase)
+        while self._cursor < len(self._phase_actors):
+            agent = self._phase_actors[self._cursor]
+            if phase.allow_eliminated or self.state.seat[agent].alive:
+                return agent
+            self._cursor += 1
+        return None
+
+    def pending_actors(self) -> list[str]:
+        """Seats that still have to act in the current phase, in order. In a simultaneous
+        phase their decisions are independent, so a runner may ask for all of them at once."""
+        if self.state is None or self.state.finished or not self.agents:
+            return []
+        phase = self.game.phase(self.state.phase)
+        rest = [a for a in self._phase_actors[self._cursor:]
+                if phase.allow_eliminated or self.state.seat[a].alive]
+        return rest if phase.simultaneous else rest[:1]
+
+    # ------------------------------------------------------------------ views
+    def grammar(self, agent: str) -> Grammar:
+        return Grammar(self.game.phase(self.state.phase).grammar(self.state, agent))
+
+    def _instructions(self, agent: str) -> str:
+        text = self.game.phase(self.state.phase).instructions
+        return text(self.state, agent) if callable(text) else text
+
+    def decision_view(self, agent: str) -> dict:
+        """The structured view of one seat now (what ``infos[agent]`` holds when it acts)."""
+        state = self.state
+        seat = state.seat[agent]
+        acting = agent in self.pending_actors()
+        visible = state.visible_to(agent)
+        new = [render_message(m, state, agent) for m in visible if m.index >= self._seen_upto[agent]]
+        view = {
+            "game": self.game_info.id, "name": seat.name, "role": seat.role, "team": seat.team, "alive": seat.alive,
+            "phase": state.phase, "round": state.round, "step": state.step,
+            "acting": acting, "new_messages": new,
+            "invalid_action": self._last_invalid[agent],
+            "game_state": self.game.public_data(state, agent),
+        }
+        if acting:
+            grammar = self.grammar(agent)
+            view["legal_actions"] = grammar.legal_actions()
+            view["action_types"] = grammar.action_types()
+            view["instructions"] = self._instructions(agent)
+            view["action_schema"] = grammar.json_schema()
+            enumerated = grammar.enumerate()
+            if enumerated is not None:
+                view["legal_action_list"] = enumerated
+        else:
+            view["legal_actions"] = []
+            view["action_types"] = []
+        return view
+
+    def prompt_parts(self, agent: str) -> dict:
+        """The slots of the paper's game-play prompt (Appendix E) for one seat."""
+        state = self.state
+        return {
+            "agent": state.name(agent),
+            "description": self.game.description(state),
+            "goal": self.game.goal(state, agent),
+            "secret": self.game.secret(state, agent),
+            "status": self.game.status(state, agent),
+            "history": [render_message(m, state, agent) for m in state.visible_to(agent)],
+        }
+
+    def observe(self, agent):
+        return {"text": self.observation_text(agent)}
+
+    def observation_text(self, agent: str) -> str:
+        state = self.state
+        parts = self.prompt_parts(agent)
+        seat = state.seat[agent]
+        lines = [f"=== {self.game_info.name} ===", parts["description"], "",
+                 f"You are {seat.name} ({agent})." + (f" Your role: {seat.role}." if self.game_info.roles else "")
+                 + ("" if seat.alive else " You have been eliminated and only watch."),
+                 f"Your goal: {parts['goal']}"]
+        if parts["secret"]:
+            lines.append("Your private information:")
+            lines.extend(f"- {line}" for line in parts["secret"])
+        if parts["status"]:
+            lines.append("Status:")
+            lines.extend(f"- {line}" for line in parts["status"])
+        lines.append("--- What you have seen ---")
+        history = parts["history"] or ["(nothing yet)"]
+        lines.extend(history)
+        lines.append("--- Now ---")
+        if self.agents and agent in self.pending_actors():
+            grammar = self.grammar(agent)
+            lines.append(f"Phase: {state.phase}. {self._instructions(agent)}".rstrip())
+            lines.append("Legal actions:")
+            lines.extend(f"- {line}" for line in grammar.legal_actions())
+            lines.append('Answer with one action: JSON {"action_type": "...", "argument": "..."} '
+                         'or plain text "<action_type> <argument>".')
+        elif state.result is not None:
+            lines.append(f"The game is over: {state.result.reason}.")
+        else:
+            lines.append(f"Phase: {state.phase}. You have no decision to make now.")
+        text = _sanitize("\n".join(lines))
+        if len(text) > MAX_OBSERVATION_CHARS:
+            # Keep the newest history: drop from the front with a marker.
+            text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]
+        return text
+
+    # ------------------------------------------------------------------ step
+    def act(self, agent: str, action) -> None:
+        """``step`` with a check that ``agent`` is the one selected."""
+        if agent != self.agent_selection:
+            raise NotYourTurnError(f"it is {self.agent_selection}'s turn, not {agent}'s")
+        self.step(action)
+
+    def step(self, action) -> None:
+        if self.state is None:
+            raise GameOverError("call reset() before step()")
+        if not self.agents:
+            raise GameOverError("the episode is over; call reset() to start a new one")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        state = self.state
+        phase = self.game.phase(state.phase)
+        grammar = self.grammar(agent)
+        observation = self.observation_text(agent) if self.config.get("log_observations", True) else None
+        raw = action if isinstance(action, str) else repr(action)
+        try:
+            parsed, reason = grammar.parse(action), None
+        except ActionError as err:
+            parsed, reason = None, str(err)
+        turn = {"step": state.step, "round": state.round, "phase": state.phase, "agent": agent,
+                "observation": observation, "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
+        if reason is not None:
+            mode = self.config.get("invalid_action", "fallback")
+            record = {"raw": raw[:500], "reason": reason, "phase": state.phase, "step": state.step}
+            if mode == "raise":
+                raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
+            self._last_invalid[agent] = record
+            self.invalid_counts[agent] += 1
+            turn["reason"] = reason
+            if mode == "forfeit":
+                turn["action"] = None
+                self.turns.append(turn)
+                state.step += 1
+                self._forfeit(agent, reason)
+                self._after_transition()
+                return
+            parsed = self._fallback(phase, agent, grammar)
+            turn["fallback"] = True
+        else:
+            self._last_invalid[agent] = None
+        turn["action"] = parsed.text
+        self.turns.append(turn)
+        self._seen_upto[agent] = len(state.messages)
+        state.step += 1
+
+        self._pending[agent] = parsed
+        self._cursor += 1
+        entries = state.phase_entries
+        if not phase.simultaneous and phase.on_action is not None:
+            phase.on_action(state, agent, parsed)
+        if not state.finished:
+            if state.phase_entries != entries:      # on_action branched the FSM itself
+                self._enter_phase()
+            elif self._current_actor() is None:
+                self._resolve(phase, self._pending)
+                self._enter_phase()
+        if not state.finished and state.step >= self.max_steps:
+            self.game.on_truncation(state)
+            if not state.finished:
+                raise EngineError(f"{self.game_info.id}.on_truncation did not end the game")
+        self._after_transition()
+
+    def _fallback(self, phase, agent: str, grammar: Grammar) -> Action:
+        fallback = phase.fallback
+        if callable(fallback):
+            fallback = fallback(self.state, agent)
+        if isinstance(fallback, Action):
+            return fallback
+        if isinstance(fallback, str) and fallback != "random":
+            try:
+                return grammar.parse(fallback)
+            except ActionError:
+                pass
+        return grammar.sample(self.state.rng)
+
+    def _forfeit(self, offender: str, reason: str) -> None:
+        """``invalid_action="forfeit"``: the offender loses at once; in two-player and team
+        games the other side wins, elsewhere the others draw."""
+        state = self.state
+        rule = self.game_info.outcome
+        if rule == TWO_PLAYER:
+            rewards = {a: (-1.0 if a == offender else 1.0) for a in state.agents}
+        elif rule == TEAM:
+            team = state.team(offender)
+            rewards = {a: (-1.0 if state.team(a) == team else 1.0) for a in state.agents}
+        else:
+            rewards = {a: (-1.0 if a == offender else 0.0) for a in state.agents}
+        state.finish(f"{state.name(offender)} forfeited by an invalid action ({reason})", rewards=rewards)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _after_transition(self) -> None:
+        state = self.state
+        if state.finished and state.result is None:
+            self._finalize()
+        if state.result is not None:
+            return
+        self.agent_selection = self._current_actor()
+        for agent in self.agents:
+            self.infos[agent] = self._basic_info(agent)
+        self.infos[self.agent_selection] = self.decision_view(self.agent_selection)
+
+    def _basic_info(self, agent: str) -> dict:
+        seat = self.state.seat[agent]
+        return {"name": seat.name, "role": seat.role, "team": seat.team, "alive": seat.alive,
+                "phase": self.state.phase, "round": self.state.round, "acting": False,
+                "legal_actions": [], "invalid_action": self._last_invalid[agent]}
+
+    def _finalize(self) -> None:
+        state = self.state
+        pending = state._pending_finish
+        rewards = pending["rewards"]
+        if rewards is None:
+            rewards = outcome_rewards(self.game_info.outcome, state.agents, state.scores, pending["winners"])
+        rewards = {a: float(rewards[a]) for a in state.agents}
+        state.result = Result(dict(state.scores), rewards, pending["reason"], pending["truncated"],
+                              pending["winners"])
+        state.announce(f"Game over: {pending['reason']}.")
+        for agent in self.agents:
+            self.rewards[agent] = rewards[agent]
+            if pending["truncated"]:
+                self.truncations[agent] = True
+            else:
+                self.terminations[agent] = True
+            info = self._basic_info(agent)
+            info.update(score=state.scores[agent], outcome=outcome_label(rewards[agent]),
+                        reward=rewards[agent], reason=pending["reason"])
+            self.infos[agent] = info
+        self._accumulate_rewards()
+        self.agent_selection = self.agents[0]
+
+    # ------------------------------------------------------------------ log
+    def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
+                       extra: Optional[dict] = None) -> dict:
+        """The JSONL episode record (DESIGN.md "Logs are the product's data")."""
+        state = self.state
+        policies = policies or {}
+        playbooks = playbooks or {}
+        result = state.result
+        roster = [{"agent": s.agent, "name": s.name, "role": s.role, "team": s.team,
+                   "policy": policies.get(s.agent), "playbook": playbooks.get(s.agent),
+                   "alive_at_end": s.alive} for s in state.seats]
+        record = {
+            "schema": LOG_SCHEMA,
+            "episode_id": self.episode_id,
+            "game": self.game_info.id,
+            "game_version": self.game_info.version,
+            "seed": self.seed_value,
+            "config": {k: v for k, v in sorted(self.config.items())},
+            "roster": roster,
+            "turns": copy.deepcopy(self.turns),
+            "messages": [m.to_dict() for m in state.messages],
+            "transcript": [render_message(m, state) for m in state.messages if m.visibility == PUBLIC],
+            "steps": state.step,
+            "finished": result is not None,
+            "scores": dict(result.scores) if result else dict(state.scores),
+            "rewards": dict(result.rewards) if result else None,
+            "outcomes": {a: outcome_label(r) for a, r in result.rewards.items()} if result else None,
+            "winners": list(result.winners) if result else [],
+            "reason": result.reason if result else None,
+            "truncated": bool(result.truncated) if result else False,
+            "invalid_actions": dict(self.invalid_counts),
+            "metrics": self.game.metrics(state),
+        }
+        if extra:
+            record.update(extra)
+        return record
+
+    def annotate_last_turn(self, **fields) -> None:
+        """Attach agent-side data (model prompt, raw reply, parse attempts) to the last turn."""
+        if self.turns:
+            self.turns[-1].update(fields)
+
+    # ------------------------------------------------------------------ render
+    def render(self):
+        if self.state is None:
+            return None
+        lines = [render_message(m, self.state) for m in self.state.messages if m.visibility == PUBLIC]
+        text = "\n".join(lines)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self):
+        pass
+
+    def transcript_json(self) -> str:
+        """The whole board, receivers included, as canonical JSON (for byte-for-byte checks)."""
+        return json.dumps([m.to_dict() for m in self.state.messages], ensure_ascii=False, sort_keys=True)

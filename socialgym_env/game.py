@@ -1,0 +1,204 @@
+"""What a game declares: metadata, config defaults, roles, phases and the rule hooks.
+
+A game module subclasses :class:`Game`, fills in :class:`GameInfo` (a row of the paper's
+Table 5) and returns its phases from :meth:`Game.phases`. The engine (``env.py``) runs them;
+no game-specific code lives there.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+from .actions import Action, ActionSpec
+from .state import State
+
+# Outcome rules of GAMES.md "Outcome reward".
+TWO_PLAYER = "two_player"        # higher score +1, lower -1, equal 0
+TEAM = "team"                    # winners' team +1, everyone else -1, no winners: all 0
+MEDIAN = "median"                # score above median +1, below -1, equal 0
+WINNER_TAKE_ALL = "winner_take_all"  # winners +1, everyone else -1, no winners: all 0
+CUSTOM = "custom"                # the game passes rewards to State.finish
+
+CATEGORIES = ("normal_form", "economic", "bluffing", "hidden_role", "social_strategy", "control")
+INFORMATION = ("complete", "hidden_state", "hidden_roles")
+COMMUNICATION = ("none", "structured", "free_form")
+HORIZONS = ("single_round", "fixed_rounds", "open_ended")
+SKILLS = ("strategic", "cooperation", "coordination", "deception", "probabilistic", "tom",
+          "negotiation", "persuasion")
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """Per-game metadata (OpenSpiel-style): what the catalogue, the tournament and the
+    rating profiles read."""
+
+    id: str
+    name: str
+    category: str
+    num_players: int
+    information: str
+    communication: str
+    horizon: str            # single_round / fixed_rounds / open_ended (structural axis)
+    iteration: str          # the paper's wording, e.g. "5 rounds", "until elimination"
+    skills: tuple
+    outcome: str
+    max_steps: int          # turn cap: reaching it truncates the episode
+    cooperative: bool = False
+    roles: tuple = ()       # ((role, count, team), ...); empty: everyone is "player"
+    main_role: Optional[str] = None   # majority / cooperative side (Elo-Main)
+    alt_role: Optional[str] = None    # minority / deceptive side (Elo-Alt)
+    simultaneous: bool = False        # every phase is a simultaneous move of all seats
+    version: int = 0
+    description: str = ""
+
+    def __post_init__(self):
+        for attr, valid in (("category", CATEGORIES), ("information", INFORMATION),
+                            ("communication", COMMUNICATION), ("horizon", HORIZONS)):
+            if getattr(self, attr) not in valid:
+                raise ValueError(f"{self.id}: {attr} must be one of {valid}")
+        unknown = set(self.skills) - set(SKILLS)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown skills {sorted(unknown)}")
+
+    @property
+    def team_game(self) -> bool:
+        return self.outcome == TEAM
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "category": self.category,
+                "num_players": self.num_players, "information": self.information,
+                "communication": self.communication, "horizon": self.horizon,
+                "iteration": self.iteration, "skills": list(self.skills), "outcome": self.outcome,
+                "max_steps": self.max_steps, "cooperative": self.cooperative,
+                "roles": [list(r) for r in self.roles], "main_role": self.main_role,
+                "alt_role": self.alt_role, "simultaneous": self.simultaneous,
+                "version": self.version}
+
+
+Fallback = Union[str, Callable[[State, str], Union[Action, str]]]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One FSM state.
+
+    actors:      who acts, computed on entering the phase (eliminated seats are dropped unless
+                 ``allow_eliminated``); an empty list makes the phase automatic.
+    grammar:     the legal actions of one actor now.
+    simultaneous: True = every actor chooses blind, then ``resolve``; False = one after another
+                 in ``actors`` order, ``on_action`` applied at once (later speakers see it).
+    resolve:     applies the collected actions and moves the FSM (``state.goto``/``finish``).
+    fallback:    the neutral action used for an invalid one: "random" (a random legal action
+                 from the env's RNG), an action string such as "pass", or a function.
+    instructions: a line shown to the actor about this decision.
+    """
+
+    name: str
+    actors: Callable[[State], Sequence[str]]
+    grammar: Callable[[State, str], Sequence[ActionSpec]]
+    resolve: Callable[[State, dict], None]
+    simultaneous: bool = False
+    on_action: Optional[Callable[[State, str, Action], None]] = None
+    fallback: Fallback = "random"
+    instructions: Union[str, Callable[[State, str], str]] = ""
+    allow_eliminated: bool = False
+
+
+class Game:
+    """Base class of every game. Subclasses set ``info`` and ``config_defaults`` and
+    implement ``setup`` and ``phases``; the text hooks feed observations and prompts."""
+
+    info: GameInfo
+    config_defaults: dict = {}
+    # Values a config key may take, for clear errors (key -> tuple of allowed values).
+    config_choices: dict = {}
+
+    def __init__(self, config: dict):
+        self.config = config
+        self._phases = {phase.name: phase for phase in self.phases()}
+
+    # -- to implement -------------------------------------------------------------------
+    def setup(self, state: State) -> None:
+        """Deal secrets, post the opening messages and ``state.goto`` the first phase."""
+        raise NotImplementedError
+
+    def phases(self) -> Sequence[Phase]:
+        raise NotImplementedError
+
+    @classmethod
+    def validate_config(cls, config: dict) -> None:
+        """Raise ValueError for values that are the right type but not allowed."""
+
+    def role_deck(self) -> list[tuple[str, str]]:
+        """The (role, team) of each seat before shuffling; default from ``info.roles``."""
+        if not self.info.roles:
+            return [("player", "")] * self.info.num_players
+        deck = []
+        for role, count, team in self.info.roles:
+            deck.extend([(role, team)] * count)
+        return deck
+
+    def description(self, state: State) -> str:
+        return self.info.description
+
+    def goal(self, state: State, agent: str) -> str:
+        return "Win the game."
+
+    def secret(self, state: State, agent: str) -> list[str]:
+        """Private information the seat holds right now (role card, dice, hand, word)."""
+        return []
+
+    def on_truncation(self, state: State) -> None:
+        """The game's turn-cap rule; the default scores the cap as a draw."""
+        state.finish("turn cap reached: draw", truncated=True)
+
+    def public_data(self, state: State, agent: str) -> dict:
+        """Structured, JSON-friendly facts this seat may see (for scripted agents), e.g. the
+        move history of a matrix game. Never include what the seat may not know."""
+        return {}
+
+    def metrics(self, state: State) -> dict:
+        """Per-episode measurements beyond the outcome (e.g. a coordination rate)."""
+        return {}
+
+    def status(self, state: State, agent: str) -> list[str]:
+        """Public running status lines (scores so far, round), shown in observations."""
+        return []
+
+    # -- used by the engine -------------------------------------------------------------
+    def phase(self, name: str) -> Phase:
+        return self._phases[name]
+
+    @property
+    def num_players(self) -> int:
+        return int(self.config.get("num_players", self.info.num_players))
+
+
+# --------------------------------------------------------------------------------------
+# Outcome rules (pure functions)
+# --------------------------------------------------------------------------------------
+def outcome_rewards(rule: str, agents: Sequence[str], scores: dict, winners: Sequence[str]) -> dict:
+    """Terminal rewards in {-1, 0, +1} by the GAMES.md outcome rules; no seat-order tie-breaks."""
+    if rule == TWO_PLAYER:
+        a, b = agents
+        diff = scores[a] - scores[b]
+        sign = (diff > 0) - (diff < 0)
+        return {a: float(sign), b: float(-sign)}
+    if rule == MEDIAN:
+        return median_split(scores)
+    if rule in (TEAM, WINNER_TAKE_ALL):
+        if not winners:
+            return {a: 0.0 for a in agents}
+        return {a: (1.0 if a in winners else -1.0) for a in agents}
+    raise ValueError(f"outcome rule {rule!r} needs explicit rewards")
+
+
+def median_split(scores: dict) -> dict:
+    """Above the median +1, below -1, equal 0."""
+    median = statistics.median(scores.values())
+    return {a: float((s > median) - (s < median)) for a, s in scores.items()}
+
+
+def outcome_label(reward: float) -> str:
+    return "win" if reward > 0 else "loss" if reward < 0 else "draw"

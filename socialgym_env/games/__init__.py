@@ -1,0 +1,1 @@
+"""One module per game; each defines ``GAME`` (its Game subclass). See registry.GAME_MODULES."""

@@ -1,0 +1,89 @@
+"""JSONL episode logs: one episode per line, schema-versioned, appended atomically.
+
+A killed run loses at most the episode in flight: each record is written with a single
+``write`` of one complete line under an exclusive lock, then flushed and fsynced. Readers skip
+(or reject, if asked) a truncated or corrupt line and say which line it was.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Iterator, Union
+
+from .env import LOG_SCHEMA
+from .errors import LogFormatError
+
+REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "scores", "rewards")
+PathLike = Union[str, os.PathLike]
+
+
+def append_episode(path: PathLike, record: dict) -> None:
+    """Append one episode record as one line."""
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    data = line.encode("utf-8")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # A previous run killed mid-write may have left a partial line: start on a fresh one.
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    data = b"\n" + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def validate_record(record) -> None:
+    if not isinstance(record, dict):
+        raise LogFormatError("an episode record must be a JSON object")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise LogFormatError(f"episode record lacks {missing}")
+    if record["schema"] != LOG_SCHEMA:
+        raise LogFormatError(f"unknown log schema {record['schema']!r} (this version reads {LOG_SCHEMA!r})")
+
+
+def read_episodes(path: PathLike, strict: bool = False) -> Iterator[dict]:
+    """Yield the valid episode records of a JSONL log. A corrupt or truncated line raises
+    LogFormatError when ``strict``, else it is skipped with a warning naming the line."""
+    with open(path, "r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                validate_record(record)
+            except (json.JSONDecodeError, LogFormatError) as err:
+                message = f"{path}:{number}: skipped a bad episode line ({err})"
+                if strict:
+                    raise LogFormatError(message) from None
+                warnings.warn(message, stacklevel=2)
+                continue
+            yield record
+
+
+def completed_episode_ids(path: PathLike) -> set[str]:
+    """Episode ids already in the log (for resuming a killed run)."""
+    if not Path(path).exists():
+        return set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {r["episode_id"] for r in read_episodes(path)}
+
+
+def iter_log_dir(path: PathLike, strict: bool = False) -> Iterator[dict]:
+    """Every episode of a log file, or of every ``*.jsonl`` file under a folder (sorted)."""
+    path = Path(path)
+    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
+    for file in files:
+        yield from read_episodes(file, strict=strict)

@@ -1,0 +1,124 @@
+"""Building blocks that several games share: actor selectors, talk and vote phases, vote
+counting, and the repeated simultaneous-move game. Games compose these instead of copying."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterable, Optional, Sequence
+
+from .actions import ActionSpec, Choice, Player, Text
+from .game import Phase
+from .state import PUBLIC, TEAM, State
+
+TALK_MAX_CHARS = 600
+
+
+# ------------------------------------------------------------------ actor selectors
+def everyone(state: State) -> list[str]:
+    """All live seats in seat order."""
+    return state.alive()
+
+
+def role_actors(*roles: str) -> Callable[[State], list[str]]:
+    return lambda state: state.with_role(*roles)
+
+
+def rotating_from(first: Callable[[State], str]) -> Callable[[State], list[str]]:
+    """All live seats in seat order starting at ``first(state)`` (rotating speaker order)."""
+    def actors(state: State) -> list[str]:
+        start = first(state)
+        order = [start]
+        while len(order) < len(state.alive()):
+            order.append(state.next_alive(order[-1]))
+        return [a for a in order if state.seat[a].alive]
+    return actors
+
+
+# ------------------------------------------------------------------ grammar helpers
+def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Player:
+    return Player(tuple((a, state.name(a)) for a in agents), name=name)
+
+
+def choice_specs(*choices: str, help: Optional[dict] = None) -> list[ActionSpec]:
+    help = help or {}
+    return [ActionSpec(c, help=help.get(c, "")) for c in choices]
+
+
+def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> list[ActionSpec]:
+    specs = [ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak")]
+    if allow_pass:
+        specs.append(ActionSpec("pass", help="stay silent"))
+    return specs
+
+
+# ------------------------------------------------------------------ talk phase
+def talk_phase(name: str, next_phase: Callable[[State], None], *,
+               actors: Callable[[State], Sequence[str]] = everyone,
+               visibility: str = PUBLIC, team: Optional[str] = None,
+               instructions: str = "Say one message to the others, or pass.",
+               max_length: int = TALK_MAX_CHARS) -> Phase:
+    """Round-robin talk: each actor speaks once (or passes); later speakers see earlier ones.
+    ``next_phase(state)`` moves the FSM when everyone has spoken. Invalid input: pass."""
+
+    def on_action(state: State, agent: str, action) -> None:
+        if action.type == "say":
+            if visibility == TEAM:
+                state.post(action.arg, sender=agent, visibility=TEAM, team=team or state.team(agent))
+            else:
+                state.say(agent, action.arg)
+
+    return Phase(name, actors=actors, grammar=lambda s, a: talk_specs(max_length),
+                 resolve=lambda state, actions: next_phase(state), on_action=on_action,
+                 fallback="pass", instructions=instructions)
+
+
+# ------------------------------------------------------------------ votes
+def vote_specs(state: State, voter: str, candidates: Sequence[str], keyword: str = "vote",
+               allow_abstain: bool = False, help: str = "") -> list[ActionSpec]:
+    specs = [ActionSpec(keyword, (player_arg(state, candidates),), help=help)]
+    if allow_abstain:
+        specs.append(ActionSpec("abstain", help="vote for nobody"))
+    return specs
+
+
+def tally(votes: dict) -> Counter:
+    """Count the targets of ``{voter: target}`` (None = abstained), ignoring abstentions."""
+    return Counter(t for t in votes.values() if t is not None)
+
+
+def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = True,
+              label: str = "Votes") -> Optional[str]:
+    """The plurality target. ``tie="none"``: a tie picks nobody; ``tie="rng"``: the env's
+    RNG breaks it and the transcript says so. Announces the tally in seat order."""
+    counts = tally(votes)
+    if announce:
+        cast = "; ".join(f"{state.name(v)} → {state.name(t) if t else 'nobody'}"
+                         for v, t in sorted(votes.items(), key=lambda kv: state.seat[kv[0]].index))
+        state.announce(f"{label}: {cast}." if cast else f"{label}: none cast.")
+    if not counts:
+        return None
+    top = max(counts.values())
+    leaders = sorted((a for a, c in counts.items() if c == top), key=lambda a: state.seat[a].index)
+    if len(leaders) == 1:
+        return leaders[0]
+    if tie == "none":
+        if announce:
+            state.announce(f"Tie between {state.names(leaders)}: nobody is chosen.")
+        return None
+    chosen = state.rng.choice(leaders)
+    if announce:
+        state.announce(f"Tie between {state.names(leaders)}: broken at random, {state.name(chosen)} is chosen.")
+    return chosen
+
+
+def strict_majority(votes: dict, electorate: int) -> Optional[str]:
+    """The target with more than half of ``electorate`` votes, else None."""
+    counts = tally(votes)
+    if not counts:
+        return None
+    target, count = max(counts.items(), key=lambda kv: kv[1])
+    return target if count >= electorate // 2 + 1 else None
+
+
+def vote_values(actions: dict, keyword: str = "vote") -> dict:
+    """``{voter: target or None}`` from a simultaneous vote's actions."""
+    return {a: (act.arg if act.type == keyword else None) for a, act in actions.items()}

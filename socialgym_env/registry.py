@@ -1,0 +1,111 @@
+"""The game catalogue: ids, config validation, ``make`` and PettingZoo registration."""
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+import pettingzoo
+
+from .env import ENGINE_CONFIG, INVALID_MODES, SocialGymEnv
+from .errors import ConfigError, UnknownGameError
+from .game import Game
+
+# game id -> module under socialgym_env.games that defines ``GAME`` (its Game subclass).
+GAME_MODULES = {
+    "prisoners_dilemma": "prisoners_dilemma",
+    "chicken": "chicken",
+    "battle_of_the_sexes": "battle_of_the_sexes",
+    "stag_hunt": "stag_hunt",
+    "minority_game": "minority_game",
+    "rock_paper_scissors": "rock_paper_scissors",
+    "public_goods": "public_goods",
+    "centipede": "centipede",
+    "bargaining": "bargaining",
+}
+
+
+def register_module(game_id: str, module: str) -> None:
+    """Add a game (used by game packs and tests); the module must define ``GAME``."""
+    GAME_MODULES[game_id] = module
+    _register_with_pettingzoo(game_id)
+
+
+def game_class(game_id: str) -> type[Game]:
+    if game_id not in GAME_MODULES:
+        # Accept the PettingZoo-style id too.
+        stripped = game_id.removeprefix("socialgym/").removesuffix("-v0")
+        if stripped not in GAME_MODULES:
+            close = [g for g in GAME_MODULES if stripped.replace("-", "_").lower() in g]
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise UnknownGameError(f"unknown game {game_id!r}.{hint} Valid games: {', '.join(sorted(GAME_MODULES))}")
+        game_id = stripped
+    module_name = GAME_MODULES[game_id]
+    module = importlib.import_module(module_name if "." in module_name else f"socialgym_env.games.{module_name}")
+    return module.GAME
+
+
+def list_games() -> list[dict]:
+    """The catalogue: one metadata dict per registered game, in catalogue order."""
+    return [game_class(g).info.to_dict() for g in GAME_MODULES]
+
+
+def game_ids() -> list[str]:
+    return list(GAME_MODULES)
+
+
+def resolve_config(cls: type[Game], config: dict) -> dict:
+    """Merge defaults and check every key and value; errors name what is valid."""
+    defaults = dict(ENGINE_CONFIG)
+    defaults.update(cls.config_defaults)
+    defaults.setdefault("num_players", cls.info.num_players)
+    unknown = sorted(set(config) - set(defaults) - {"render_mode"})
+    if unknown:
+        raise ConfigError(f"{cls.info.id}: unknown config key(s) {unknown}; valid keys: {sorted(defaults)}")
+    merged = dict(defaults)
+    merged.update({k: v for k, v in config.items() if k != "render_mode"})
+    for key, default in defaults.items():
+        value = merged[key]
+        if default is None or value is None:
+            continue
+        expected = type(default)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            merged[key] = value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ConfigError(f"{cls.info.id}: config {key!r} must be {expected.__name__}, got {value!r}")
+    if merged["invalid_action"] not in INVALID_MODES:
+        raise ConfigError(f"{cls.info.id}: invalid_action must be one of {INVALID_MODES}, got {merged['invalid_action']!r}")
+    if merged["max_steps"] is not None and (not isinstance(merged["max_steps"], int) or merged["max_steps"] < 1):
+        raise ConfigError(f"{cls.info.id}: max_steps must be a positive integer, got {merged['max_steps']!r}")
+    counts = getattr(cls, "player_counts", (cls.info.num_players,))
+    if merged["num_players"] not in counts:
+        allowed = " or ".join(map(str, counts))
+        raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {merged['num_players']!r}")
+    for key, allowed in cls.config_choices.items():
+        if merged[key] not in allowed:
+            raise ConfigError(f"{cls.info.id}: config {key!r} must be one of {list(allowed)}, got {merged[key]!r}")
+    try:
+        cls.validate_config(merged)
+    except ConfigError:
+        raise
+    except ValueError as err:
+        raise ConfigError(f"{cls.info.id}: {err}") from None
+    return merged
+
+
+def make(game_id: str, render_mode: Optional[str] = None, **config) -> SocialGymEnv:
+    """Create the AEC env of a game: ``socialgym_env.make("werewolves", invalid_action="raise")``."""
+    cls = game_class(game_id)
+    if render_mode is not None and render_mode not in SocialGymEnv.metadata["render_modes"]:
+        raise ConfigError(f"render_mode must be one of {SocialGymEnv.metadata['render_modes']}, got {render_mode!r}")
+    return SocialGymEnv(cls, resolve_config(cls, config), render_mode=render_mode)
+
+
+def _register_with_pettingzoo(game_id: str) -> None:
+    env_id = f"socialgym/{game_id}-v0"
+    if env_id not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", env_id, entry_point=make, kwargs={"game_id": game_id})
+
+
+def register_all() -> None:
+    for game_id in GAME_MODULES:
+        _register_with_pettingzoo(game_id)

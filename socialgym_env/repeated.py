@@ -1,0 +1,108 @@
+"""Repeated simultaneous-move games (the matrix games and Public Goods).
+
+Each round every seat moves blind; the moves and payoffs are then revealed to all. A subclass
+gives the move grammar and the payoff rule; this class owns rounds, scores, history and text.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .actions import Action, ActionSpec
+from .game import Game, Phase
+from .patterns import everyone
+from .state import State
+
+MOVE = "move"
+
+
+class RepeatedMoveGame(Game):
+    config_defaults = {"rounds": 10}
+    move_instructions = "Choose your move for this round."
+    move_fallback = "random"   # the neutral move used for an invalid one
+
+    # -- to implement ------------------------------------------------------------------
+    def move_specs(self, state: State, agent: str) -> Sequence[ActionSpec]:
+        raise NotImplementedError
+
+    def payoffs(self, state: State, moves: dict) -> dict:
+        """``{agent: payoff}`` for one round from ``{agent: Action}``."""
+        raise NotImplementedError
+
+    # -- hooks with defaults -------------------------------------------------------------
+    def round_start_phase(self, state: State) -> str:
+        return MOVE
+
+    def extra_phases(self) -> Sequence[Phase]:
+        return ()
+
+    def move_label(self, state: State, agent: str, action: Action) -> str:
+        return action.text
+
+    def after_round(self, state: State, moves: dict, payoffs: dict) -> None:
+        """Extra per-round bookkeeping (e.g. a coordination count)."""
+
+    @classmethod
+    def validate_config(cls, config):
+        if config["rounds"] < 1:
+            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+
+    # -- engine side ---------------------------------------------------------------------
+    def phases(self):
+        move = Phase(MOVE, actors=everyone, simultaneous=True, grammar=self.move_specs,
+                     resolve=self._resolve_round, instructions=self._instructions,
+                     fallback=self.move_fallback)
+        return [move, *self.extra_phases()]
+
+    def _instructions(self, state, agent):
+        return f"Round {state.round} of {self.config['rounds']}. {self.move_instructions}"
+
+    def setup(self, state: State) -> None:
+        state.g.history = []
+        state.round = 1
+        state.announce(f"The game starts: {self.config['rounds']} rounds.")
+        state.goto(self.round_start_phase(state))
+
+    def _resolve_round(self, state: State, moves: dict) -> None:
+        payoffs = self.payoffs(state, moves)
+        for agent, value in payoffs.items():
+            state.scores[agent] += value
+        state.g.history.append({a: moves[a].text for a in state.agents})
+        chosen = ", ".join(f"{state.name(a)}: {self.move_label(state, a, moves[a])}" for a in state.agents)
+        paid = ", ".join(f"{state.name(a)} {_num(payoffs[a])}" for a in state.agents)
+        state.announce(f"Round {state.round} moves — {chosen}. Payoffs — {paid}.")
+        self.after_round(state, moves, payoffs)
+        if state.round >= self.config["rounds"]:
+            totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
+            state.finish(f"after {state.round} rounds the totals are {totals}")
+            return
+        state.round += 1
+        state.goto(self.round_start_phase(state))
+
+    def status(self, state, agent):
+        totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
+        return [f"Round {state.round} of {self.config['rounds']}.", f"Scores so far: {totals}."]
+
+    def public_data(self, state, agent):
+        return {"round": state.round, "rounds": self.config["rounds"], "history": list(state.g.history),
+                "scores": dict(state.scores)}
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+
+
+class MatrixGame(RepeatedMoveGame):
+    """Two-player repeated matrix game: ``matrix[(row_move, col_move)] = (row_pay, col_pay)``
+    with player_0 as row."""
+
+    choices: tuple = ()
+    matrix: dict = {}
+    choice_help: dict = {}
+
+    def move_specs(self, state, agent):
+        return [ActionSpec(c, help=self.choice_help.get(c, "")) for c in self.choices]
+
+    def payoffs(self, state, moves):
+        row, col = state.agents
+        pay_row, pay_col = self.matrix[(moves[row].type, moves[col].type)]
+        return {row: pay_row, col: pay_col}
