@@ -222,7 +222,7 @@ class Text(Arg):
         return {"type": "string", "maxLength": self.max_length}
 
     def sample(self, rng):
-        return rng.choice(_SAMPLE_SENTENCES)
+        return rng.choice(_SAMPLE_SENTENCES)[: self.max_length].strip()
 
 
 _SAMPLE_WORDS = ("apple", "river", "blue", "music", "stone", "winter", "bread", "tiger")

@@ -72,20 +72,23 @@ class SocialGymEnv(AECEnv):
                              is_parallelizable=self.game_info.simultaneous)
         self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
-        # Spaces are built once per agent: api_test checks they are the same object each call.
-        self._observation_spaces = {
-            a: spaces.Dict({"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
-            for a in self.possible_agents}
-        self._action_spaces = {a: spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
-                               for a in self.possible_agents}
+        # Spaces are built lazily (a wide-charset Text space costs ~20 ms) and cached per agent:
+        # api_test checks they are the same object on every call.
+        self._observation_spaces: dict = {}
+        self._action_spaces: dict = {}
         self.state: Optional[State] = None
         self.agents = []
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent):
+        if agent not in self._observation_spaces:
+            self._observation_spaces[agent] = spaces.Dict(
+                {"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
         return self._observation_spaces[agent]
 
     def action_space(self, agent):
+        if agent not in self._action_spaces:
+            self._action_spaces[agent] = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         return self._action_spaces[agent]
 
     # ------------------------------------------------------------------ reset
@@ -179,11 +182,12 @@ class SocialGymEnv(AECEnv):
         """The structured view of one seat now (what ``infos[agent]`` holds when it acts)."""
         state = self.state
         seat = state.seat[agent]
+        role, team = self.game.known_role(state, agent)
         acting = agent in self.pending_actors()
         visible = state.visible_to(agent)
         new = [render_message(m, state, agent) for m in visible if m.index >= self._seen_upto[agent]]
         view = {
-            "game": self.game_info.id, "name": seat.name, "role": seat.role, "team": seat.team, "alive": seat.alive,
+            "game": self.game_info.id, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
             "acting": acting, "new_messages": new,
             "invalid_action": self._last_invalid[agent],
@@ -223,7 +227,8 @@ class SocialGymEnv(AECEnv):
         parts = self.prompt_parts(agent)
         seat = state.seat[agent]
         lines = [f"=== {self.game_info.name} ===", parts["description"], "",
-                 f"You are {seat.name} ({agent})." + (f" Your role: {seat.role}." if self.game_info.roles else "")
+                 f"You are {seat.name} ({agent})." + (f" Your role: {self.game.known_role(state, agent)[0]}."
+                                                      if self.game_info.roles else "")
                  + ("" if seat.alive else " You have been eliminated and only watch."),
                  f"Your goal: {parts['goal']}"]
         if parts["secret"]:
@@ -364,7 +369,8 @@ class SocialGymEnv(AECEnv):
 
     def _basic_info(self, agent: str) -> dict:
         seat = self.state.seat[agent]
-        return {"name": seat.name, "role": seat.role, "team": seat.team, "alive": seat.alive,
+        role, team = self.game.known_role(self.state, agent)
+        return {"name": seat.name, "role": role, "team": team, "alive": seat.alive,
                 "phase": self.state.phase, "round": self.state.round, "acting": False,
                 "legal_actions": [], "invalid_action": self._last_invalid[agent]}
 

@@ -149,6 +149,12 @@ class Game:
         """Private information the seat holds right now (role card, dice, hand, word)."""
         return []
 
+    def known_role(self, state: State, agent: str) -> tuple[str, str]:
+        """The (role, team) the seat is told it has (observation, ``infos``). Default: its
+        real role. A game where players do not know their own role overrides it."""
+        seat = state.seat[agent]
+        return seat.role, seat.team
+
     def on_truncation(self, state: State) -> None:
         """The game's turn-cap rule; the default scores the cap as a draw."""
         state.finish("turn cap reached: draw", truncated=True)

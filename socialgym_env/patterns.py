@@ -86,14 +86,16 @@ def tally(votes: dict) -> Counter:
 
 
 def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = True,
-              label: str = "Votes") -> Optional[str]:
+              label: str = "Votes", team: Optional[str] = None) -> Optional[str]:
     """The plurality target. ``tie="none"``: a tie picks nobody; ``tie="rng"``: the env's
-    RNG breaks it and the transcript says so. Announces the tally in seat order."""
+    RNG breaks it and the transcript says so. Announces the tally in seat order — publicly, or
+    to ``team`` only for a secret team vote."""
+    say = (lambda text: state.tell_team(team, text)) if team else state.announce
     counts = tally(votes)
     if announce:
         cast = "; ".join(f"{state.name(v)} → {state.name(t) if t else 'nobody'}"
                          for v, t in sorted(votes.items(), key=lambda kv: state.seat[kv[0]].index))
-        state.announce(f"{label}: {cast}." if cast else f"{label}: none cast.")
+        say(f"{label}: {cast}." if cast else f"{label}: none cast.")
     if not counts:
         return None
     top = max(counts.values())
@@ -102,11 +104,11 @@ def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = 
         return leaders[0]
     if tie == "none":
         if announce:
-            state.announce(f"Tie between {state.names(leaders)}: nobody is chosen.")
+            say(f"Tie between {state.names(leaders)}: nobody is chosen.")
         return None
     chosen = state.rng.choice(leaders)
     if announce:
-        state.announce(f"Tie between {state.names(leaders)}: broken at random, {state.name(chosen)} is chosen.")
+        say(f"Tie between {state.names(leaders)}: broken at random, {state.name(chosen)} is chosen.")
     return chosen
 
 
@@ -122,3 +124,52 @@ def strict_majority(votes: dict, electorate: int) -> Optional[str]:
 def vote_values(actions: dict, keyword: str = "vote") -> dict:
     """``{voter: target or None}`` from a simultaneous vote's actions."""
     return {a: (act.arg if act.type == keyword else None) for a, act in actions.items()}
+
+
+def team_plurality(state: State, votes: dict, team: str, *, tie: str = "rng",
+                   label: str = "Votes") -> Optional[str]:
+    """:func:`plurality` for a team's secret vote (the Werewolves' night kill): the tally and
+    any tie-break are told to ``team`` only, never announced publicly."""
+    return plurality(state, votes, tie=tie, label=label, team=team)
+
+
+# ------------------------------------------------------------------ hidden-role helpers
+def normalize_word(text: str) -> str:
+    """Case- and punctuation-insensitive form of a guessed word or phrase
+    ("Space-Station!" == "space station"): casefolded letters and digits only."""
+    return "".join(c for c in str(text).casefold() if c.isalnum())
+
+
+def vote_phase(name: str, resolve: Callable[[State, dict], None], *,
+               voters: Callable[[State], Sequence[str]] = everyone,
+               candidates: Optional[Callable[[State, str], Sequence[str]]] = None,
+               keyword: str = "vote", allow_abstain: bool = False,
+               instructions: str = "Vote for the player to eliminate.") -> Phase:
+    """A simultaneous vote: each voter names one candidate (default: the other live seats).
+    ``resolve(state, actions)`` counts it (e.g. with :func:`exile_by_vote`). Invalid input:
+    abstain when allowed, else a random legal vote."""
+    candidates = candidates or (lambda state, voter: state.others(voter))
+    return Phase(name, actors=voters, simultaneous=True, resolve=resolve,
+                 grammar=lambda state, voter: vote_specs(state, voter, candidates(state, voter), keyword,
+                                                         allow_abstain=allow_abstain),
+                 fallback="abstain" if allow_abstain else "random", instructions=instructions)
+
+
+def exile_by_vote(state: State, actions: dict, *, keyword: str = "vote", tie: str = "none",
+                  reveal=True, label: str = "Votes") -> Optional[str]:
+    """Count a simultaneous elimination vote by plurality (``tie`` as in :func:`plurality`),
+    eliminate the chosen seat and announce it. ``reveal``: True announces the exiled seat's
+    role, False does not, a function ``(state, agent) -> str`` gives the reveal text.
+    Returns the exiled agent, or None when nobody goes."""
+    target = plurality(state, vote_values(actions, keyword), tie=tie, label=label)
+    if target is None:
+        state.announce("Nobody is eliminated.")
+        return None
+    state.eliminate(target)
+    if callable(reveal):
+        state.announce(f"{state.name(target)} is eliminated. {reveal(state, target)}")
+    elif reveal:
+        state.announce(f"{state.name(target)} is eliminated. {state.name(target)} was a {state.role(target)}.")
+    else:
+        state.announce(f"{state.name(target)} is eliminated.")
+    return target

@@ -21,13 +21,30 @@ GAME_MODULES = {
     "public_goods": "public_goods",
     "centipede": "centipede",
     "bargaining": "bargaining",
+    "liars_dice": "liars_dice",
+    "skull": "skull",
+    "coup": "coup",
+    "sheriff_of_nottingham": "sheriff_of_nottingham",
+    "survivor": "survivor",
+    "dead_last": "dead_last",
+    "chess": "chess",
+    "chameleon": "chameleon",
+    "insider": "insider",
+    "spyfall": "spyfall",
+    "undercover": "undercover",
 }
 
 
-def register_module(game_id: str, module: str) -> None:
-    """Add a game (used by game packs and tests); the module must define ``GAME``."""
-    GAME_MODULES[game_id] = module
-    _register_with_pettingzoo(game_id)
+def register_game(game: "type[Game] | str") -> None:
+    """Add a game from outside the package: a Game subclass, or a dotted module path whose
+    module defines ``GAME``. It then works with ``make``, ``list_games`` and PettingZoo."""
+    if isinstance(game, str):
+        module = importlib.import_module(game)
+        GAME_MODULES[module.GAME.info.id] = game
+        _register_with_pettingzoo(module.GAME.info.id)
+    else:
+        GAME_MODULES[game.info.id] = game
+        _register_with_pettingzoo(game.info.id)
 
 
 def game_class(game_id: str) -> type[Game]:
@@ -40,6 +57,8 @@ def game_class(game_id: str) -> type[Game]:
             raise UnknownGameError(f"unknown game {game_id!r}.{hint} Valid games: {', '.join(sorted(GAME_MODULES))}")
         game_id = stripped
     module_name = GAME_MODULES[game_id]
+    if isinstance(module_name, type):
+        return module_name
     module = importlib.import_module(module_name if "." in module_name else f"socialgym_env.games.{module_name}")
     return module.GAME
 

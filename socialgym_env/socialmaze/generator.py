@@ -35,8 +35,8 @@ from typing import Sequence
 from .instance import TOLD_ROLE, MazeConfig, MazeInstance, Puzzle, Role, Statement, parse_role
 from .verifier import count_candidates
 
-# Policy constants. Chosen so that targets are informative but not deterministic;
-# the benchmark's naive heuristic then sits well below the exact solver.
+# Policy constants: targets lean on the public evidence without being deterministic,
+# so logs vary while staying solvable often enough (acceptance ~0.8-1.0, see perf).
 SUSPICION_PER_ACCUSATION = 0.8
 SUSPICION_PER_CONTRADICTION = 0.5
 CLEAR_DISCOUNT = 0.7  # per clearing speaker beyond the first

