@@ -19,7 +19,7 @@ setup-test: setup
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 demo: setup
-	socialgym tournament --quick --out $(OUT)
+	$(PYTHON) -m socialgym_env.cli tournament --quick --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q
