@@ -104,13 +104,12 @@ def _mount_optional(name: str, module: str) -> None:
 
 
 def _mount_benchmarks() -> None:
-    """tournament / leaderboard / replay live in benchmarks.cli (commands on the top level)."""
+    """tournament / leaderboard / replay live in benchmarks.cli; they join the top level."""
     try:
         from benchmarks import cli as bench
-    except ImportError:
+    except ImportError:  # the bench extra (scipy, matplotlib) is not installed
         return
-    for command in getattr(bench, "COMMANDS", ()):
-        app.command(command.__name__.removesuffix("_cmd"))(command)
+    app.registered_commands.extend(bench.app.registered_commands)
 
 
 _mount_optional("maze", "socialgym_env.socialmaze.cli")

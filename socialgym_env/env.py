@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 from typing import Optional
 
 from gymnasium import spaces
@@ -25,16 +26,14 @@ MAX_OBSERVATION_CHARS = 200_000
 MAX_ACTION_CHARS = 4_000
 # Every character an observation may hold: printable Unicode below the CJK block plus
 # newline and tab. Characters outside it are shown as "?" in observations (never in logs).
-CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if not 0xD800 <= c < 0xE000 and c != 0x7F)
-_CHARSET_SET = frozenset(CHARSET)
+CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if c != 0x7F)
+_OUTSIDE_CHARSET = re.compile("[^\n\t\x20-\x7e\x80-\u2fff]")
 INVALID_MODES = ("fallback", "forfeit", "raise")
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": True}
 
 
 def _sanitize(text: str) -> str:
-    if all(c in _CHARSET_SET for c in text):
-        return text
-    return "".join(c if c in _CHARSET_SET else "?" for c in text)
+    return _OUTSIDE_CHARSET.sub("?", text)
 
 
 def render_message(message: Message, state: State, viewer: Optional[str] = None) -> str:
