@@ -1,0 +1,91 @@
+"""``socialgym tournament | leaderboard | replay`` — a typer sub-app over plain functions.
+
+Mount it in the main CLI with ``app.add_typer(benchmarks.cli.app)`` (commands at the top
+level via ``app.registered_commands.extend(benchmarks.cli.app.registered_commands)``) or run
+``python -m benchmarks.cli tournament --quick``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import tournament as tour
+from .leaderboard import build_leaderboard, print_leaderboard
+from .replay import write_replay
+
+app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,
+                  add_completion=False)
+
+
+def _split(values: Optional[List[str]]) -> Optional[list]:
+    if not values:
+        return None
+    out = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
+                           backend="local", workers=None, resume=True, config_override=(), quick=False,
+                           ray_address=None, bootstrap=1000, progress=True) -> dict:
+    """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
+    result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
+                             seed=seed, out=out, backend=backend, workers=workers, resume=resume,
+                             config_overrides=config_override or (), quick=quick, progress=progress,
+                             ray_address=ray_address, n_boot=bootstrap)
+    print_leaderboard(result.summary)
+    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, {result.played} played now")
+    print(f"logs: {result.log_dir}")
+    print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json)")
+    print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
+    return result.summary
+
+
+@app.command("tournament")
+def tournament_cmd(
+    games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
+    agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(Path("runs/tournament"), "--out", help="folder for logs/ and the leaderboard"),
+    backend: str = typer.Option("local", "--backend", help="local | ray"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="processes (local) or actors (ray); default: CPU count"),
+    resume: bool = typer.Option(True, "--resume/--no-resume", help="skip episodes already in OUT/logs (--no-resume moves old logs aside)"),
+    config_override: Optional[List[str]] = typer.Option(None, "--config-override", help="game.key=value or *.key=value (repeatable)"),
+    quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="bootstrap resamples for the CIs"),
+):
+    """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
+    if backend not in ("local", "ray"):
+        raise typer.BadParameter("--backend must be local or ray")
+    run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
+                           backend=backend, workers=workers, resume=resume, config_override=config_override or (),
+                           quick=quick, ray_address=ray_address, bootstrap=bootstrap)
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
+                    out: Path = typer.Option(Path("leaderboard"), "--out"),
+                    bootstrap: int = typer.Option(1000, "--bootstrap"),
+                    by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle")):
+    """Rebuild the leaderboard files from logs alone."""
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by)
+    print_leaderboard(summary)
+    print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
+
+
+@app.command("replay")
+def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the episode"),
+               episode: str = typer.Option(..., "--episode", help="episode id"),
+               out: Path = typer.Option(Path("replay.html"), "--out")):
+    """Write a self-contained HTML replay of one episode."""
+    path = write_replay(log, episode, out)
+    print(f"replay: {path} (open it in a browser; add #seat=player_0 for a seat's private view)")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,462 @@
+"""Elo tournaments: rosters with balanced seats and sides, a resumable runner (local processes
+or Ray), then the leaderboard.
+
+Rosters (paper §3.3)
+--------------------
+For each game the *units* a policy can hold are the teams of a two-team (or n-team) game,
+otherwise the individual seats. A *combination* is a set of ``m = min(#policies, #units)``
+distinct policies (all ``C(k, m)`` sets are played). Each combination plays ``episodes``
+episodes, rounded up to a multiple of ``m``; episode ``e`` gives unit ``u`` the policy
+``combo[(u + e) % m]``. Over every ``m`` consecutive episodes each policy therefore holds each
+unit (each side of an asymmetric game, each seat of a free-for-all game) equally often.
+
+Roles are dealt by the env's seeded shuffle, so the roster reads the deal instead of fighting
+it: for each episode seed we ``reset`` the env, read which seat got which ``(role, team)``
+card, and seat the policies so that the canonical (unshuffled) role deck gets the planned
+policies. The seat order therefore varies with the seed while sides stay exactly balanced.
+Seeds are a hash of (tournament seed, game, combination, episode index) and are stored in
+``EpisodeJob.seed``; ``EpisodeJob.tags`` records the matchup, rotation and sides.
+
+Running
+-------
+Jobs are grouped into one shard per game with one log file per shard
+(``OUT/logs/<game>.jsonl``), so no two processes append to one file. ``backend="local"`` runs
+shards on a process pool (``workers`` processes; 1 = in this process); ``backend="ray"`` sends
+chunks of episodes to Ray actors (each holds one ``PolicyPool``, so a model loads once per
+actor) and the driver appends the returned records. Every start first collects the episode ids
+already in ``OUT/logs`` and plays only the others, so a killed run resumes with no episode lost
+or duplicated (``agents.runner.run_jobs`` also skips logged ids).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import itertools
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import warnings
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import socialgym_env
+from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_env.logs import append_episode, completed_episode_ids
+
+DEFAULT_AGENTS = ("smollm2", "scripted:heuristic", "scripted:random")
+DEFAULT_EPISODES = 10
+QUICK_EPISODES = 2
+
+# --quick: config keys shrunk in every game that has them (value = the most allowed).
+QUICK_LIMITS = {
+    "rounds": 2, "num_rounds": 2, "max_rounds": 3, "subgames": 2, "days": 2, "max_days": 2,
+    "discussion_rounds": 1, "debate_rounds": 1, "talk_rounds": 1, "speech_rounds": 1,
+    "clue_rounds": 1, "question_rounds": 2, "max_questions": 4, "missions": 3,
+    "max_talk_chars": 200,
+}
+QUICK_KEY_WORDS = ("round",)   # any other int key naming rounds is capped at 2
+
+
+# ----------------------------------------------------------------------------- games
+def available_games(games: Optional[Iterable[str]] = None, warn: bool = True) -> list[str]:
+    """Registered game ids (or the given ones) whose module imports; others are skipped with
+    a warning (games are added to the registry while being written)."""
+    wanted = list(games) if games else socialgym_env.game_ids()
+    out = []
+    for game in wanted:
+        try:
+            socialgym_env.game_class(game)
+        except socialgym_env.UnknownGameError:
+            raise
+        except Exception as err:  # a game module that does not import yet
+            if warn:
+                warnings.warn(f"skipping game {game!r}: {type(err).__name__}: {err}", stacklevel=2)
+            continue
+        out.append(game)
+    return out
+
+
+def parse_value(text: str):
+    """A config override value: JSON when it parses (2, 0.5, true, "x", [1]), else the string."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return text
+
+
+def parse_overrides(items: Iterable[str]) -> dict:
+    """``["werewolves.max_steps=300", "*.rounds=2"]`` -> ``{"werewolves": {...}, "*": {...}}``."""
+    out: dict = defaultdict(dict)
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        game, dot, name = key.partition(".")
+        if not sep or not dot or not game or not name:
+            raise ValueError(f"config override must look like game.key=value (or *.key=value), got {item!r}")
+        out[game.strip()][name.strip()] = parse_value(value.strip())
+    return dict(out)
+
+
+def quick_config(game: str) -> dict:
+    """The --quick preset's config for one game: round-like counts capped (see QUICK_LIMITS)."""
+    cls = socialgym_env.game_class(game)
+    config = {}
+    for key, default in cls.config_defaults.items():
+        if not isinstance(default, int) or isinstance(default, bool):
+            continue
+        limit = QUICK_LIMITS.get(key)
+        if limit is None and any(word in key for word in QUICK_KEY_WORDS):
+            limit = 2
+        if limit is not None and default > limit:
+            config[key] = limit
+    # keep only what the game accepts (validate_config may forbid small values)
+    try:
+        socialgym_env.make(game, **config)
+    except Exception:
+        return {}
+    return config
+
+
+def game_configs(games: Sequence[str], overrides: Optional[dict] = None, quick: bool = False) -> dict:
+    """Per-game config: --quick preset, then ``*.key`` overrides, then ``game.key`` overrides."""
+    overrides = overrides or {}
+    unknown = set(overrides) - set(games) - {"*"}
+    if unknown:
+        raise ValueError(f"config overrides for games not in this tournament: {sorted(unknown)}")
+    out = {}
+    for game in games:
+        config = quick_config(game) if quick else {}
+        cls = socialgym_env.game_class(game)
+        from socialgym_env.env import ENGINE_CONFIG
+        valid = set(cls.config_defaults) | set(ENGINE_CONFIG) | {"num_players"}
+        config.update({k: v for k, v in overrides.get("*", {}).items() if k in valid})
+        config.update(overrides.get(game, {}))
+        out[game] = config
+    return out
+
+
+# ----------------------------------------------------------------------------- rosters
+def episode_seed(seed: int, game: str, combo: Sequence[str], index: int) -> int:
+    text = f"{seed}|{game}|{'+'.join(combo)}|{index}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+@dataclass
+class GameLayout:
+    """The canonical role deck of a game and the units (teams, else seats) policies hold."""
+
+    game: str
+    deck: list            # (role, team) per canonical slot
+    units: list           # team names, or slot indices as strings
+    unit_of_slot: list
+
+
+def game_layout(env) -> GameLayout:
+    deck = [tuple(card) for card in env.game.role_deck()]
+    teams = list(OrderedDict.fromkeys(team for _, team in deck if team))
+    if len(teams) >= 2 and all(team for _, team in deck):
+        return GameLayout(env.game_info.id, deck, teams, [teams.index(t) for _, t in deck])
+    return GameLayout(env.game_info.id, deck, [f"seat{i}" for i in range(len(deck))], list(range(len(deck))))
+
+
+def seat_policies(env, layout: GameLayout, slot_policy: Sequence[str]) -> list[str]:
+    """Map planned per-slot policies onto the seats of the deal ``env`` was reset with."""
+    free = defaultdict(list)
+    for slot, card in enumerate(layout.deck):
+        free[card].append(slot)
+    seats = []
+    for seat in env.state.seats:
+        slot = free[(seat.role, seat.team)].pop(0)
+        seats.append(slot_policy[slot])
+    return seats
+
+
+def combinations(agents: Sequence[str], units: int) -> list[tuple]:
+    m = min(len(agents), units)
+    if len(agents) < 2 or m < 2:
+        return [tuple(agents[:1])] if agents else []
+    return list(itertools.combinations(agents, m))
+
+
+def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
+              config: Optional[dict] = None, tournament: str = "") -> list[EpisodeJob]:
+    """The jobs of one game (see the module docstring for the balancing rule)."""
+    config = dict(config or {})
+    env = socialgym_env.make(game, **config)
+    layout = game_layout(env)
+    jobs = []
+    for c_index, combo in enumerate(combinations(agents, len(layout.units))):
+        m = len(combo)
+        count = math.ceil(max(episodes, 1) / m) * m
+        for e in range(count):
+            rot = e % m
+            unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
+            slot_policy = [unit_policy[u] for u in layout.unit_of_slot]
+            s = episode_seed(seed, game, combo, e)
+            env.reset(seed=s)
+            seats = seat_policies(env, layout, slot_policy)
+            episode_id = f"{game}|{'~'.join(combo)}|e{e:03d}|s{s}"
+            tags = {"tournament": tournament or f"seed{seed}", "matchup": "~".join(combo),
+                    "combo_index": c_index, "episode_index": e, "rotation": rot,
+                    "sides": {str(layout.units[u]): unit_policy[u] for u in range(len(layout.units))}}
+            jobs.append(EpisodeJob(game=game, seed=s, seats=seats, config=config,
+                                   episode_id=episode_id, tags=tags))
+    return jobs
+
+
+def plan_tournament(games: Sequence[str], agents: Sequence[str], episodes: int = DEFAULT_EPISODES,
+                    seed: int = 0, configs: Optional[dict] = None, tournament: str = "") -> list[EpisodeJob]:
+    configs = configs or {}
+    jobs = []
+    for game in games:
+        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament))
+    ids = [j.episode_id for j in jobs]
+    if len(ids) != len(set(ids)):
+        raise RuntimeError("duplicate episode ids in the plan")
+    return jobs
+
+
+# ----------------------------------------------------------------------------- running
+def shard_log(log_dir: Path, game: str) -> Path:
+    return Path(log_dir) / f"{game}.jsonl"
+
+
+def logged_ids(log_dir: Path) -> set:
+    done = set()
+    for path in sorted(Path(log_dir).glob("*.jsonl")):
+        done |= completed_episode_ids(path)
+    return done
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: on Linux, a worker gets SIGKILL when the tournament process dies, so a
+    killed run leaves no orphan still appending to the logs."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+        if os.getppid() == 1:           # the parent died before prctl
+            os._exit(1)
+    except Exception:
+        pass
+
+
+def _run_shard(jobs: list, log_path: str, pool_seed: int) -> int:
+    records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), log_path=log_path, resume=True)
+    return len(records)
+
+
+class _LineCounter:
+    """Counts complete lines appended to a set of files since it started (progress polling)."""
+
+    def __init__(self, paths: Iterable[Path]):
+        self.offsets = {Path(p): (Path(p).stat().st_size if Path(p).exists() else 0) for p in paths}
+        self.lines = {p: 0 for p in self.offsets}
+
+    def poll(self) -> int:
+        for path, offset in self.offsets.items():
+            if not path.exists():
+                continue
+            size = path.stat().st_size
+            if size > offset:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read(size - offset)
+                cut = chunk.rfind(b"\n") + 1
+                self.lines[path] += chunk[:cut].count(b"\n")
+                self.offsets[path] = offset + cut
+        return sum(self.lines.values())
+
+
+def _bars(total_episodes: int, total_games: int, enabled: bool):
+    if not enabled:
+        return None, None
+    from tqdm import tqdm
+    episodes = tqdm(total=total_episodes, desc="episodes", unit="ep", position=0, dynamic_ncols=True)
+    games = tqdm(total=total_games, desc="games   ", unit="game", position=1, dynamic_ncols=True)
+    return episodes, games
+
+
+def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
+              progress: bool = True) -> int:
+    """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process."""
+    total = sum(len(j) for j in shards.values())
+    paths = [shard_log(log_dir, g) for g in shards]
+    counter = _LineCounter(paths)
+    ep_bar, game_bar = _bars(total, len(shards), progress)
+    # biggest shards first so the slowest game does not start last
+    order = sorted(shards, key=lambda g: -len(shards[g]))
+    if workers > 1:
+        import multiprocessing
+        # fork is quick; once torch (threads) is loaded in this process, spawn is the safe choice
+        method = "spawn" if "torch" in sys.modules else "fork"
+        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                                          initializer=_die_with_parent)
+    else:
+        executor = cf.ThreadPoolExecutor(max_workers=1)
+    played = 0
+    try:
+        futures = {executor.submit(_run_shard, shards[g], str(shard_log(log_dir, g)), pool_seed): g for g in order}
+        pending = set(futures)
+        while pending:
+            done, pending = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                played += future.result()
+                if game_bar:
+                    game_bar.update(1)
+            if ep_bar:
+                ep_bar.n = min(counter.poll(), total)
+                ep_bar.refresh()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+    return played
+
+
+class _RayWorker:
+    def __init__(self, pool_seed: int):
+        self.pool = PolicyPool(seed=pool_seed)
+
+    def run(self, jobs):
+        return run_jobs(jobs, pool=self.pool, log_path=None, resume=False)
+
+
+def _repo_root() -> str:
+    return str(Path(__file__).resolve().parents[1])
+
+
+def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None):
+    """Connect to a Ray cluster (``address``) or start a local instance. On a cluster the three
+    packages travel with the job (``runtime_env py_modules``)."""
+    import ray
+    if ray.is_initialized():
+        return ray
+    if address:
+        import agents
+        import benchmarks
+        ray.init(address=address, runtime_env={"py_modules": [socialgym_env, agents, benchmarks]})
+    else:
+        path = os.pathsep.join([_repo_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    return ray
+
+
+def run_ray(shards: dict, log_dir: Path, workers: int = 2, pool_seed: int = 0, progress: bool = True,
+            address: Optional[str] = None, chunk_size: int = 4) -> int:
+    """Run ``{game: [jobs]}`` on Ray actors; the driver appends each returned record."""
+    ray = ensure_ray(address, num_cpus=workers if not address else None)
+    from ray.util import ActorPool
+    worker_cls = ray.remote(num_cpus=1)(_RayWorker)
+    actors = [worker_cls.remote(pool_seed) for _ in range(max(1, workers))]
+    pool = ActorPool(actors)
+    chunks = []
+    for game in sorted(shards, key=lambda g: -len(shards[g])):
+        jobs = shards[game]
+        chunks.extend(jobs[i:i + chunk_size] for i in range(0, len(jobs), chunk_size))
+    left = {g: len(j) for g, j in shards.items()}
+    total = sum(left.values())
+    ep_bar, game_bar = _bars(total, len(shards), progress)
+    played = 0
+    try:
+        for records in pool.map_unordered(lambda actor, chunk: actor.run.remote(chunk), chunks):
+            for record in records:
+                append_episode(shard_log(log_dir, record["game"]), record)
+                left[record["game"]] -= 1
+                if left[record["game"]] == 0 and game_bar:
+                    game_bar.update(1)
+            played += len(records)
+            if ep_bar:
+                ep_bar.update(len(records))
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+    return played
+
+
+@dataclass
+class TournamentResult:
+    out_dir: Path
+    log_dir: Path
+    planned: int
+    already_logged: int
+    played: int
+    games: list
+    summary: dict = field(default_factory=dict)
+
+
+def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", workers: int = 1,
+                   resume: bool = True, progress: bool = True, pool_seed: int = 0,
+                   ray_address: Optional[str] = None, leaderboard: bool = True,
+                   n_boot: int = 1000) -> TournamentResult:
+    """Play the planned jobs not yet logged under ``out_dir/logs``, then rebuild the
+    leaderboard in ``out_dir`` (unless ``leaderboard=False``)."""
+    out_dir = Path(out_dir)
+    log_dir = out_dir / "logs"
+    if not resume and log_dir.exists():
+        backup = out_dir / f"logs.previous-{time.strftime('%Y%m%d-%H%M%S')}"
+        shutil.move(str(log_dir), str(backup))
+        print(f"--no-resume: moved the old logs to {backup}", file=sys.stderr)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    done = logged_ids(log_dir)
+    todo = [j for j in jobs if j.episode_id not in done]
+    shards: dict = OrderedDict()
+    for job in todo:
+        shards.setdefault(job.game, []).append(job)
+    played = 0
+    if shards:
+        if backend == "local":
+            played = run_local(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress)
+        elif backend == "ray":
+            played = run_ray(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
+                             address=ray_address)
+        else:
+            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,
+                              sorted({j.game for j in jobs}))
+    if leaderboard:
+        from .leaderboard import build_leaderboard
+        result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot)
+    return result
+
+
+def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DEFAULT_AGENTS,
+               episodes: Optional[int] = None, seed: int = 0, out="runs/tournament",
+               backend: str = "local", workers: Optional[int] = None, resume: bool = True,
+               config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
+               ray_address: Optional[str] = None, n_boot: int = 1000) -> TournamentResult:
+    """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
+
+    ``quick`` plays 2 episodes per combination (rounded up so sides stay balanced) with round
+    counts capped (QUICK_LIMITS); explicit ``episodes`` and overrides still win."""
+    games = available_games(games)
+    if not games:
+        raise ValueError("no playable games selected")
+    agents = list(dict.fromkeys(a.strip() for a in agents if a.strip()))
+    if episodes is None:
+        episodes = QUICK_EPISODES if quick else DEFAULT_EPISODES
+    configs = game_configs(games, parse_overrides(config_overrides), quick=quick)
+    jobs = plan_tournament(games, agents, episodes, seed, configs)
+    workers = workers or max(1, min(os.cpu_count() or 1, len(games)))
+    _check_policies(agents)
+    return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
+                          pool_seed=seed, ray_address=ray_address, n_boot=n_boot)
+
+
+def _check_policies(agents: Sequence[str]) -> None:
+    """Fail before playing when a spec is unknown (building scripted policies is free; LLM specs
+    are only checked for a known prefix here and loaded by the workers)."""
+    from agents.registry import make_policy
+    for spec in agents:
+        if spec.startswith("scripted:"):
+            make_policy(spec)

@@ -1,0 +1,163 @@
+"""Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (benchmarks.elo)."""
+import math
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from benchmarks import elo as bt
+
+
+def rec(policies, rewards, teams=None, **extra):
+    roster = [{"agent": f"player_{i}", "policy": p, "team": (teams[i] if teams else ""), "role": "player"}
+              for i, p in enumerate(policies)]
+    record = {"episode_id": extra.pop("episode_id", "e"), "game": "g", "finished": True, "roster": roster,
+              "rewards": {f"player_{i}": float(r) for i, r in enumerate(rewards)},
+              "scores": {f"player_{i}": float(r) for i, r in enumerate(extra.pop("scores", rewards))}}
+    record.update(extra)
+    return record
+
+
+# ----------------------------------------------------------------------------- pairs
+def test_ffa_pairs_every_cross_policy_pair():
+    assert sorted(bt.episode_pairs(rec(["A", "B", "C"], [1, 0, -1]))) == [("A", "B"), ("A", "C"), ("B", "C")]
+
+
+def test_same_policy_pairs_skipped_and_same_score_left_out():
+    # A vs A skipped; A(+1) beats B(0); B(0) beats the other A(-1)
+    assert sorted(bt.episode_pairs(rec(["A", "A", "B"], [1, -1, 0]))) == [("A", "B"), ("B", "A")]
+    assert bt.episode_pairs(rec(["A", "B"], [1, 1])) == []            # same score: no outcome
+    assert bt.episode_pairs(rec(["A", "B", "C"], [1, 1, -1])) == [("A", "C"), ("B", "C")]
+
+
+def test_team_games_only_cross_team_pairs():
+    r = rec(["A", "B", "C", "C"], [1, 1, -1, -1], teams=["x", "x", "y", "y"])
+    # A and B are team mates (different policies) and are not compared
+    assert sorted(bt.episode_pairs(r)) == [("A", "C"), ("A", "C"), ("B", "C"), ("B", "C")]
+    r = rec(["A", "A", "B", "B"], [-1, -1, 1, 1], teams=["x", "x", "y", "y"])
+    assert bt.episode_pairs(r) == [("B", "A")] * 4
+
+
+def test_failed_or_unfinished_records_give_no_pairs_and_score_compare():
+    assert bt.episode_pairs(rec(["A", "B"], [1, -1], failed=True)) == []
+    assert bt.episode_pairs(rec(["A", "B"], [1, -1], finished=False)) == []
+    r = rec(["A", "B"], [0, 0], scores=[7, 3])
+    assert bt.episode_pairs(r) == [] and bt.episode_pairs(r, compare="score") == [("A", "B")]
+
+
+def test_role_labels():
+    r = rec(["A", "B", "B"], [1, -1, -1], teams=["spies", "town", "town"])
+    label = lambda s: f"{s['policy']}|{'alt' if s['team'] == 'spies' else 'main'}"
+    assert bt.episode_pairs(r, label) == [("A|alt", "B|main")] * 2
+
+
+# ----------------------------------------------------------------------------- fit
+def sklearn_elo(wins):
+    k = wins.shape[0]
+    X, y, w = [], [], []
+    for i in range(k):
+        for j in range(i + 1, k):
+            for target, weight in ((1, wins[i, j]), (0, wins[j, i])):
+                if weight > 0:
+                    row = np.zeros(k)
+                    row[i], row[j] = math.log(10), -math.log(10)
+                    X.append(row), y.append(target), w.append(weight)
+    lr = LogisticRegression(fit_intercept=False, C=0.1, tol=1e-12, max_iter=100_000)
+    lr.fit(np.array(X), np.array(y), sample_weight=np.array(w, dtype=float))
+    elo = 400 * lr.coef_[0]
+    return elo - elo.mean() + 1000
+
+
+@pytest.mark.parametrize("k,seed", [(2, 0), (3, 1), (5, 2), (8, 3)])
+def test_fit_matches_sklearn_within_half_elo(k, seed):
+    rng = np.random.default_rng(seed)
+    wins = rng.integers(0, 40, size=(k, k)).astype(float)
+    np.fill_diagonal(wins, 0)
+    if k > 2:
+        wins[0, 1:] = 0                   # player 0 never wins: separation stays finite
+    ours, batch = bt.fit_bt(wins), bt.fit_bt_batch(wins[None])[0]
+    ref = sklearn_elo(wins)
+    assert np.abs(ours - ref).max() < 0.5
+    assert np.abs(batch - ref).max() < 0.5
+    assert abs(ours.mean() - 1000) < 1e-6
+
+
+def simulate(planted, per_pair, rng):
+    """Two-player episodes: each unordered pair plays ``per_pair`` episodes."""
+    records = []
+    names = [f"p{i}" for i in range(len(planted))]
+    for i in range(len(planted)):
+        for j in range(i + 1, len(planted)):
+            p = 1 / (1 + 10 ** (-(planted[i] - planted[j]) / 400))
+            for e in range(per_pair):
+                a_wins = rng.random() < p
+                records.append(rec([names[i], names[j]], [1, -1] if a_wins else [-1, 1]))
+    return records, names
+
+
+def test_planted_strengths_recovered_and_covered():
+    planted = np.array([880.0, 960.0, 1040.0, 1120.0])        # mean 1000 = the anchor
+    rng = np.random.default_rng(123)
+    covered, total, rank_ok, estimates = 0, 0, 0, []
+    for rep in range(40):
+        records, names = simulate(planted, 150, rng)
+        r = bt.rate_records(records, players=names, n_boot=300, seed=rep)
+        covered += int(((r.lo <= planted) & (planted <= r.hi)).sum())
+        total += len(planted)
+        rank_ok += int(np.all(np.argsort(r.elo) == np.arange(len(planted))))
+        estimates.append(r.elo)
+    coverage = covered / total
+    assert 0.85 <= coverage <= 1.0, coverage
+    assert rank_ok >= 36                                       # correct order in >= 90% of reps
+    assert np.all(np.argsort(np.mean(estimates, 0)) == np.arange(len(planted)))
+    assert np.abs(np.mean(estimates, 0) - planted).max() < 15  # small ridge shrinkage only
+
+
+# ----------------------------------------------------------------------------- bootstrap
+def test_episode_bootstrap_moves_an_episode_s_pairs_together():
+    # every episode: A beats B and C beats A -> resampling episodes keeps the two counts equal
+    records = [rec(["A", "B", "C"], [0, -1, 1])] * 30 + [rec(["A", "B"], [-1, 1])] * 10
+    battles = bt.collect_battles(records, players=["A", "B", "C"])
+    k = 3
+    ep = bt.bootstrap_wins(battles, 500, by="episode", seed=1)
+    assert np.array_equal(ep[:, 0, 1], ep[:, 2, 0])
+    assert np.all(ep.sum((1, 2)) == ep[:, 0, 1] * 3 + ep[:, 1, 0])      # 3 pairs per 3-seat episode
+    bat = bt.bootstrap_wins(battles, 500, by="battle", seed=1)
+    assert not np.array_equal(bat[:, 0, 1], bat[:, 2, 0])
+    assert np.all(bat.sum((1, 2)) == battles.n)
+
+
+def test_grouped_episode_resampling_matches_naive_resampling():
+    rng = np.random.default_rng(7)
+    records = [rec(list(rng.permutation(["A", "B", "C"])), list(rng.permutation([1, 0, -1]))) for _ in range(60)]
+    battles = bt.collect_battles(records, players=["A", "B", "C"])
+    grouped = bt.bootstrap_wins(battles, 4000, by="episode", seed=3).reshape(4000, -1)
+    per_ep = bt.episode_cell_counts(battles)
+    naive = np.array([per_ep[rng.integers(0, len(records), len(records))].sum(0) for _ in range(4000)])
+    assert np.allclose(grouped.mean(0), naive.mean(0), atol=0.6)
+    sd_g, sd_n = grouped.std(0), naive.std(0)
+    nz = sd_n > 0
+    assert np.all(np.abs(sd_g[nz] / sd_n[nz] - 1) < 0.15)
+
+
+def test_bootstrap_is_seeded():
+    records, names = simulate(np.array([950.0, 1050.0]), 40, np.random.default_rng(0))
+    a = bt.rate_records(records, players=names, n_boot=200, seed=5)
+    b = bt.rate_records(records, players=names, n_boot=200, seed=5)
+    assert np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi)
+    assert np.all(a.lo <= a.elo) and np.all(a.elo <= a.hi)
+
+
+# ----------------------------------------------------------------------------- Wilson
+@pytest.mark.parametrize("x,n,lo,hi", [(5, 10, 0.2365931, 0.7634069), (0, 10, 0.0, 0.2775328),
+                                       (10, 10, 0.7224672, 1.0), (1, 4, 0.0455878, 0.6993582)])
+def test_wilson_known_values(x, n, lo, hi):
+    got = bt.wilson_interval(x, n)
+    assert got == pytest.approx((lo, hi), abs=1e-6)
+
+
+def test_wilson_empty_and_win_rates():
+    assert bt.wilson_interval(0, 0) == (0.0, 1.0)
+    rates = bt.win_rates([rec(["A", "B"], [1, -1]), rec(["A", "B"], [0, 0]), rec(["B", "A"], [1, -1])])
+    assert rates["A"]["wins"] == 1 and rates["A"]["seats"] == 3 and rates["A"]["draws"] == 1
+    assert rates["A"]["rate"] == pytest.approx(1 / 3)

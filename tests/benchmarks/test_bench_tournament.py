@@ -1,0 +1,84 @@
+"""Tournament rosters: balanced sides and seats, recorded seeds, overrides, quick preset."""
+from collections import Counter, defaultdict
+
+import pytest
+
+import socialgym_env
+from benchmarks import tournament as tour
+
+AGENTS = ["scripted:heuristic", "scripted:random", "scripted:tit_for_tat"]
+
+
+def deal(job):
+    env = socialgym_env.make(job.game, **job.config)
+    env.reset(seed=job.seed)
+    return [(s.role, s.team) for s in env.state.seats]
+
+
+def test_hidden_role_sides_balanced(toy_spy):
+    jobs = tour.plan_game(toy_spy, AGENTS, episodes=4, seed=11)
+    assert len(jobs) == 3 * 4                                   # C(3,2) combinations x 4 episodes
+    sides = defaultdict(Counter)
+    seat_of_spy = Counter()
+    for job in jobs:
+        roles = deal(job)
+        spy = [p for p, (role, _) in zip(job.seats, roles) if role == "spy"]
+        town = {p for p, (role, _) in zip(job.seats, roles) if role == "civilian"}
+        assert len(spy) == 1 and len(town) == 1 and spy[0] not in town   # one policy per side
+        sides[spy[0]]["alt"] += 1
+        sides[town.pop()]["main"] += 1
+        assert job.tags["sides"] == {"spies": spy[0], "town": job.seats[[r for r, _ in roles].index("civilian")]}
+        seat_of_spy[[r for r, _ in roles].index("spy")] += 1
+    for policy in AGENTS:
+        assert sides[policy]["alt"] == sides[policy]["main"] == 4, sides
+    assert len(seat_of_spy) > 1                                 # the seat of the spy varies with the seed
+
+
+def test_two_player_seats_balanced():
+    jobs = tour.plan_game("prisoners_dilemma", AGENTS, episodes=3, seed=0)   # rounded up to 4
+    assert len(jobs) == 3 * 4
+    seats = defaultdict(Counter)
+    for job in jobs:
+        assert job.seats[0] != job.seats[1]
+        for i, p in enumerate(job.seats):
+            seats[p][i] += 1
+    assert all(c[0] == c[1] == 4 for c in seats.values()), seats
+
+
+def test_free_for_all_rotation_balances_seats():
+    jobs = tour.plan_game("minority_game", AGENTS, episodes=3, seed=0)       # 5 seats, 3 policies
+    assert len(jobs) == 3
+    totals, per_seat = Counter(), defaultdict(Counter)
+    for job in jobs:
+        for i, p in enumerate(job.seats):
+            totals[p] += 1
+            per_seat[i][p] += 1
+    assert set(totals.values()) == {5}
+    assert all(sorted(c.values()) == [1, 1, 1] for c in per_seat.values())
+
+
+def test_plan_is_deterministic_with_recorded_seeds():
+    a = tour.plan_tournament(["prisoners_dilemma", "minority_game"], AGENTS, 2, seed=3)
+    b = tour.plan_tournament(["prisoners_dilemma", "minority_game"], AGENTS, 2, seed=3)
+    c = tour.plan_tournament(["prisoners_dilemma", "minority_game"], AGENTS, 2, seed=4)
+    assert [(j.episode_id, j.seed, list(j.seats)) for j in a] == [(j.episode_id, j.seed, list(j.seats)) for j in b]
+    assert len({j.episode_id for j in a}) == len(a)
+    assert {j.seed for j in a}.isdisjoint({j.seed for j in c})
+    assert all(str(j.seed) in j.episode_id and j.tags["matchup"] for j in a)
+
+
+def test_overrides_and_quick_preset():
+    assert tour.parse_overrides(["prisoners_dilemma.rounds=3", "*.max_steps=200", "x.name=abc"]) == {
+        "prisoners_dilemma": {"rounds": 3}, "*": {"max_steps": 200}, "x": {"name": "abc"}}
+    with pytest.raises(ValueError):
+        tour.parse_overrides(["rounds=3"])
+    configs = tour.game_configs(["prisoners_dilemma", "centipede"], tour.parse_overrides(["*.rounds=3"]), quick=True)
+    assert configs["prisoners_dilemma"] == {"rounds": 3}       # explicit override beats the preset
+    assert configs["centipede"].get("subgames", 99) <= 2 and "rounds" not in configs["centipede"]
+    with pytest.raises(ValueError):
+        tour.game_configs(["prisoners_dilemma"], {"chess": {"x": 1}})
+
+
+def test_available_games_lists_registered_playable_games():
+    games = tour.available_games(warn=False)
+    assert "prisoners_dilemma" in games and set(games) <= set(socialgym_env.game_ids())
