@@ -169,7 +169,9 @@ def exile_by_vote(state: State, actions: dict, *, keyword: str = "vote", tie: st
     if callable(reveal):
         state.announce(f"{state.name(target)} is eliminated. {reveal(state, target)}")
     elif reveal:
-        state.announce(f"{state.name(target)} is eliminated. {state.name(target)} was a {state.role(target)}.")
+        role = state.role(target)
+        article = "an" if role[:1].lower() in "aeiou" else "a"
+        state.announce(f"{state.name(target)} is eliminated. {state.name(target)} was {article} {role}.")
     else:
         state.announce(f"{state.name(target)} is eliminated.")
     return target

@@ -32,6 +32,9 @@ GAME_MODULES = {
     "insider": "insider",
     "spyfall": "spyfall",
     "undercover": "undercover",
+    "resistance": "resistance",
+    "werewolves": "werewolves",
+    "triadic_werewolf": "triadic_werewolf",
 }
 
 
@@ -45,6 +48,12 @@ def register_game(game: "type[Game] | str") -> None:
     else:
         GAME_MODULES[game.info.id] = game
         _register_with_pettingzoo(game.info.id)
+
+
+def unregister_game(game_id: str) -> None:
+    """Remove a game added with :func:`register_game` (tests use it to clean up)."""
+    GAME_MODULES.pop(game_id, None)
+    pettingzoo.aec_registry.pop(f"socialgym/{game_id}-v0", None)
 
 
 def game_class(game_id: str) -> type[Game]:

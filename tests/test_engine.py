@@ -65,7 +65,7 @@ class Probe(Game):
 def probe():
     registry.register_game(Probe)
     yield
-    registry.GAME_MODULES.pop("probe", None)
+    registry.unregister_game("probe")
 
 
 def start(seed=0, **config):
