@@ -133,7 +133,7 @@ class Game:
     def role_deck(self) -> list[tuple[str, str]]:
         """The (role, team) of each seat before shuffling; default from ``info.roles``."""
         if not self.info.roles:
-            return [("player", "")] * self.info.num_players
+            return [("player", "")] * self.num_players
         deck = []
         for role, count, team in self.info.roles:
             deck.extend([(role, team)] * count)
