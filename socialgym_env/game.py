@@ -113,6 +113,8 @@ class Game:
     config_defaults: dict = {}
     # Values a config key may take, for clear errors (key -> tuple of allowed values).
     config_choices: dict = {}
+    # Numeric bounds of config keys: key -> (low, high); high None = no upper bound.
+    config_ranges: dict = {}
 
     def __init__(self, config: dict):
         self.config = config

@@ -108,6 +108,11 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
     if merged["num_players"] not in counts:
         allowed = " or ".join(map(str, counts))
         raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {merged['num_players']!r}")
+    for key, (low, high) in cls.config_ranges.items():
+        value = merged[key]
+        if value < low or (high is not None and value > high):
+            bounds = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise ConfigError(f"{cls.info.id}: {key} must be {bounds}, got {value}")
     for key, allowed in cls.config_choices.items():
         if merged[key] not in allowed:
             raise ConfigError(f"{cls.info.id}: config {key!r} must be one of {list(allowed)}, got {merged[key]!r}")

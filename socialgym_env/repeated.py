@@ -41,10 +41,7 @@ class RepeatedMoveGame(Game):
     def after_round(self, state: State, moves: dict, payoffs: dict) -> None:
         """Extra per-round bookkeeping (e.g. a coordination count)."""
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["rounds"] < 1:
-            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+    config_ranges = {"rounds": (1, None)}
 
     # -- engine side ---------------------------------------------------------------------
     def phases(self):

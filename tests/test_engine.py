@@ -194,6 +194,10 @@ def test_registry_errors_name_what_is_valid():
         socialgym_env.make("prisoners_dilemma", rounds="five")
     with pytest.raises(ConfigError, match="rounds must be at least 1, got 0"):
         socialgym_env.make("prisoners_dilemma", rounds=0)
+    with pytest.raises(ConfigError, match="dice must be from 1 to 20, got 21"):
+        socialgym_env.make("liars_dice", dice=21)
+    with pytest.raises(ConfigError, match="suspicion_alpha must be from 0.0 to 1.0, got 1.5"):
+        socialgym_env.make("triadic_werewolf", suspicion_alpha=1.5)
     with pytest.raises(ConfigError, match="prisoners_dilemma is played by 2 players, got 3"):
         socialgym_env.make("prisoners_dilemma", num_players=3)
     with pytest.raises(ConfigError, match="invalid_action must be one of"):

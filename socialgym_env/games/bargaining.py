@@ -35,10 +35,7 @@ class Bargaining(Game):
                      "0 this round). The higher total wins."))
     config_defaults = {"rounds": 10}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["rounds"] < 1:
-            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+    config_ranges = {"rounds": (1, None)}
 
     def proposer(self, state):
         return state.agents[(state.round - 1) % 2]

@@ -45,10 +45,7 @@ class Centipede(Game):
                      "between sub-games. The higher total wins."))
     config_defaults = {"subgames": 4}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["subgames"] < 1:
-            raise ValueError(f"subgames must be at least 1, got {config['subgames']}")
+    config_ranges = {"subgames": (1, None)}
 
     def phases(self):
         return [Phase("node", actors=lambda s: [self.mover(s)], grammar=self._specs,

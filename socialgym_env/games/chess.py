@@ -132,10 +132,10 @@ class Chess(Game):
                      "Win +1, draw 0, loss −1."))
     config_defaults = {"max_plies": 300, "fen": ""}
 
+    config_ranges = {"max_plies": (1, None)}
+
     @classmethod
     def validate_config(cls, config):
-        if config["max_plies"] < 1:
-            raise ValueError(f"max_plies must be at least 1, got {config['max_plies']}")
         if config["fen"]:
             try:
                 board = chess.Board(config["fen"])

@@ -86,10 +86,7 @@ class DeadLast(Game):
                      "score −1. Scores above the median win, below it lose."))
     config_defaults = {"max_point_rounds": 10}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["max_point_rounds"] < 1:
-            raise ValueError(f"max_point_rounds must be at least 1, got {config['max_point_rounds']}")
+    config_ranges = {"max_point_rounds": (1, None)}
 
     def phases(self):
         return [

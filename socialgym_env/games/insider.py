@@ -209,12 +209,12 @@ class Insider(Game):
         super().__init__(config)
         self.master = MASTERS[config.get("master", "oracle")]()
 
+    config_ranges = {"questions": (1, None)}
+
     @classmethod
     def validate_config(cls, config):
         if config["master"] not in MASTERS:
             raise ValueError(f"master must be one of {sorted(MASTERS)}, got {config['master']!r}")
-        if config["questions"] < 1:
-            raise ValueError(f"questions must be at least 1, got {config['questions']}")
 
     def phases(self):
         return [

@@ -79,10 +79,7 @@ class LiarsDice(Game):
     config_defaults = {"dice": 5}
     player_counts = (2, 3, 4, 5, 6)
 
-    @classmethod
-    def validate_config(cls, config):
-        if not 1 <= config["dice"] <= 20:
-            raise ValueError(f"dice must be from 1 to 20, got {config['dice']}")
+    config_ranges = {"dice": (1, 20)}
 
     # ------------------------------------------------------------------ flow
     def phases(self):

@@ -80,10 +80,7 @@ class SheriffOfNottingham(Game):
                      "hidden. Totals above the group median win, below it lose."))
     config_defaults = {"rounds": 4}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["rounds"] < 1:
-            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+    config_ranges = {"rounds": (1, None)}
 
     # ------------------------------------------------------------------ roles of the round
     def sheriff(self, state) -> str:

@@ -82,10 +82,7 @@ class Spyfall(Game):
         main_role=NON_SPY, alt_role=SPY)
     config_defaults = {"spy_can_guess": False, "rounds": 4}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["rounds"] < 1:
-            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+    config_ranges = {"rounds": (1, None)}
 
     def phases(self):
         return [

@@ -124,16 +124,8 @@ class TriadicWerewolf(Game):
     config_defaults = {"max_debate_turns": 12, "max_explanation_turns": 6, "measure": False,
                        "suspicion_alpha": 0.7, "suspicion_prior": 0.5, "max_days": 10}
 
-    @classmethod
-    def validate_config(cls, config):
-        for key in ("max_debate_turns", "max_explanation_turns"):
-            if config[key] < 0:
-                raise ValueError(f"{key} must be 0 or more, got {config[key]}")
-        if config["max_days"] < 1:
-            raise ValueError(f"max_days must be at least 1, got {config['max_days']}")
-        for key in ("suspicion_alpha", "suspicion_prior"):
-            if not 0.0 <= config[key] <= 1.0:
-                raise ValueError(f"{key} must be in [0, 1], got {config[key]}")
+    config_ranges = {"max_debate_turns": (0, None), "max_explanation_turns": (0, None), "max_days": (1, None),
+                     "suspicion_alpha": (0.0, 1.0), "suspicion_prior": (0.0, 1.0)}
 
     # -- phases ---------------------------------------------------------------------------
     def phases(self):

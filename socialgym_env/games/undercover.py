@@ -76,10 +76,7 @@ class Undercover(Game):
         main_role=CIVILIAN, alt_role=UNDERCOVER)
     config_defaults = {"roles_known": True, "rounds": 6}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["rounds"] < 1:
-            raise ValueError(f"rounds must be at least 1, got {config['rounds']}")
+    config_ranges = {"rounds": (1, None)}
 
     def phases(self):
         return [

@@ -85,10 +85,7 @@ class Werewolves(Game):
                      "rest. After 10 day-night cycles the game is a draw."))
     config_defaults = {"max_cycles": 10}
 
-    @classmethod
-    def validate_config(cls, config):
-        if config["max_cycles"] < 1:
-            raise ValueError(f"max_cycles must be at least 1, got {config['max_cycles']}")
+    config_ranges = {"max_cycles": (1, None)}
 
     # -- flow -----------------------------------------------------------------------------
     def phases(self):
