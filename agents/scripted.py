@@ -8,7 +8,6 @@ they fall back to random play.
 from __future__ import annotations
 
 import random
-from typing import Optional
 
 from .base import BasePolicy, Decision
 

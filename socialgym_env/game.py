@@ -7,7 +7,7 @@ no game-specific code lives there.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 from .actions import Action, ActionSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Optional, Sequence
 
-from .actions import ActionSpec, Choice, Player, Text
+from .actions import ActionSpec, Player, Text
 from .game import Phase
 from .state import PUBLIC, TEAM, State
 

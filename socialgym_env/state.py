@@ -6,7 +6,7 @@ keeps its own bookkeeping in ``state.g`` (a namespace), everything else here is 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Iterable, Optional, Sequence
 

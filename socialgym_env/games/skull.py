@@ -274,9 +274,6 @@ class Skull(Game):
         starter = bidder if left > 0 else state.next_alive(bidder)
         self._start_round(state, starter)
 
-    def on_truncation(self, state: State) -> None:
-        state.finish("turn cap reached: draw", truncated=True)
-
     # ------------------------------------------------------------------ text hooks
     def goal(self, state, agent):
         return "Win one bid by turning that many flowers, or be the last player with discs."

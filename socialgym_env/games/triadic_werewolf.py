@@ -56,9 +56,11 @@ from ..game import TEAM, Game, GameInfo, Phase
 from ..patterns import (everyone, player_arg, role_actors, strict_majority, talk_specs,
                         team_plurality, vote_specs, vote_values)
 from ..state import State
+from .werewolves import TEAM_VILLAGE, TEAM_WOLVES, winner
 
 WEREWOLF, DOCTOR, VILLAGER, JESTER = "Werewolf", "Doctor", "Villager", "Jester"
-TEAM_WOLVES, TEAM_VILLAGE, TEAM_JESTER = "werewolves", "village", "jester"
+# The Jester is a team of its own, so the Werewolves parity rule counts Villagers + Doctor.
+TEAM_JESTER = "jester"
 MAX_BID = 10
 REASON_MAX_CHARS = 200
 # Seed Table 3: the 8-class self-reported deception taxonomy.
@@ -88,17 +90,6 @@ def exile_threshold(alive: int) -> int:
 def smooth(previous: float, rating: float, alpha: float) -> float:
     """S_t = α·s_t + (1−α)·S_{t−1}."""
     return alpha * rating + (1 - alpha) * previous
-
-
-def winner(state: State):
-    """The winning team after a death (the Jester's exile is handled where it happens)."""
-    wolves = len(state.on_team(TEAM_WOLVES))
-    village = len(state.on_team(TEAM_VILLAGE))
-    if wolves == 0:
-        return TEAM_VILLAGE
-    if wolves >= village:
-        return TEAM_WOLVES
-    return None
 
 
 class TriadicWerewolf(Game):
@@ -381,9 +372,6 @@ class TriadicWerewolf(Game):
             state.finish("the Werewolves are at least as many as the Villagers and Doctor: the Werewolves win",
                          winners=state.on_team(TEAM_WOLVES, alive_only=False))
         return team is not None
-
-    def on_truncation(self, state):
-        state.finish("turn cap reached: draw", truncated=True)
 
     # -- measurement ----------------------------------------------------------------------
     def _self_report_instructions(self, state, agent):

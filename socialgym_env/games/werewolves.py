@@ -216,9 +216,6 @@ class Werewolves(Game):
                          winners=state.on_team(TEAM_WOLVES, alive_only=False))
         return team is not None
 
-    def on_truncation(self, state):
-        state.finish("turn cap reached: draw", truncated=True)
-
     # -- text hooks -----------------------------------------------------------------------
     def goal(self, state, agent):
         if state.team(agent) == TEAM_WOLVES:

@@ -118,7 +118,6 @@ def test_episode_bootstrap_moves_an_episode_s_pairs_together():
     # every episode: A beats B and C beats A -> resampling episodes keeps the two counts equal
     records = [rec(["A", "B", "C"], [0, -1, 1])] * 30 + [rec(["A", "B"], [-1, 1])] * 10
     battles = bt.collect_battles(records, players=["A", "B", "C"])
-    k = 3
     ep = bt.bootstrap_wins(battles, 500, by="episode", seed=1)
     assert np.array_equal(ep[:, 0, 1], ep[:, 2, 0])
     assert np.all(ep.sum((1, 2)) == ep[:, 0, 1] * 3 + ep[:, 1, 0])      # 3 pairs per 3-seat episode
