@@ -1,4 +1,6 @@
 """Small helpers shared by the game tests."""
+import random
+
 import socialgym_env
 
 
@@ -20,3 +22,57 @@ def finish_dead(env):
 
 def public_lines(env):
     return env.episode_record()["transcript"]
+
+
+def grammar_sample(env, agent, info, rng):
+    return env.grammar(agent).sample(rng).text
+
+
+def random_junk_episode(game_id: str, seed: int, junk, junk_rate: float = 0.2, legal=grammar_sample, **config):
+    """Play one episode of random legal actions (``legal(env, agent, info, rng)``, by default the
+    action grammar's sample) mixed with about ``junk_rate`` strings drawn from ``junk``, all from
+    ``random.Random(seed)``. Returns the env."""
+    env = socialgym_env.make(game_id, **config)
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, info = env.last(observe=False)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        env.step(rng.choice(junk) if rng.random() < junk_rate else legal(env, agent, info, rng))
+    return env
+
+
+# Near-miss moves of the three bluffing games (Liar's Dice, Skull, Coup), each junk in the others.
+BLUFF_GAME_JUNK = ["", "junk", "liar", "bid 99 9", "bid 0", "flip Nobody", "keep Duke Duke", "reveal Duke",
+                   "challenge", "block", '{"action_type": "bid"}', "coup nobody", "place skull", "pass"]
+
+
+def assert_random_play_pays_winner_take_all(game_id: str, seeds):
+    """Random and junk play ends within the cap with one winner (+1, everyone else -1), or all 0
+    for a draw, unless the cap cut it short."""
+    for seed in seeds:
+        env = random_junk_episode(game_id, seed, BLUFF_GAME_JUNK, log_observations=False)
+        record = env.episode_record()
+        assert record["finished"] and record["steps"] <= env.max_steps, (game_id, seed)
+        rewards = sorted(record["rewards"].values())
+        winner_alone, draw = [-1.0] * (len(rewards) - 1) + [1.0], [0.0] * len(rewards)
+        assert rewards in (winner_alone, draw) or record["truncated"], (game_id, seed, record["rewards"])
+
+
+def votes(*targets):
+    """``vote`` actions in seat order, one per voter."""
+    return [f"vote {t}" for t in targets]
+
+
+def assert_turn_cap_is_a_draw(game_id: str, seed: int):
+    """With ``max_steps=2`` two legal moves hit the cap: a truncated draw (all rewards 0), as a
+    safety net only, since the game's real cap is far above where its rules end it."""
+    env = play(game_id, [], seed=seed, max_steps=2)
+    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
+    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
+    assert env.state.result.truncated and env.state.result.reason == "turn cap reached: draw"
+    assert set(env.state.result.rewards.values()) == {0.0}
+    assert all(env.truncations.values()) and not any(env.terminations.values())
+    assert env.game_info.max_steps >= 100

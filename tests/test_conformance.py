@@ -2,7 +2,6 @@
 seed tests, simultaneous games the parallel API test, and random play mixed with junk ends
 within the cap, pays rewards in {-1, 0, 1} and logs byte-identically for the same seed."""
 import json
-import random
 import warnings
 
 import pytest
@@ -10,6 +9,8 @@ from pettingzoo.test import api_test, parallel_api_test, seed_test
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import socialgym_env
+
+from helpers import random_junk_episode
 
 GAMES = socialgym_env.game_ids()
 JUNK = ["", "   ", "eyes", "vote", "{\"action_type\": 3}", "{broken", "contribute -1", "ßüñ ✓ 🙂",
@@ -41,20 +42,7 @@ def test_pettingzoo_parallel_api(game_id):
 
 def random_episode(game_id: str, seed: int) -> tuple[dict, str]:
     """Random legal actions mixed with ~20% junk, both drawn from a seeded RNG."""
-    env = socialgym_env.make(game_id)
-    env.reset(seed=seed)
-    rng = random.Random(seed)
-    for agent in env.agent_iter():
-        _, _, terminated, truncated, _ = env.last(observe=False)
-        if terminated or truncated:
-            env.step(None)
-            continue
-        if rng.random() < 0.2:
-            action = rng.choice(JUNK)
-        else:
-            action = env.grammar(agent).sample(rng).text
-        env.step(action)
-    record = env.episode_record()
+    record = random_junk_episode(game_id, seed, JUNK).episode_record()
     return record, json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 

@@ -6,7 +6,7 @@ from socialgym_env.errors import InvalidActionError
 from socialgym_env.games import chameleon as chameleon_module
 from socialgym_env.games.chameleon import guess_is_right, vote_outcome
 
-from helpers import finish_dead, play, public_lines
+from helpers import assert_turn_cap_is_a_draw, finish_dead, play, public_lines, votes
 
 # Seed 1: Ines (player_0) is the Chameleon; the card is "Jobs", the secret word "chef";
 # clues start with Quinn (player_3): order Quinn, Hiro, Ines, Gael, Elif.
@@ -15,11 +15,6 @@ CLUES = ["clue kitchen", "clue recipe", "clue Jobs", "clue kitchen", "clue apron
 TALK = ["say Ines gave a generic clue.", "pass", "say I am a Citizen!", "pass", "say Ines is odd."]
 REWARD_CHAMELEON = {"player_0": 1.0, "player_1": -1.0, "player_2": -1.0, "player_3": -1.0, "player_4": -1.0}
 REWARD_CITIZENS = {a: -r for a, r in REWARD_CHAMELEON.items()}
-
-
-def votes(*targets):
-    """Votes in seat order (player_0 … player_4)."""
-    return [f"vote {t}" for t in targets]
 
 
 def test_setup_deals_card_roles_and_word():
@@ -178,10 +173,4 @@ def test_metadata():
 
 
 def test_turn_cap_is_a_draw_safety_net():
-    env = play("chameleon", [], seed=SEED, max_steps=2)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    assert env.state.result.truncated and env.state.result.reason == "turn cap reached: draw"
-    assert set(env.state.result.rewards.values()) == {0.0}
-    assert all(env.truncations.values()) and not any(env.terminations.values())
-    assert env.game_info.max_steps >= 100    # the real games end long before their cap
+    assert_turn_cap_is_a_draw("chameleon", SEED)

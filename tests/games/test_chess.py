@@ -1,6 +1,5 @@
 """Chess (GAMES.md item 23): UCI/SAN moves, illegal moves, the library's end rules, the cap, PGN."""
 import io
-import random
 
 import chess
 import chess.pgn
@@ -9,7 +8,7 @@ import pytest
 import socialgym_env
 from socialgym_env.errors import ConfigError, InvalidActionError
 
-from helpers import finish_dead, play, public_lines
+from helpers import finish_dead, play, public_lines, random_junk_episode
 
 GAME = "chess"
 # Seed 0: Yusuf (player_0) is Black, Björn (player_1) is White.
@@ -144,15 +143,9 @@ def test_default_cap_is_300_plies():
 
 def test_random_games_end_and_pgn_replays():
     for seed in range(3):
-        env = socialgym_env.make(GAME, log_observations=False)
-        env.reset(seed=seed)
-        rng = random.Random(seed)
-        for agent in env.agent_iter():
-            _, _, term, trunc, info = env.last(observe=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            env.step("move ??" if rng.random() < 0.05 else rng.choice(info["legal_action_list"]))
+        # uniform over the listed legal moves: quicker than the grammar's sample
+        env = random_junk_episode(GAME, seed, ["move ??"], junk_rate=0.05, log_observations=False,
+                                  legal=lambda env, agent, info, rng: rng.choice(info["legal_action_list"]))
         record = env.episode_record()
         assert record["finished"] and record["metrics"]["plies"] <= 300
         _, board = replay_pgn(record["metrics"]["pgn"])

@@ -1,40 +1,24 @@
 """The coup heuristic baseline beats random play: one heuristic seat against random seats,
 rotated through every seat for each seed (seat-balanced). Random play wins a seat's share
 (1/n) at most, draws counting as non-wins; one-sided binomial test, p < 0.01."""
-from scipy.stats import binomtest
-
 import socialgym_env
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from agents.runner import PolicyPool
 
-GAME, SEEDS = "coup", 12
+from baseline_support import assert_significantly_better, seat_rotation_wins
 
-
-def heuristic_wins(spec="scripted:heuristic", pool=None, seeds=SEEDS):
-    n = socialgym_env.game_class(GAME).info.num_players
-    jobs = []
-    for seed in range(seeds):
-        for seat in range(n):
-            seats = ["scripted:random"] * n
-            seats[seat] = spec
-            jobs.append(EpisodeJob(GAME, 7000 + seed, seats, config={"log_observations": False}, tags={"seat": seat}))
-    records = run_jobs(jobs, pool or PolicyPool())
-    wins = 0
-    for record in records:
-        assert not record.get("failed"), record.get("error")
-        wins += record["rewards"][f"player_{record['tags']['seat']}"] > 0
-    return wins, len(records), n
+GAME, SEEDS = "coup", range(7000, 7000 + 12)
 
 
 def test_heuristic_beats_random():
-    wins, total, n = heuristic_wins()
-    assert binomtest(wins, total, 1 / n, alternative="greater").pvalue < 0.01, (wins, total)
+    wins, episodes, num_seats = seat_rotation_wins(GAME, SEEDS)
+    assert_significantly_better(wins, episodes - wins, alpha=0.01, chance=1 / num_seats)
 
 
 def test_bluffer_variant_beats_random_and_bluffs():
     from agents.baselines.coup import BLUFFER
     pool = PolicyPool(prebuilt={"bluffer": BLUFFER()})
-    wins, total, n = heuristic_wins("bluffer", pool)
-    assert binomtest(wins, total, 1 / n, alternative="greater").pvalue < 0.01, (wins, total)
+    wins, episodes, num_seats = seat_rotation_wins(GAME, SEEDS, "bluffer", pool)
+    assert_significantly_better(wins, episodes - wins, alpha=0.01, chance=1 / num_seats)
 
 
 def test_honest_never_claims_a_card_it_lacks_and_bluffer_does():

@@ -8,7 +8,7 @@ import socialgym_env
 from socialgym_env.errors import InvalidActionError
 from socialgym_env.games.dead_last import offer_scores, random_split, shares_reason
 
-from helpers import finish_dead, play, public_lines
+from helpers import finish_dead, play, public_lines, random_junk_episode
 
 GAME = "dead_last"
 # Seed 0: Yusuf, Björn, Chidi, Quinn, Cyrus, Bea are player_0..5.
@@ -140,19 +140,11 @@ def test_point_round_limit_is_configurable():
     assert env.state.phase == "final_negotiation"
 
 
-def test_random_and_junk_simulation_ends_within_cap():
+def test_random_and_junk_play_ends_by_the_rules_within_132_steps():
+    # the generic random-play checks, for every game, are in tests/test_conformance.py
     for seed in range(12):
-        env = socialgym_env.make(GAME)
-        env.reset(seed=seed)
-        rng = random.Random(seed)
-        for agent in env.agent_iter():
-            _, _, term, trunc, _ = env.last(observe=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            env.step("offer 1 2 3" if rng.random() < 0.2 else env.grammar(agent).sample(rng).text)
-        record = env.episode_record()
-        assert record["finished"] and not record["truncated"] and record["steps"] <= 132
+        record = random_junk_episode(GAME, seed, ["offer 1 2 3"]).episode_record()
+        assert record["finished"] and not record["truncated"] and record["steps"] <= 132, seed
 
 
 def test_turn_cap_no_deal():

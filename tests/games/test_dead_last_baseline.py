@@ -3,20 +3,12 @@
 Per episode: mean outcome reward of the heuristic seats minus that of the random seats; a
 two-sided sign test over the episodes where they differ must give p < 0.01.
 """
-from scipy.stats import binomtest
-
 from agents.registry import make_policy
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+
+from baseline_support import assert_significantly_better, play_matchups, reward_gap, rotated_seats, sign_counts
 
 GAME = "dead_last"
 SEATS, HEURISTIC_SEATS, EPISODES = 6, 3, 30
-
-
-def seating(episode):
-    seats = ["scripted:random"] * SEATS
-    for j in range(HEURISTIC_SEATS):
-        seats[(episode + j) % SEATS] = "scripted:heuristic"
-    return seats
 
 
 def test_heuristic_is_dispatched_for_the_game():
@@ -25,16 +17,7 @@ def test_heuristic_is_dispatched_for_the_game():
 
 
 def test_heuristic_beats_random_sign_test():
-    jobs = [EpisodeJob(GAME, 5000 + i, seating(i), config={"log_observations": False}) for i in range(EPISODES)]
-    records = run_jobs(jobs, PolicyPool(seed=0))
-    better = worse = 0
-    for record in records:
-        assert not record.get("failed"), record.get("error")
-        mine = [record["rewards"][r["agent"]] for r in record["roster"] if r["policy"] == "scripted:heuristic"]
-        theirs = [record["rewards"][r["agent"]] for r in record["roster"] if r["policy"] == "scripted:random"]
-        diff = sum(mine) / len(mine) - sum(theirs) / len(theirs)
-        better += diff > 0
-        worse += diff < 0
+    records = play_matchups(GAME, [(5000 + i, rotated_seats(i, SEATS, HEURISTIC_SEATS)) for i in range(EPISODES)])
+    better, worse = sign_counts(reward_gap(record) for record in records)
     print(f"{GAME}: heuristic better in {better}, worse in {worse} of {len(records)} episodes")
-    assert better > worse
-    assert binomtest(better, better + worse, 0.5).pvalue < 0.01, (better, worse)
+    assert_significantly_better(better, worse, alpha=0.01, alternative="two-sided")

@@ -7,7 +7,7 @@ from socialgym_env.errors import ConfigError, InvalidActionError
 from socialgym_env.games import insider as insider_module
 from socialgym_env.games.insider import CANT, MASTERS, oracle_answer, read_answer, register_master, word_table
 
-from helpers import finish_dead, play, public_lines
+from helpers import assert_turn_cap_is_a_draw, finish_dead, play, public_lines
 
 # Seed 1: Ines (player_0) is the Insider; the word is "harmonica" (musical instrument); turns
 # start with Gael (player_1): Gael, Elif, Quinn, Hiro, Ines, Gael, ...
@@ -234,10 +234,4 @@ def test_metadata():
 
 
 def test_turn_cap_is_a_draw_safety_net():
-    env = play("insider", [], seed=SEED, max_steps=2)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    assert env.state.result.truncated and env.state.result.reason == "turn cap reached: draw"
-    assert set(env.state.result.rewards.values()) == {0.0}
-    assert all(env.truncations.values()) and not any(env.terminations.values())
-    assert env.game_info.max_steps >= 100    # the real games end long before their cap
+    assert_turn_cap_is_a_draw("insider", SEED)

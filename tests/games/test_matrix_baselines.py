@@ -1,32 +1,28 @@
 """The heuristic baselines of the nine normal-form and economic games: each plays legal moves,
 and in the competitive ones where a strategy can beat random play it does."""
 import pytest
-from scipy.stats import binomtest
 
 from agents.runner import EpisodeJob, run_jobs
+from baseline_support import assert_significantly_better, play_matchups, rotated_seats
 
 PLAYERS = {"prisoners_dilemma": 2, "chicken": 2, "stag_hunt": 4, "public_goods": 4, "rock_paper_scissors": 2,
            "minority_game": 5, "battle_of_the_sexes": 2, "centipede": 2, "bargaining": 2}
 
 
 def heuristic_vs_random(game, episodes):
+    """One heuristic seat rotated through every seat; (wins, losses, invalid actions)."""
     n = PLAYERS[game]
-    wins = losses = invalid = 0
-    for seed in range(episodes):
-        seats = ["scripted:random"] * n
-        seats[seed % n] = "scripted:heuristic"
-        record = run_jobs([EpisodeJob(game, seed, seats)])[0]
-        reward = record["rewards"][f"player_{seed % n}"]
-        wins, losses = wins + (reward > 0), losses + (reward < 0)
-        invalid += sum(record["invalid_actions"].values())
-    return wins, losses, invalid
+    records = play_matchups(game, [(seed, rotated_seats(seed % n, n)) for seed in range(episodes)])
+    rewards = [r["rewards"][f"player_{seed % n}"] for seed, r in enumerate(records)]
+    invalid = sum(sum(r["invalid_actions"].values()) for r in records)
+    return sum(x > 0 for x in rewards), sum(x < 0 for x in rewards), invalid
 
 
 @pytest.mark.parametrize("game", ["prisoners_dilemma", "chicken", "stag_hunt", "bargaining"])
 def test_heuristic_beats_random(game):
     wins, losses, invalid = heuristic_vs_random(game, 24)
     assert invalid == 0
-    assert binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue < 0.01
+    assert_significantly_better(wins, losses, alpha=0.01)
 
 
 @pytest.mark.parametrize("game", ["public_goods", "rock_paper_scissors", "minority_game", "battle_of_the_sexes",

@@ -1,6 +1,5 @@
 """Sheriff of Nottingham (GAMES.md item 13): exact payoffs, rotation, phases and visibility."""
 import json
-import random
 
 import pytest
 
@@ -8,7 +7,7 @@ import socialgym_env
 from socialgym_env.errors import InvalidActionError
 from socialgym_env.games.sheriff_of_nottingham import bag_payoff
 
-from helpers import finish_dead, play, public_lines
+from helpers import finish_dead, play, public_lines, random_junk_episode
 
 GAME = "sheriff_of_nottingham"
 # Seed 0: Yusuf, Björn, Chidi, Quinn are player_0..3.
@@ -187,19 +186,11 @@ def test_inspection_reveals_contents_to_everyone():
     assert env.game.public_data(env.state, "player_2")["my_packed"] == "smuggle"
 
 
-def test_random_and_junk_simulation_ends_within_cap():
+def test_random_and_junk_play_ends_by_the_rules_within_40_steps():
+    # the generic random-play checks, for every game, are in tests/test_conformance.py
     for seed in range(15):
-        env = socialgym_env.make(GAME)
-        env.reset(seed=seed)
-        rng = random.Random(seed)
-        for agent in env.agent_iter():
-            _, _, term, trunc, _ = env.last(observe=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            env.step("junk !!" if rng.random() < 0.2 else env.grammar(agent).sample(rng).text)
-        record = env.episode_record()
-        assert record["finished"] and not record["truncated"] and record["steps"] <= 40
+        record = random_junk_episode(GAME, seed, ["junk !!"]).episode_record()
+        assert record["finished"] and not record["truncated"] and record["steps"] <= 40, seed
 
 
 def test_turn_cap_is_a_draw():

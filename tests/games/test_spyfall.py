@@ -6,7 +6,7 @@ from socialgym_env.errors import InvalidActionError
 from socialgym_env.games import spyfall as spyfall_module
 from socialgym_env.games.spyfall import match_location, spyfall_winner
 
-from helpers import finish_dead, play, public_lines
+from helpers import assert_turn_cap_is_a_draw, finish_dead, play, public_lines, votes
 
 # Seed 1: Ines, Gael, Elif (player_0..2) are Non-Spies, Quinn (player_3) is the Spy; the location
 # is the Farm; round 1 speakers: Quinn, Ines, Gael, Elif; round 2 starts with Ines.
@@ -14,11 +14,6 @@ SEED = 1
 ROUND1 = ["say Ines, what do you do here?", "say I drive the tractor. Gael?", "say Lots of hay today.", "pass"]
 SPY_WINS = {"player_0": -1.0, "player_1": -1.0, "player_2": -1.0, "player_3": 1.0}
 NON_SPIES_WIN = {a: -r for a, r in SPY_WINS.items()}
-
-
-def votes(*targets):
-    """Votes of the live players in seat order."""
-    return [f"vote {t}" for t in targets]
 
 
 def test_setup_location_roles_and_order():
@@ -175,10 +170,4 @@ def test_metadata():
 
 
 def test_turn_cap_is_a_draw_safety_net():
-    env = play("spyfall", [], seed=SEED, max_steps=2)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    assert env.state.result.truncated and env.state.result.reason == "turn cap reached: draw"
-    assert set(env.state.result.rewards.values()) == {0.0}
-    assert all(env.truncations.values()) and not any(env.terminations.values())
-    assert env.game_info.max_steps >= 100    # the real games end long before their cap
+    assert_turn_cap_is_a_draw("spyfall", SEED)

@@ -1,5 +1,4 @@
 """Survivor (GAMES.md item 21): discussion, votes, jury, plea, final rewards."""
-import random
 
 import pytest
 
@@ -7,7 +6,7 @@ import socialgym_env
 from socialgym_env.errors import InvalidActionError
 from socialgym_env.games.survivor import final_rewards
 
-from helpers import finish_dead, play, public_lines
+from helpers import finish_dead, play, public_lines, random_junk_episode
 
 GAME = "survivor"
 # Seed 0: Yusuf, Björn, Chidi, Quinn, Cyrus, Bea are player_0..5.
@@ -115,19 +114,11 @@ def test_invalid_vote_falls_back_to_a_random_legal_vote():
     assert "Bea is voted out and joins the jury." in public_lines(env)[-2]
 
 
-def test_random_and_junk_simulation_ends_within_cap():
+def test_random_and_junk_play_ends_by_the_rules_with_one_winner_and_three_losers():
+    # the generic random-play checks, for every game, are in tests/test_conformance.py
     for seed in range(15):
-        env = socialgym_env.make(GAME)
-        env.reset(seed=seed)
-        rng = random.Random(seed)
-        for agent in env.agent_iter():
-            _, _, term, trunc, _ = env.last(observe=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            env.step("junk" if rng.random() < 0.2 else env.grammar(agent).sample(rng).text)
-        record = env.episode_record()
-        assert record["finished"] and not record["truncated"]
+        record = random_junk_episode(GAME, seed, ["junk"]).episode_record()
+        assert record["finished"] and not record["truncated"], seed
         assert sorted(record["rewards"].values()) == [-1.0, -1.0, -1.0, 0.0, 0.0, 1.0]
 
 

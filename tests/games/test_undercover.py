@@ -8,7 +8,7 @@ import socialgym_env
 from socialgym_env.errors import InvalidActionError
 from socialgym_env.games.undercover import undercover_winner
 
-from helpers import finish_dead, play, public_lines
+from helpers import assert_turn_cap_is_a_draw, finish_dead, play, public_lines, votes
 
 # Seed 1: Civilians Ines, Gael, Elif, Bea (player_0, 1, 2, 5) have "school"; Undercovers Quinn,
 # Hiro (player_3, 4) have "kindergarten". Round 1 speakers: Quinn, Hiro, Bea, Ines, Gael, Elif.
@@ -16,10 +16,6 @@ SEED = 1
 CIVILIANS_WIN = {"player_0": 1.0, "player_1": 1.0, "player_2": 1.0, "player_3": -1.0, "player_4": -1.0,
                  "player_5": 1.0}
 UNDERCOVERS_WIN = {a: -r for a, r in CIVILIANS_WIN.items()}
-
-
-def votes(*targets):
-    return [f"vote {t}" for t in targets]
 
 
 def describe(n):
@@ -153,10 +149,4 @@ def test_metadata():
 
 
 def test_turn_cap_is_a_draw_safety_net():
-    env = play("undercover", [], seed=SEED, max_steps=2)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
-    assert env.state.result.truncated and env.state.result.reason == "turn cap reached: draw"
-    assert set(env.state.result.rewards.values()) == {0.0}
-    assert all(env.truncations.values()) and not any(env.terminations.values())
-    assert env.game_info.max_steps >= 100    # the real games end long before their cap
+    assert_turn_cap_is_a_draw("undercover", SEED)
