@@ -54,7 +54,7 @@ def tournament_cmd(
     backend: str = typer.Option("local", "--backend", help="local | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes (local) or actors (ray); default: CPU count"),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="skip episodes already in OUT/logs (--no-resume moves old logs aside)"),
-    config_override: Optional[List[str]] = typer.Option(None, "--config-override", help="game.key=value or *.key=value (repeatable)"),
+    config_override: Optional[List[str]] = typer.Option(None, "--config-override", "-c", help="game.key=value or *.key=value (repeatable)"),
     quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="bootstrap resamples for the CIs"),
