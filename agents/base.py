@@ -19,6 +19,9 @@ class Decision:
 
     action: str
     meta: dict = field(default_factory=dict)
+    # Set when the policy could not decide at all (a model server that stays down after its
+    # retries): the runner records the episode as failed with this reason instead of stepping.
+    error: Optional[BaseException] = None
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class Request:
     key: tuple            # (episode_id, agent) — stable identity for per-seat caches
     observation: dict
     info: dict
+    # The Appendix-E prompt slots (env.prompt_parts(agent)): filled by the runners for policies
+    # that set ``needs_prompt_parts = True`` (LLM policies), else None.
+    prompt_parts: Optional[dict] = None
 
 
 @runtime_checkable
@@ -53,6 +59,10 @@ class BasePolicy:
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
         base = self.seed if seed is None else seed
         self._rngs[key] = random.Random(f"{self.policy_id}|{base}|{key}")
+
+    def release(self, key: tuple) -> None:
+        """Forget a finished seat (runners call it at episode end)."""
+        self._rngs.pop(key, None)
 
     def rng(self, key: tuple) -> random.Random:
         if key not in self._rngs:

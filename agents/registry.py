@@ -6,6 +6,8 @@
 | ``scripted:constant:<action>``    | always ``<action>``                                 |
 | ``scripted:tit_for_tat`` etc.     | iterated-game strategies (see agents.scripted)      |
 | ``scripted:heuristic``            | the per-game heuristic baseline (agents.baselines)  |
+| ``smollm2``, ``hf:…``, ``openai:…``| LLM policies (agents.llm; options after ``?``)      |
+| ``human``                         | a person at the terminal (agents.human)             |
 """
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ def register_kind(prefix: str, factory) -> None:
 def make_policy(spec: str, seed: int = 0):
     """Build a policy from its spec string; unknown specs raise ValueError listing the valid ones."""
     kind, _, rest = spec.partition(":")
+    if "?" in kind:   # options straight after a bare kind: "smollm2?temperature=0.7"
+        kind, _, query = kind.partition("?")
+        rest = "?" + query + (":" + rest if rest else "")
     if kind == "scripted":
         name, _, arg = rest.partition(":")
         if name == "constant":

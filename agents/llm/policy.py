@@ -1,0 +1,155 @@
+"""The LLM policy: Appendix-E prompt -> backend -> JSON reply -> action, with bounded re-asks.
+
+For each request the policy renders the prompt (:mod:`agents.llm.prompt`) from
+``Request.prompt_parts`` (the runner fills it because ``needs_prompt_parts`` is True) and the
+seat's info, trimmed to the backend's context budget. It sends one user message; the reply is
+parsed (:mod:`agents.llm.parsing`) and validated against ``info["action_types"]`` and the
+action schema. An unusable reply is answered with a re-ask that quotes the error (the chat
+grows: user prompt, assistant reply, user re-ask, ...), at most ``max_retries`` times. If the
+last attempt is still unusable, its raw text goes to the env anyway: the env's
+``invalid_action`` mode (fallback / forfeit / raise) decides what happens.
+
+All requests of one ``act_batch`` call go to the backend together, attempt by attempt, so a
+re-ask round is one batch too. Every attempt (prompt or re-ask, raw reply, parsed action or
+error, token usage) is returned in ``Decision.meta["attempts"]``; the runner stores the meta in
+the episode log under ``turns[i]["agent_meta"]``. A backend failure (server down after its own
+retries) becomes ``Decision.error``; the runner then records that episode as failed.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Optional, Sequence
+
+from ..base import Decision, Request
+from .backend import Completion
+from .config import LLMConfig
+from .parsing import ReplyError, action_string, parse_reply
+from .prompt import fit_prompt
+
+REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
+         "required format, for example: {example}")
+
+
+def _example(info: dict) -> str:
+    types = info.get("action_types") or ["<action type>"]
+    legal = info.get("legal_action_list") or []
+    if legal:
+        action_type, _, argument = legal[0].partition(" ")
+        return action_string({"action_type": action_type, "argument": argument})
+    return action_string({"action_type": types[0], "argument": ""})
+
+
+class LLMPolicy:
+    """A policy backed by a chat model (local transformers or an OpenAI-compatible server)."""
+
+    needs_prompt_parts = True
+
+    def __init__(self, backend, config: LLMConfig, policy_id: str):
+        self.backend = backend
+        self.config = config
+        self.policy_id = policy_id
+        self.playbooks: dict = {}
+        self._turns: dict = {}
+        self._seed_of: dict = {}
+
+    # ------------------------------------------------------------------ seats
+    def reset(self, key: tuple, seed: Optional[int] = None) -> None:
+        self.release(key)
+        self._turns[key] = 0
+        self._seed_of[key] = self.config.seed if self.config.seed is not None else (seed or 0)
+
+    def set_playbook(self, key: tuple, text: Optional[str]) -> None:
+        """The playbook (SPaRTan reflection) injected into this seat's prompts, or None."""
+        if text:
+            self.playbooks[key] = text
+        else:
+            self.playbooks.pop(key, None)
+
+    def release(self, key: tuple) -> None:
+        """Forget a finished seat (its KV cache, playbook, turn counter)."""
+        self.playbooks.pop(key, None)
+        self._turns.pop(key, None)
+        self._seed_of.pop(key, None)
+        if hasattr(self.backend, "release"):
+            self.backend.release(key)
+
+    # ------------------------------------------------------------------ acting
+    def act(self, observation: dict, info: dict, key: tuple = ("", ""), prompt_parts: Optional[dict] = None) -> Decision:
+        return self.act_batch([Request(key, observation, info, prompt_parts)])[0]
+
+    def _parts(self, request: Request) -> dict:
+        if request.prompt_parts is not None:
+            return request.prompt_parts
+        # Called without the env's slots: the observation text stands in for the history.
+        info = request.info
+        text = (request.observation or {}).get("text", "")
+        return {"agent": info.get("name", request.key[1] if len(request.key) > 1 else ""),
+                "description": "", "goal": "", "secret": [], "status": [], "history": text.splitlines()}
+
+    def _sample_seed(self, key: tuple, turn: int, attempt: int) -> int:
+        base = self._seed_of.get(key, self.config.seed or 0)
+        return zlib.crc32(f"{base}|{key}|{turn}|{attempt}".encode())
+
+    def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
+        states = []
+        for request in requests:
+            playbook = self.playbooks.get(request.key)
+            fits = self._fits_fn()
+            prompt, omitted = fit_prompt(self._parts(request), request.info, playbook, fits)
+            turn = self._turns.get(request.key, 0)
+            self._turns[request.key] = turn + 1
+            meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
+                    "sampling": self.config.sampling(), "playbook": bool(playbook), "history_omitted": omitted,
+                    "attempts": []}
+            states.append({"request": request, "turn": turn, "messages": [{"role": "user", "content": prompt}],
+                           "meta": meta, "action": None, "last_reply": "", "error": None})
+        pending = list(states)
+        for attempt in range(1 + self.config.max_retries):
+            if not pending:
+                break
+            completions = [Completion(s["request"].key, list(s["messages"]),
+                                      self._sample_seed(s["request"].key, s["turn"], attempt)) for s in pending]
+            replies = self.backend.complete(completions)
+            still = []
+            for state, reply in zip(pending, replies):
+                record = {"prompt": state["messages"][-1]["content"]} if attempt == 0 else \
+                    {"reask": state["messages"][-1]["content"]}
+                if isinstance(reply, BaseException):
+                    record["backend_error"] = f"{type(reply).__name__}: {reply}"
+                    state["meta"]["attempts"].append(record)
+                    state["error"] = reply
+                    continue
+                record["reply"] = reply.text
+                record["usage"] = reply.usage
+                state["last_reply"] = reply.text
+                try:
+                    action = parse_reply(reply.text, state["request"].info)
+                except ReplyError as err:
+                    record["error"] = str(err)
+                    state["meta"]["attempts"].append(record)
+                    state["messages"] += [{"role": "assistant", "content": reply.text},
+                                          {"role": "user", "content": REASK.format(
+                                              error=err, example=_example(state["request"].info))}]
+                    still.append(state)
+                    continue
+                record["action"] = action
+                state["meta"]["attempts"].append(record)
+                state["action"] = action
+            pending = still
+        decisions = []
+        for state in states:
+            meta = state["meta"]
+            meta["valid"] = state["action"] is not None
+            if state["error"] is not None:
+                decisions.append(Decision("", meta, error=state["error"]))
+            elif state["action"] is not None:
+                decisions.append(Decision(action_string(state["action"]), meta))
+            else:   # retries exhausted: the env's invalid-action mode decides
+                decisions.append(Decision(state["last_reply"].strip(), meta))
+        return decisions
+
+    def _fits_fn(self):
+        fits = getattr(self.backend, "fits", None)
+        if fits is None:
+            return lambda prompt: True
+        return lambda prompt: fits([{"role": "user", "content": prompt}])

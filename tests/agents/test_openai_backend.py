@@ -1,0 +1,151 @@
+"""The OpenAI-compatible backend against a real HTTP server on 127.0.0.1 that injects faults."""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agents.llm.backend import Completion
+from agents.llm.config import parse_options
+from agents.llm.openai_backend import BackendError, OpenAIBackend
+from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_env.logs import read_episodes
+
+GOOD = '{"action_type": "defect", "argument": ""}'
+
+
+class FaultServer:
+    """Serves /v1/chat/completions; ``plan`` is a list of faults consumed one per request
+    ("500", "429", "slow", "badjson", "nochoices", "400", "ok"); then every request is "ok"."""
+
+    def __init__(self, plan=(), slow_s=0.5):
+        self.plan = list(plan)
+        self.slow_s = slow_s
+        self.requests = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                with server.lock:
+                    server.requests.append({"body": body, "auth": self.headers.get("Authorization")})
+                    fault = server.plan.pop(0) if server.plan else "ok"
+                if fault == "slow":
+                    time.sleep(server.slow_s)
+                if fault in ("500", "429", "400"):
+                    self.send_response(int(fault))
+                    if fault == "429":
+                        self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "injected"}')
+                    return
+                if fault == "badjson":
+                    payload = b'{"choices": [ {"message": '
+                elif fault == "nochoices":
+                    payload = json.dumps({"choices": []}).encode()
+                else:
+                    payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": GOOD},
+                                                       "finish_reason": "stop"}],
+                                          "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+FAST = "timeout=0.2&backoff=0.001&attempts=4&concurrency=4"
+
+
+def _backend(server, options=FAST):
+    return OpenAIBackend(f"test-model@{server.url}", parse_options(options))
+
+
+def _item(i=0):
+    return Completion(("ep", f"p{i}"), [{"role": "user", "content": "hi"}], sample_seed=i)
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "slow", "badjson", "nochoices"])
+def test_transient_faults_are_retried(fault):
+    with FaultServer([fault, fault]) as server:
+        reply = _backend(server).complete([_item()])[0]
+    assert reply.text == GOOD and reply.usage["http_attempts"] == 3
+    assert len(server.requests) == 3
+
+
+def test_gives_up_after_bounded_attempts_with_the_reason():
+    with FaultServer(["500"] * 10) as server:
+        started = time.monotonic()
+        reply = _backend(server).complete([_item()])[0]
+    assert isinstance(reply, BackendError) and "4 attempts" in str(reply) and "HTTP 500" in str(reply)
+    assert len(server.requests) == 4 and time.monotonic() - started < 5
+
+
+def test_client_errors_are_not_retried():
+    with FaultServer(["400"]) as server:
+        reply = _backend(server).complete([_item()])[0]
+    assert isinstance(reply, BackendError) and "HTTP 400" in str(reply) and len(server.requests) == 1
+
+
+def test_connection_refused_is_an_error_not_a_hang():
+    backend = OpenAIBackend("m@http://127.0.0.1:9/v1", parse_options("timeout=0.2&backoff=0.001&attempts=2"))
+    reply = backend.complete([_item()])[0]
+    assert isinstance(reply, BackendError) and "connection error" in str(reply)
+
+
+def test_batch_is_concurrent_and_the_key_is_sent_never_logged(monkeypatch):
+    monkeypatch.setenv("SG_TEST_KEY", "sk-secret-123")
+    with FaultServer(["slow"] * 4, slow_s=0.15) as server:
+        backend = _backend(server, "timeout=2&backoff=0.001&concurrency=4&api_key_env=SG_TEST_KEY")
+        started = time.monotonic()
+        replies = backend.complete([_item(i) for i in range(4)])
+        elapsed = time.monotonic() - started
+    assert all(r.text == GOOD for r in replies)
+    assert elapsed < 0.5          # 4 x 0.15 s sequentially would be >= 0.6 s
+    assert {r["auth"] for r in server.requests} == {"Bearer sk-secret-123"}
+    body = server.requests[0]["body"]
+    assert body["model"] == "test-model" and body["temperature"] == 0.0 and body["messages"][0]["content"] == "hi"
+
+
+def test_episodes_complete_through_faults_or_are_recorded_failed(tmp_path):
+    spec_ok = None
+    with FaultServer(["500", "slow", "badjson", "nochoices", "429"]) as server:
+        spec_ok = f"openai:test-model@{server.url}?{FAST}"
+        jobs = [EpisodeJob("prisoners_dilemma", s, [spec_ok, spec_ok], config={"rounds": 2}) for s in range(3)]
+        log = tmp_path / "log.jsonl"
+        records = run_jobs(jobs, PolicyPool(), log_path=log)
+    assert all(r["finished"] and not r.get("failed") for r in records)
+    assert all(t["valid"] and t["agent_meta"]["backend"] == "openai" for r in records for t in r["turns"])
+    assert len(list(read_episodes(log))) == 3
+    assert "sk-" not in log.read_text()
+    # A server that stays down: every episode is logged as failed with the reason.
+    with FaultServer(["500"] * 1000) as server:
+        spec_down = f"openai:test-model@{server.url}?timeout=0.2&backoff=0.001&attempts=2"
+        jobs = [EpisodeJob("prisoners_dilemma", s, [spec_down, "scripted:random"], config={"rounds": 2})
+                for s in range(2)]
+        log = tmp_path / "down.jsonl"
+        records = run_jobs(jobs, PolicyPool(), log_path=log)
+    assert all(r["failed"] and "HTTP 500" in r["error"] for r in records)
+    assert {r["episode_id"] for r in read_episodes(log)} == {j.episode_id for j in jobs}
