@@ -19,7 +19,9 @@ setup-test: setup
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 demo: setup
-	$(PYTHON) -m socialgym_env.cli tournament --quick --out $(OUT)
+	# SmolLM2 against the per-game scripted baselines, every game, short episodes (--quick);
+	# max_new_tokens=40 fits a JSON action. Add scripted:random or more models for a fuller run.
+	$(PYTHON) -m socialgym_env.cli tournament --quick --agents "smollm2?max_new_tokens=40,scripted:heuristic" --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q

@@ -91,9 +91,10 @@ def _release(live: _Live) -> None:
 
 
 def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
-                max_concurrent_episodes: Optional[int] = None) -> list[dict]:
+                max_concurrent_episodes: Optional[int] = None, on_record=None) -> list[dict]:
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
-    in job order. Each record is appended to ``log_path`` as soon as its episode ends."""
+    in job order. Each record is appended to ``log_path`` (a path, or a function of the record
+    giving one) as soon as its episode ends."""
     from .runner import failed_record
     limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
     queue = list(enumerate(jobs))[::-1]
@@ -108,8 +109,10 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
         if entry is not None:
             _release(entry)
         if log_path:
-            append_episode(log_path, record)
+            append_episode(log_path(record) if callable(log_path) else log_path, record)
         records[index] = record
+        if on_record:
+            on_record(record)
         if bar:
             bar.update(1)
 

@@ -60,6 +60,9 @@ QUICK_LIMITS = {
     "max_talk_chars": 200,
 }
 QUICK_KEY_WORDS = ("round",)   # any other int key naming rounds is capped at 2
+# --quick also caps every episode at this many decisions (the engine's turn cap: reaching it is a
+# truncation scored by the game's cap rule). A small LLM on 2 CPU cores makes ~1-2 decisions/s.
+QUICK_MAX_STEPS = 12
 
 
 # ----------------------------------------------------------------------------- games
@@ -113,6 +116,7 @@ def quick_config(game: str) -> dict:
             limit = 2
         if limit is not None and default > limit:
             config[key] = limit
+    config["max_steps"] = min(QUICK_MAX_STEPS, cls.info.max_steps)
     # keep only what the game accepts (validate_config may forbid small values)
     try:
         socialgym_env.make(game, **config)
@@ -282,6 +286,18 @@ def _bars(total_episodes: int, total_games: int, enabled: bool):
     return episodes, games
 
 
+def _progress_callback(ep_bar, game_bar, shards: dict):
+    left = {game: len(jobs) for game, jobs in shards.items()}
+
+    def on_record(record):
+        if ep_bar:
+            ep_bar.update(1)
+        left[record["game"]] -= 1
+        if game_bar and left[record["game"]] == 0:
+            game_bar.update(1)
+    return on_record
+
+
 def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
               progress: bool = True) -> int:
     """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process."""
@@ -291,6 +307,17 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     ep_bar, game_bar = _bars(total, len(shards), progress)
     # biggest shards first so the slowest game does not start last
     order = sorted(shards, key=lambda g: -len(shards[g]))
+    if workers == 1:
+        # One process, one batched runner over every game: all pending LLM decisions of all
+        # games share each forward pass (the fastest way to run a local model).
+        jobs = [job for game in order for job in shards[game]]
+        records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
+                           log_path=lambda record: shard_log(log_dir, record["game"]),
+                           on_record=_progress_callback(ep_bar, game_bar, shards))
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+        return len(records)
     if workers > 1:
         import multiprocessing
         # fork is quick; once torch (threads) is loaded in this process, spawn is the safe choice
@@ -447,7 +474,11 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
         episodes = QUICK_EPISODES if quick else DEFAULT_EPISODES
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick)
     jobs = plan_tournament(games, agents, episodes, seed, configs)
-    workers = workers or max(1, min(os.cpu_count() or 1, len(games)))
+    if workers is None:
+        # A model policy is compute-bound and batches across games in one process; scripted
+        # policies are cheap and spread over processes.
+        scripted_only = all(a.startswith("scripted:") for a in agents)
+        workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
     _check_policies(agents)
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
                           pool_seed=seed, ray_address=ray_address, n_boot=n_boot)
