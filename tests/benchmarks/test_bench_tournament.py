@@ -73,8 +73,11 @@ def test_overrides_and_quick_preset():
     with pytest.raises(ValueError):
         tour.parse_overrides(["rounds=3"])
     configs = tour.game_configs(["prisoners_dilemma", "centipede"], tour.parse_overrides(["*.rounds=3"]), quick=True)
-    assert configs["prisoners_dilemma"] == {"rounds": 3}       # explicit override beats the preset
-    assert configs["centipede"].get("subgames", 99) <= 2 and "rounds" not in configs["centipede"]
+    # explicit override beats the preset; the preset's turn cap stays
+    assert configs["prisoners_dilemma"] == {"rounds": 3, "max_steps": tour.QUICK_MAX_STEPS}
+    assert configs["centipede"] == {"subgames": 2, "max_steps": tour.QUICK_MAX_STEPS}
+    configs = tour.game_configs(["chess"], tour.parse_overrides(["chess.max_steps=60"]), quick=True)
+    assert configs["chess"]["max_steps"] == 60
     with pytest.raises(ValueError):
         tour.game_configs(["prisoners_dilemma"], {"chess": {"x": 1}})
 
