@@ -175,3 +175,15 @@ def exile_by_vote(state: State, actions: dict, *, keyword: str = "vote", tie: st
     else:
         state.announce(f"{state.name(target)} is eliminated.")
     return target
+
+
+def hidden_minority_winner(live_minority: int, live_majority: int, round_no: int, rounds: int,
+                           minority_team: str, majority_team: str) -> Optional[str]:
+    """The elimination rule of Spyfall and Undercover, checked after each vote: the hidden
+    minority wiped out -> the majority wins; the minority at least as many as the majority, or
+    still alive after the last round -> the minority wins; else None (play on)."""
+    if live_minority == 0:
+        return majority_team
+    if live_minority >= live_majority or round_no >= rounds:
+        return minority_team
+    return None

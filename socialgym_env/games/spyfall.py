@@ -36,7 +36,7 @@ from importlib import resources
 
 from ..actions import ActionSpec, Text
 from ..game import Game, GameInfo, Phase, TEAM
-from ..patterns import exile_by_vote, normalize_word, rotating_from, talk_specs, vote_phase
+from ..patterns import exile_by_vote, hidden_minority_winner, normalize_word, rotating_from, talk_specs, vote_phase
 
 SPY, NON_SPY = "Spy", "Non-Spy"
 SPY_TEAM, NON_SPY_TEAM = "spy", "non_spies"
@@ -66,11 +66,7 @@ def match_location(text: str):
 
 def spyfall_winner(live_spies: int, live_non_spies: int, round_no: int, rounds: int):
     """The winning team after a vote, or None to play on."""
-    if live_spies == 0:
-        return NON_SPY_TEAM
-    if live_spies >= live_non_spies or round_no >= rounds:
-        return SPY_TEAM
-    return None
+    return hidden_minority_winner(live_spies, live_non_spies, round_no, rounds, SPY_TEAM, NON_SPY_TEAM)
 
 
 class Spyfall(Game):

@@ -56,7 +56,7 @@ from ..game import TEAM, Game, GameInfo, Phase
 from ..patterns import (everyone, player_arg, role_actors, strict_majority, talk_specs,
                         team_plurality, vote_specs, vote_values)
 from ..state import State
-from .werewolves import TEAM_VILLAGE, TEAM_WOLVES, winner
+from .werewolves import TEAM_VILLAGE, TEAM_WOLVES, finish_if_decided
 
 WEREWOLF, DOCTOR, VILLAGER, JESTER = "Werewolf", "Doctor", "Villager", "Jester"
 # The Jester is a team of its own, so the Werewolves parity rule counts Villagers + Doctor.
@@ -364,14 +364,9 @@ class TriadicWerewolf(Game):
         self._start_night(state)
 
     def _check_end(self, state) -> bool:
-        team = winner(state)
-        if team == TEAM_VILLAGE:
-            state.finish("both Werewolves are gone: the village wins",
-                         winners=state.on_team(TEAM_VILLAGE, alive_only=False))
-        elif team == TEAM_WOLVES:
-            state.finish("the Werewolves are at least as many as the Villagers and Doctor: the Werewolves win",
-                         winners=state.on_team(TEAM_WOLVES, alive_only=False))
-        return team is not None
+        return finish_if_decided(
+            state, village_wins="both Werewolves are gone: the village wins",
+            wolves_win="the Werewolves are at least as many as the Villagers and Doctor: the Werewolves win")
 
     # -- measurement ----------------------------------------------------------------------
     def _self_report_instructions(self, state, agent):

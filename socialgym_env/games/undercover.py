@@ -37,7 +37,7 @@ import json
 from importlib import resources
 
 from ..game import Game, GameInfo, TEAM
-from ..patterns import exile_by_vote, rotating_from, talk_phase, vote_phase
+from ..patterns import exile_by_vote, hidden_minority_winner, rotating_from, talk_phase, vote_phase
 
 CIVILIAN, UNDERCOVER = "Civilian", "Undercover"
 CIVILIAN_TEAM, UNDERCOVER_TEAM = "civilians", "undercovers"
@@ -60,11 +60,7 @@ def draw_words(rng, pairs: tuple) -> tuple[str, str]:
 
 def undercover_winner(live_undercovers: int, live_civilians: int, round_no: int, rounds: int):
     """The winning team after a vote, or None to play on."""
-    if live_undercovers == 0:
-        return CIVILIAN_TEAM
-    if live_undercovers >= live_civilians or round_no >= rounds:
-        return UNDERCOVER_TEAM
-    return None
+    return hidden_minority_winner(live_undercovers, live_civilians, round_no, rounds, UNDERCOVER_TEAM, CIVILIAN_TEAM)
 
 
 class Undercover(Game):

@@ -55,6 +55,15 @@ def winner(state: State):
     return None
 
 
+def finish_if_decided(state: State, village_wins: str, wolves_win: str) -> bool:
+    """End the game with the reason text of the winning side if :func:`winner` says so."""
+    team = winner(state)
+    if team is not None:
+        state.finish(village_wins if team == TEAM_VILLAGE else wolves_win,
+                     winners=state.on_team(team, alive_only=False))
+    return team is not None
+
+
 def night_deaths(victim, saved: bool, poisoned) -> list:
     """Who dies at dawn: the wolves' victim unless saved, plus the poisoned player."""
     deaths = []
@@ -207,14 +216,8 @@ class Werewolves(Game):
         self._start_night(state)
 
     def _check_end(self, state) -> bool:
-        team = winner(state)
-        if team == TEAM_VILLAGE:
-            state.finish("no Werewolf is alive: the village wins",
-                         winners=state.on_team(TEAM_VILLAGE, alive_only=False))
-        elif team == TEAM_WOLVES:
-            state.finish("the Werewolves are at least as many as the village: the Werewolves win",
-                         winners=state.on_team(TEAM_WOLVES, alive_only=False))
-        return team is not None
+        return finish_if_decided(state, village_wins="no Werewolf is alive: the village wins",
+                                 wolves_win="the Werewolves are at least as many as the village: the Werewolves win")
 
     # -- text hooks -----------------------------------------------------------------------
     def goal(self, state, agent):
