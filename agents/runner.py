@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import socialgym_env
-from socialgym_env.logs import append_episode, completed_episode_ids
+from socialgym_env.logs import completed_episode_ids
 
 from .base import Decision, Request
 from .registry import make_policy

@@ -38,7 +38,6 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,22 +65,13 @@ QUICK_MAX_STEPS = 12
 
 
 # ----------------------------------------------------------------------------- games
-def available_games(games: Optional[Iterable[str]] = None, warn: bool = True) -> list[str]:
-    """Registered game ids (or the given ones) whose module imports; others are skipped with
-    a warning (games are added to the registry while being written)."""
+def available_games(games: Optional[Iterable[str]] = None) -> list[str]:
+    """The given game ids, or every registered one. An unknown id raises UnknownGameError and a
+    game module that fails to import raises its own error: a broken game is never skipped."""
     wanted = list(games) if games else socialgym_env.game_ids()
-    out = []
     for game in wanted:
-        try:
-            socialgym_env.game_class(game)
-        except socialgym_env.UnknownGameError:
-            raise
-        except Exception as err:  # a game module that does not import yet
-            if warn:
-                warnings.warn(f"skipping game {game!r}: {type(err).__name__}: {err}", stacklevel=2)
-            continue
-        out.append(game)
-    return out
+        socialgym_env.game_class(game)
+    return wanted
 
 
 def parse_value(text: str):

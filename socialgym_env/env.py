@@ -186,7 +186,7 @@ class SocialGymEnv(AECEnv):
         visible = state.visible_to(agent)
         new = [render_message(m, state, agent) for m in visible if m.index >= self._seen_upto[agent]]
         view = {
-            "game": self.game_info.id, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
+            "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
             "acting": acting, "new_messages": new,
             "invalid_action": self._last_invalid[agent],
@@ -369,7 +369,7 @@ class SocialGymEnv(AECEnv):
     def _basic_info(self, agent: str) -> dict:
         seat = self.state.seat[agent]
         role, team = self.game.known_role(self.state, agent)
-        return {"name": seat.name, "role": role, "team": team, "alive": seat.alive,
+        return {"agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
                 "phase": self.state.phase, "round": self.state.round, "acting": False,
                 "legal_actions": [], "invalid_action": self._last_invalid[agent]}
 

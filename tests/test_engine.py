@@ -90,6 +90,7 @@ def test_private_team_and_targeted_messages_reach_only_their_receivers(probe):
     assert chosen not in visible_texts(env, v1) and chosen not in visible_texts(env, v2)
     assert dream in visible_texts(env, v1) and dream in visible_texts(env, wolf)
     assert dream not in visible_texts(env, v2)
+    assert env.infos[wolf]["agent"] == wolf and env.infos[v1]["agent"] == v1   # each seat knows its id
     assert "Your role is wolf." not in env.observe(v2)["text"]
     assert "Your role is wolf." in env.observe(wolf)["text"]
     assert all(m.visibility != PRIVATE or len(m.receivers) == 1 for m in env.state.messages)

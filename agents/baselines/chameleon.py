@@ -33,8 +33,8 @@ def best_word(hints: dict, clues: list) -> tuple[list, int]:
     return [w for w, s in scores.items() if s == top], top
 
 
-def suspects(gs: dict, hints: dict) -> list:
-    me, word = gs["you"], gs["secret_word"]
+def suspects(gs: dict, hints: dict, me: str) -> list:
+    word = gs["secret_word"]
     return [a for a, c in gs["clues"] if a != me and normalize_word(c) not in hints[word]]
 
 
@@ -56,13 +56,13 @@ class ChameleonHeuristic(BasePolicy):
                 return Decision(f"clue {rng.choice(sorted(hints[words[0]]))}")
             return Decision(f"clue {normalize_word(gs['category'])}")
         if phase == "discussion":
-            if citizen and suspects(gs, hints):
-                return Decision(f"say I think {suspects(gs, hints)[0]} is the Chameleon: that clue does not fit.")
+            if citizen and suspects(gs, hints, info["agent"]):
+                return Decision(f"say I think {suspects(gs, hints, info['agent'])[0]} is the Chameleon: that clue does not fit.")
             return Decision("say All the clues look fine to me.")
         if phase == "vote":
-            others = [a for a, _ in gs["clues"] if a != gs["you"]]
-            if citizen and suspects(gs, hints):
-                return Decision(f"vote {suspects(gs, hints)[0]}")
+            others = [a for a, _ in gs["clues"] if a != info["agent"]]
+            if citizen and suspects(gs, hints, info["agent"]):
+                return Decision(f"vote {suspects(gs, hints, info['agent'])[0]}")
             return Decision(f"vote {rng.choice(others)}")
         if phase == "guess":
             words, _ = best_word(hints, gs["clues"])

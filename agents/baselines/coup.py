@@ -26,10 +26,9 @@ VALUE = ("Duke", "Assassin", "Captain", "Contessa", "Ambassador")
 CHALLENGE_BELOW = 0.3
 
 
-def holds_probability(card: str, holder: str, gs: dict) -> float:
+def holds_probability(card: str, holder: str, gs: dict, me: str) -> float:
     """P(``holder`` holds at least one ``card``) from this seat's view: the unseen copies are
     spread uniformly over the unseen pool (deck + every opponent's face-down cards)."""
-    me = gs["me"]
     seen = gs["my_cards"].count(card) + sum(r.count(card) for r in gs["revealed"].values())
     unseen_copies = max(COPIES - seen, 0)
     pool = gs["deck_size"] + sum(n for a, n in gs["influence"].items() if a != me)
@@ -54,11 +53,11 @@ class CoupHonest(BasePolicy):
         handler = getattr(self, f"_{info.get('phase')}", None)
         if handler is None:
             return Decision(sample_from_info(info, self.rng(key)))
-        return Decision(handler(gs, key))
+        return Decision(handler(gs, info["agent"], key))
 
     # ---------------------------------------------------------------- decisions
-    def _turn(self, gs, key):
-        me, cards, coins = gs["me"], gs["my_cards"], gs["coins"][gs["me"]]
+    def _turn(self, gs, me, key):
+        cards, coins = gs["my_cards"], gs["coins"][me]
         opponents = [a for a, n in gs["influence"].items() if a != me and n > 0]
         target = strongest(gs, opponents)
         if coins >= 7:
@@ -82,8 +81,8 @@ class CoupHonest(BasePolicy):
         """A bluffer's nerve: bluff less when one more lost influence would be fatal."""
         return self.rng(key).random() < (0.5 if len(gs["my_cards"]) >= 2 else 0.15)
 
-    def _respond(self, gs, key):
-        me, cards, pending = gs["me"], gs["my_cards"], gs["pending"]
+    def _respond(self, gs, me, key):
+        cards, pending = gs["my_cards"], gs["pending"]
         kind, actor, target, claim = pending["type"], pending["actor"], pending["target"], pending["claim"]
         if self.bluffs and (kind == "foreign_aid" or target == me) and kind in ("foreign_aid", "steal", "assassinate"):
             # blocks cannot be challenged here (GAMES.md), so a bluffed block is free
@@ -99,15 +98,15 @@ class CoupHonest(BasePolicy):
             for card in ("Captain", "Ambassador"):
                 if card in cards:
                     return f"block {card}"
-        if claim and holds_probability(claim, actor, gs) < CHALLENGE_BELOW:
+        if claim and holds_probability(claim, actor, gs, me) < CHALLENGE_BELOW:
             return "challenge"
         return "pass"
 
-    def _lose(self, gs, key):
+    def _lose(self, gs, me, key):
         cards = sorted(set(gs["my_cards"]), key=VALUE.index)
         return f"reveal {cards[-1]}"
 
-    def _exchange(self, gs, key):
+    def _exchange(self, gs, me, key):
         k = len(gs["my_cards"])
         ranked = sorted(gs["exchange_options"], key=VALUE.index)
         keep, rest = [], []

@@ -91,7 +91,7 @@ class InsiderHeuristic(BasePolicy):
         phase, rng = info.get("phase"), self.rng(key)
         if "qa" not in gs:
             return Decision(sample_from_info(info, rng))
-        me, word = gs["you"], gs["word"]
+        me, word = info["agent"], gs["word"]
         if phase == "questions":
             entries = candidates(gs["category"], gs["qa"])
             if word is not None:

@@ -57,7 +57,7 @@ class ResistanceHeuristic(BasePolicy):
         rng = self.rng(key)
         game = info.get("game_state") or {}
         phase = info.get("phase")
-        me = key[1] or next((a for a, n in game.get("players", {}).items() if n == info.get("name")), "")
+        me = info["agent"]
         spies = game.get("known_spies")
         if phase == "discussion":
             return Decision("pass")

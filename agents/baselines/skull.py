@@ -60,7 +60,7 @@ class SkullHeuristic(BasePolicy):
             bid = self.best_bid(gs, gs["bid"] + 1)
             return Decision(f"bid {bid}" if bid is not None else "pass")
         if phase == "flip":
-            me = gs.get("me")
+            me = info["agent"]
             down = {a: n for a, n in gs["face_down"].items() if a != me and n > 0}
             tallest = max(down.values())
             return Decision(f"flip {min(a for a, n in down.items() if n == tallest)}")

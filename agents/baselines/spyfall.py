@@ -48,7 +48,7 @@ class SpyfallHeuristic(BasePolicy):
         phase, rng = info.get("phase"), self.rng(key)
         if "talk" not in gs:
             return Decision(sample_from_info(info, rng))
-        me, location = gs["you"], gs["location"]
+        me, location = info["agent"], gs["location"]
         others = [a for a in gs["alive"] if a != me]
         if phase == "questioning":
             if location is not None:

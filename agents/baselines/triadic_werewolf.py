@@ -45,7 +45,7 @@ class TriadicWerewolfHeuristic(BasePolicy):
         game = info.get("game_state") or {}
         phase, role = info.get("phase"), info.get("role")
         players = game.get("players", {})
-        me = key[1] or next((a for a, n in players.items() if n == info.get("name")), "")
+        me = info["agent"]
         alive = game.get("alive", [])
         speech = public_speech(observation.get("text", ""), players)
         claimers = {a for a, line in speech if CLAIM in line}

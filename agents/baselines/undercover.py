@@ -39,7 +39,7 @@ class UndercoverHeuristic(BasePolicy):
         if phase == "description" and hints:
             return Decision(f"say It makes me think of {hints[(gs['round'] - 1) % len(hints)]}.")
         if phase == "vote":
-            others = [a for a in gs["alive"] if a != gs["you"]]
+            others = [a for a in gs["alive"] if a != info["agent"]]
             odd = [a for a in others if not fits(gs["talk"], a, set(hints))]
             return Decision(f"vote {odd[0] if odd else rng.choice(others)}")
         return Decision(sample_from_info(info, rng))

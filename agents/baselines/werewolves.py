@@ -47,7 +47,7 @@ class WerewolvesHeuristic(BasePolicy):
         game = info.get("game_state") or {}
         phase, role = info.get("phase"), info.get("role")
         players = game.get("players", {})
-        me = key[1] or next((a for a, n in players.items() if n == info.get("name")), "")
+        me = info["agent"]
         alive = game.get("alive", [])
         claimants, findings = seer_claims(observation.get("text", ""), players)
         if role == "Werewolf":

@@ -173,7 +173,7 @@ class Chameleon(Game):
         return lines
 
     def public_data(self, state, agent):
-        return {"you": agent, "category": state.g.category, "words": list(state.g.words),
+        return {"category": state.g.category, "words": list(state.g.words),
                 "clues": [[a, c] for a, c in state.g.clues], "first_speaker": state.g.first,
                 "accused": state.g.accused,
                 "secret_word": state.g.word if state.role(agent) == CITIZEN else None}

@@ -435,7 +435,7 @@ class Coup(Game):
     def public_data(self, state, agent):
         g = state.g
         pending = dict(g.pending) if g.pending else None
-        return {"me": agent, "my_cards": list(g.hands[agent]), "coins": dict(g.coins),
+        return {"my_cards": list(g.hands[agent]), "coins": dict(g.coins),
                 "influence": {a: len(g.hands[a]) for a in state.agents},
                 "revealed": {a: list(g.revealed[a]) for a in state.agents}, "deck_size": len(g.deck),
                 "pending": pending, "claims": [dict(c) for c in g.claims], "turn": g.turn,

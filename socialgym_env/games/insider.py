@@ -329,7 +329,7 @@ class Insider(Game):
         return [f"Category: {state.g.category}. Questions used: {used} of {self.config['questions']}."]
 
     def public_data(self, state, agent):
-        return {"you": agent, "players": list(state.agents), "category": state.g.category, "qa": [dict(r) for r in state.g.qa],
+        return {"players": list(state.agents), "category": state.g.category, "qa": [dict(r) for r in state.g.qa],
                 "questions_left": self.config["questions"] - len(state.g.qa), "guesser": state.g.guesser,
                 "accused": state.g.accused, "master": self.config["master"],
                 "word": state.g.word if state.role(agent) == INSIDER else None}

@@ -212,7 +212,7 @@ class LiarsDice(Game):
 
     def public_data(self, state, agent):
         g = state.g
-        return {"me": agent, "my_dice": list(g.dice.get(agent, [])), "dice_counts": dict(g.counts),
+        return {"my_dice": list(g.dice.get(agent, [])), "dice_counts": dict(g.counts),
                 "dice_in_play": self.dice_in_play(state), "bid": list(g.bid) if g.bid else None,
                 "bidder": g.bidder, "round_bids": [list(b) for b in g.round_bids], "opener": g.opener,
                 "faces": FACES}

@@ -298,7 +298,7 @@ class Skull(Game):
 
     def public_data(self, state, agent):
         g = state.g
-        return {"me": agent, "my_hand": dict(g.hands[agent]), "my_stack": list(g.stacks[agent]),
+        return {"my_hand": dict(g.hands[agent]), "my_stack": list(g.stacks[agent]),
                 "stack_sizes": {a: len(g.stacks[a]) for a in state.agents},
                 "face_down": dict(g.face_down),
                 "hand_sizes": {a: sum(g.hands[a].values()) for a in state.agents},

@@ -194,7 +194,7 @@ class Spyfall(Game):
         return lines
 
     def public_data(self, state, agent):
-        return {"you": agent, "round": state.round, "rounds": self.config["rounds"], "alive": state.alive(),
+        return {"round": state.round, "rounds": self.config["rounds"], "alive": state.alive(),
                 "eliminated": {s.agent: s.role for s in state.seats if not s.alive},
                 "talk": [[r, a, t] for r, a, t in state.g.talk], "first_speaker": state.g.first,
                 "spy_can_guess": self.config["spy_can_guess"],

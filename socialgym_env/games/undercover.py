@@ -170,7 +170,7 @@ class Undercover(Game):
     def public_data(self, state, agent):
         talk = [[m.round, m.sender, m.text] for m in state.messages
                 if m.phase == "description" and m.sender is not None]
-        return {"you": agent, "round": state.round, "rounds": self.config["rounds"], "alive": state.alive(),
+        return {"round": state.round, "rounds": self.config["rounds"], "alive": state.alive(),
                 "eliminated": {s.agent: s.role for s in state.seats if not s.alive},
                 "talk": talk, "first_speaker": state.g.first, "word": self.word_of(state, agent),
                 "role": self.known_role(state, agent)[0] if self.config["roles_known"] else None,

@@ -83,5 +83,5 @@ def test_overrides_and_quick_preset():
 
 
 def test_available_games_lists_registered_playable_games():
-    games = tour.available_games(warn=False)
+    games = tour.available_games()
     assert "prisoners_dilemma" in games and set(games) <= set(socialgym_env.game_ids())

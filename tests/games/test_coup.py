@@ -384,7 +384,7 @@ def test_no_other_players_cards_visible():
             assert f"Your cards: {', '.join(g.hands[other])}." not in text
         # the structured view holds no one else's face-down cards
         gs = view["game_state"]
-        assert set(gs) == {"me", "my_cards", "coins", "influence", "revealed", "deck_size", "pending", "claims",
+        assert set(gs) == {"my_cards", "coins", "influence", "revealed", "deck_size", "pending", "claims",
                            "turn", "exchange_options", "copies"}
         assert all(isinstance(v, int) for v in gs["influence"].values())
         assert json.dumps(env.infos[agent]).count("my_cards") <= 1
