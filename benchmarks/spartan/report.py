@@ -122,7 +122,12 @@ def _errorbar(ax, x, row, **kw):
     if row is None or not row["n"]:
         return
     p = 100 * row["win_rate"]
-    ax.errorbar([x], [p], yerr=[[p - 100 * row["ci_low"]], [100 * row["ci_high"] - p]], capsize=3, **kw)
+    ax.errorbar([x], [p], yerr=_yerr(row), capsize=3, **kw)
+
+
+def _yerr(row) -> list:
+    p = 100 * row["win_rate"]
+    return [[max(0.0, p - 100 * row["ci_low"])], [max(0.0, 100 * row["ci_high"] - p)]]
 
 
 def figure_within(rows, path):
@@ -193,7 +198,7 @@ def _bars(rows, groups, label_of, path, title):
                 if row and row["n"]:
                     p = 100 * row["win_rate"]
                     ax.bar(x + k * width, p, width, color=f"C{k}", label=side if x == 0 else None,
-                           yerr=[[p - 100 * row["ci_low"]], [100 * row["ci_high"] - p]], capsize=2)
+                           yerr=_yerr(row), capsize=2)
         ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(conditions))], conditions, rotation=30, ha="right")
         ax.set_ylim(0, 105)
         ax.set_title(name)
