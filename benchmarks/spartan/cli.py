@@ -93,15 +93,15 @@ def evaluate_cmd(playbook: Path = typer.Argument(..., help="playbook file (.md/.
                  seed: Optional[int] = typer.Option(None, "--seed"),
                  quick: Optional[bool] = typer.Option(None, "--quick/--full")):
     """Arm each side with PLAYBOOK vs the unarmed model: win % (Wilson CI), delta vs baseline, placebo."""
-    # evaluation of one playbook = the distillation protocol with the armed model as the student
+    # evaluating one playbook is the distillation protocol with the armed model as the student
     try:
         from .experiment import load_config
-        base = load_config(config, settings or (), protocol="distill")
+        base = load_config(config, settings or (), protocol="evaluate")
     except USER_ERRORS as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     armed = model or base.model
-    _run("distill", config_path=config, out=out or Path("runs/spartan-evaluate"), settings=settings or (),
+    _run("evaluate", config_path=config, out=out, settings=settings or (),
          games=_split(game), model=opponent or armed, students=[armed], playbook=str(playbook),
          eval_games=k, placebo=placebo, seed=seed, quick=quick)
 

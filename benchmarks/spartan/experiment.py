@@ -35,7 +35,7 @@ from .reflect import Reflector, make_reflector, reflect
 from .sides import Sides, game_sides
 from .stats import delta, rate
 
-PROTOCOLS = ("reflect", "within", "cross", "multigame", "distill")
+PROTOCOLS = ("reflect", "evaluate", "within", "cross", "multigame", "distill")
 
 
 # ----------------------------------------------------------------------------- the experiment file

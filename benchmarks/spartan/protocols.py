@@ -162,5 +162,5 @@ def run_distill(exp: Experiment) -> dict:
     return {"rows": rows, "playbooks": list({p["id"]: p for p in playbooks}.values())}
 
 
-PROTOCOL_RUNNERS = {"reflect": run_reflect, "within": run_within, "cross": run_cross,
+PROTOCOL_RUNNERS = {"reflect": run_reflect, "evaluate": run_distill, "within": run_within, "cross": run_cross,
                     "multigame": run_multigame, "distill": run_distill}

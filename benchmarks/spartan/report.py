@@ -106,7 +106,7 @@ def summary_distill(rows) -> str:
 
 
 SUMMARIES = {"within": summary_within, "cross": summary_cross, "multigame": summary_multigame,
-             "distill": summary_distill}
+             "distill": summary_distill, "evaluate": summary_distill}
 
 
 def all_rows_table(rows) -> str:
@@ -227,7 +227,7 @@ def figure_distill(rows, path):
 
 
 FIGURES = {"within": figure_within, "cross": figure_cross, "multigame": figure_multigame,
-           "distill": figure_distill}
+           "distill": figure_distill, "evaluate": figure_distill}
 
 
 # ----------------------------------------------------------------------------- writing
