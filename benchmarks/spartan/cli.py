@@ -23,17 +23,18 @@ def register(root: typer.Typer) -> None:
     root.add_typer(app, name="spartan")
 
 
-def run_protocol(protocol: str, config_path=None, out=None, settings=(), reflector=None, progress=True,
+def run_protocol(protocol: str, config_path=None, out=None, settings=(), reflector_fn=None, progress=True,
                  **values) -> dict:
     """Typer-free body of every command: load the config, run the protocol (resumable), write
-    the report; returns the protocol's result with ``paths``."""
+    the report; returns the protocol's result with ``paths``. ``reflector_fn`` (a Reflector or a
+    function prompt -> text) replaces the config's reflector spec (tests)."""
     from .experiment import Experiment, load_config
     from .protocols import PROTOCOL_RUNNERS
     from .report import write_report
     config = load_config(config_path, settings, protocol=protocol, **values)
     out = Path(out or f"runs/spartan-{protocol}")
     started = time.perf_counter()
-    exp = Experiment(config, out, reflector=reflector, progress=progress)
+    exp = Experiment(config, out, reflector=reflector_fn, progress=progress)
     result = PROTOCOL_RUNNERS[protocol](exp)
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["paths"] = {k: str(v) for k, v in write_report(out, protocol, result, config.to_dict()).items()}

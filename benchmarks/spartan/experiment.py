@@ -177,7 +177,7 @@ class Experiment:
         self.log_root = self.out / "games"
         self.playbook_dir = self.out / "playbooks"
         self.progress = progress
-        self._reflector = reflector
+        self._reflector = make_reflector(reflector) if reflector is not None else None
         games = self.all_games()
         tour.available_games(games)
         self.configs = tour.game_configs(games, tour.parse_overrides(config.overrides), quick=config.quick)

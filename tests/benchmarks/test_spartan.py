@@ -171,7 +171,7 @@ def test_playbook_reaches_exactly_the_armed_seats(tmp_path, side):
 
 # ----------------------------------------------------------------------------- the planted effect
 def test_planted_last_round_defection_is_detected_and_the_placebo_is_not(tmp_path):
-    result = run_protocol("within", out=tmp_path, reflector=planted_reflector, progress=False,
+    result = run_protocol("within", out=tmp_path, reflector_fn=planted_reflector, progress=False,
                           model="follower", games=["prisoners_dilemma"], rounds=3, selfplay_games=2,
                           eval_games=20)
     rows = {(r["condition"], r["round"]): r for r in result["rows"]}
@@ -192,7 +192,7 @@ def test_planted_last_round_defection_is_detected_and_the_placebo_is_not(tmp_pat
 
 
 def test_stop_rule_can_be_overridden(tmp_path):
-    result = run_protocol("within", out=tmp_path, reflector=planted_reflector, progress=False,
+    result = run_protocol("within", out=tmp_path, reflector_fn=planted_reflector, progress=False,
                           model="follower", games=["prisoners_dilemma"], rounds=3, selfplay_games=1,
                           eval_games=5, stop_rule=False)
     stop = result["stop_rule"]["prisoners_dilemma"]
@@ -202,14 +202,14 @@ def test_stop_rule_can_be_overridden(tmp_path):
 
 # ----------------------------------------------------------------------------- the other protocols
 def test_cross_multigame_and_distill_end_to_end(tmp_path):
-    cross = run_protocol("cross", out=tmp_path / "cross", reflector=planted_reflector, progress=False,
+    cross = run_protocol("cross", out=tmp_path / "cross", reflector_fn=planted_reflector, progress=False,
                          model="follower", sources=["prisoners_dilemma", "chicken"],
                          targets=["prisoners_dilemma", "chicken"], selfplay_games=1, eval_games=3)
     pairs = {(r["source"], r["game"]) for r in cross["rows"] if r["condition"] == "playbook"}
     assert pairs == {("prisoners_dilemma", "chicken"), ("chicken", "prisoners_dilemma")}
     assert Path(cross["paths"]["png"]).exists()
 
-    multi = run_protocol("multigame", out=tmp_path / "multi", reflector=planted_reflector, progress=False,
+    multi = run_protocol("multigame", out=tmp_path / "multi", reflector_fn=planted_reflector, progress=False,
                          model="follower", sets={"pc": ["prisoners_dilemma", "chicken"]},
                          set_targets={"pc": ["prisoners_dilemma", "stag_hunt"]}, selfplay_games=2,
                          per_game_cap=1, eval_games=2)
@@ -219,7 +219,7 @@ def test_cross_multigame_and_distill_end_to_end(tmp_path):
     assert split[("pc", "stag_hunt")] is True and split[("pc", "prisoners_dilemma")] is False
     assert ("single", "stag_hunt") in split
 
-    distill = run_protocol("distill", out=tmp_path / "distill", reflector=planted_reflector, progress=False,
+    distill = run_protocol("distill", out=tmp_path / "distill", reflector_fn=planted_reflector, progress=False,
                            model="scripted:tit_for_tat", students=["follower"], games=["prisoners_dilemma"],
                            selfplay_games=1, eval_games=3)
     rows = [r for r in distill["rows"] if r["condition"] == "playbook"]
@@ -262,6 +262,13 @@ def test_cli_runs_a_protocol_and_rejects_bad_input(tmp_path):
     evaluate = runner.invoke(app, ["spartan", "evaluate", str(tmp_path / "pb.md"), "--game", "prisoners_dilemma",
                                    "--model", "follower", "-k", "4", "--out", str(tmp_path / "ev")])
     assert evaluate.exit_code == 0, evaluate.output
+    assert (tmp_path / "ev" / "evaluate.csv").exists()
+    refl = runner.invoke(app, ["spartan", "reflect", "--game", "prisoners_dilemma", "--model", "follower", "--games", "2",
+                               "--rounds", "2", "--reflector", f"file:{tmp_path / 'pb.md'}", "--out", str(tmp_path / "rf")])
+    assert refl.exit_code == 0, refl.output
+    r1 = load_playbook(tmp_path / "rf" / "playbooks", "prisoners_dilemma-R1")
+    r2 = load_playbook(tmp_path / "rf" / "playbooks", "prisoners_dilemma-R2")
+    assert r2.meta["prior"] == r1.id and r2.meta["round"] == 2 and len(r2.meta["source_episode_ids"]) == 2
     bad = runner.invoke(app, ["spartan", "within", str(config), "--out", str(tmp_path / "x"), "--set", "colour=red"])
     assert bad.exit_code == 2 and "one of:" in bad.output and "Traceback" not in bad.output
     bad_game = runner.invoke(app, ["spartan", "within", str(config), "--out", str(tmp_path / "y"), "--set", "games=nope"])
@@ -279,7 +286,7 @@ import spartan_helpers
 from spartan_helpers import PLANTED
 from benchmarks.spartan.cli import run_protocol
 from benchmarks.spartan.reflect import FunctionReflector
-run_protocol("within", out={out!r}, reflector=FunctionReflector(lambda p: PLANTED, "scripted:planted"),
+run_protocol("within", out={out!r}, reflector_fn=FunctionReflector(lambda p: PLANTED, "scripted:planted"),
              progress=False, **{kwargs!r})
 """
 KILL_RUN = dict(model="follower", games=["prisoners_dilemma"], rounds=1, selfplay_games=3, eval_games=30)
@@ -309,8 +316,8 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     partial, counts = _logged(out)
     assert partial and max(counts.values()) == 1
 
-    resumed = run_protocol("within", out=out, reflector=planted_reflector, progress=False, **KILL_RUN)
-    clean = run_protocol("within", out=tmp_path / "clean", reflector=planted_reflector, progress=False, **KILL_RUN)
+    resumed = run_protocol("within", out=out, reflector_fn=planted_reflector, progress=False, **KILL_RUN)
+    clean = run_protocol("within", out=tmp_path / "clean", reflector_fn=planted_reflector, progress=False, **KILL_RUN)
     records, counts = _logged(out)
     clean_records, _ = _logged(tmp_path / "clean")
     assert set(counts.values()) == {1} and records == clean_records
