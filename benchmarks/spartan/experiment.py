@@ -129,6 +129,9 @@ def load_config(path=None, settings: Sequence[str] = (), **values) -> SpartanCon
         if not sep or key.strip() not in valid:
             raise ValueError(f"--set takes key=value with key one of: {', '.join(sorted(valid))} (got {item!r})")
         data[key.strip()] = _coerce(key.strip(), value.strip())
+    wanted = values.get("protocol")
+    if wanted and data.get("protocol", wanted) != wanted:
+        raise ValueError(f"the experiment file is for protocol {data['protocol']!r}: run `socialgym spartan {data['protocol']}`")
     data.update({k: v for k, v in values.items() if v is not None})
     unknown = set(data) - valid
     if unknown:

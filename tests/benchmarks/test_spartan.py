@@ -324,3 +324,13 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert all(records[i] == v for i, v in partial.items())              # nothing replayed differently
     strip = lambda rows: sorted(json.dumps(r, sort_keys=True) for r in rows)   # noqa: E731
     assert strip(resumed["rows"]) == strip(clean["rows"])
+
+
+def test_example_experiment_files_load():
+    examples = sorted((ROOT / "benchmarks" / "spartan" / "examples").glob("*.toml"))
+    assert {p.stem for p in examples} == {"within", "cross", "multigame", "distill"}
+    for path in examples:
+        config = load_config(path, protocol=path.stem)
+        assert config.protocol == path.stem and config.model.startswith("smollm2")
+    with pytest.raises(ValueError, match="run `socialgym spartan cross`"):
+        load_config(ROOT / "benchmarks" / "spartan" / "examples" / "cross.toml", protocol="within")
