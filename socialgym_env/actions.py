@@ -17,6 +17,7 @@ import itertools
 import json
 import random
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -33,6 +34,12 @@ class ActionError(ValueError):
 
 def _clean_token(token: str) -> str:
     return token.strip(_EDGE_PUNCTUATION)
+
+
+def fold(text: str) -> str:
+    """The form names and keywords are matched in (GAMES.md "Names"): NFC, then case folding,
+    so a decomposed "Björn" (o + combining diaeresis) is the composed "Björn"."""
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 @dataclass(frozen=True)
@@ -100,9 +107,9 @@ class Choice(Arg):
 
     def parse(self, rest):
         token, rest = _next_token(rest)
-        cleaned = _clean_token(token).casefold()
+        cleaned = fold(_clean_token(token))
         for option in self.choices:
-            if option.casefold() == cleaned:
+            if fold(option) == cleaned:
                 return option, rest
         raise ActionError(f"{self.name} must be one of: {', '.join(self.choices)} (got {token!r})")
 
@@ -125,9 +132,9 @@ class Player(Arg):
 
     def parse(self, rest):
         token, rest = _next_token(rest)
-        cleaned = _clean_token(token).casefold()
+        cleaned = fold(_clean_token(token))
         for agent_id, display in self.candidates:
-            if cleaned in (display.casefold(), agent_id.casefold()):
+            if cleaned in (fold(display), fold(agent_id)):
                 return agent_id, rest
         names = ", ".join(display for _, display in self.candidates) or "(nobody)"
         raise ActionError(f"{self.name} must be one of: {names} (got {token!r})")
@@ -357,7 +364,7 @@ class Grammar:
         if not specs:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
-        self.by_type = {spec.type.casefold(): spec for spec in self.specs}
+        self.by_type = {fold(spec.type): spec for spec in self.specs}
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
@@ -384,7 +391,7 @@ class Grammar:
         else:
             action_type, rest = _next_token(text)
             action_type = _clean_token(action_type)
-        spec = self.by_type.get(action_type.casefold())
+        spec = self.by_type.get(fold(action_type))
         if spec is None:
             raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
         values = spec.parse_args(rest)
@@ -392,7 +399,7 @@ class Grammar:
 
     def make(self, action_type: str, *values) -> Action:
         """Build an Action from values (used by fallbacks and scripted agents); validates."""
-        spec = self.by_type[action_type.casefold()]
+        spec = self.by_type[fold(action_type)]
         values = spec.validate(tuple(values))
         return Action(spec.type, values, spec.render(values))
 
