@@ -1,8 +1,7 @@
 """``socialgym tournament | leaderboard | replay`` — a typer sub-app over plain functions.
 
-Mount it in the main CLI with ``app.add_typer(benchmarks.cli.app)`` (commands at the top
-level via ``app.registered_commands.extend(benchmarks.cli.app.registered_commands)``) or run
-``python -m benchmarks.cli tournament --quick``.
+The root ``socialgym`` app loads ``register`` through the ``socialgym.commands`` entry point
+(setup.cfg); or run ``python -m benchmarks.cli tournament --quick``.
 """
 from __future__ import annotations
 
@@ -85,6 +84,11 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
     """Write a self-contained HTML replay of one episode."""
     path = write_replay(log, episode, out)
     print(f"replay: {path} (open it in a browser; add #seat=player_0 for a seat's private view)")
+
+
+def register(root: typer.Typer) -> None:
+    """``tournament``, ``leaderboard`` and ``replay`` join the root app at the top level."""
+    root.registered_commands.extend(app.registered_commands)
 
 
 if __name__ == "__main__":

@@ -344,9 +344,12 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ok = [i for i, e in enumerate(elos) if e is not None]
     if ok:
         e = np.array([elos[i] for i in ok])
-        lo = np.array([summary["overall"][policies[i]]["lo"] for i in ok])
-        hi = np.array([summary["overall"][policies[i]]["hi"] for i in ok])
-        ax2.errorbar(e, ys[ok], xerr=[e - lo, hi - e], fmt="o", color="tab:blue", capsize=3)
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v) for i, v in zip(ok, e)])
+        # A policy that wins everything can sit outside its own bootstrap interval (the fit is
+        # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
+        xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
+        ax2.errorbar(e, ys[ok], xerr=xerr, fmt="o", color="tab:blue", capsize=3)
         for i, v in zip(ok, e):
             ax2.annotate(f"{v:.0f}", (v, ys[i]), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax2.axvline(1000, color="grey", linestyle=":")
@@ -452,15 +455,25 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
     return out
 
 
+def _or(value, default):
+    return default if value is None else value
+
+
+def md_cell(value) -> str:
+    """A table cell safe in Markdown: no column break, no raw HTML, one line."""
+    return (str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", " "))
+
+
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by {summary['settings']['bootstrap_by']}).",
              *notes, ""]
     for title, header, rows in _tables(summary):
-        lines += [f"## {title}", "", "| " + " | ".join(map(str, header)) + " |",
+        lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
         lines.append("")
     lines += ["![per-game Elo](elo_heatmap.png)", "", "![role gap](role_gap.png)", ""]
     path.write_text("\n".join(lines), encoding="utf-8")

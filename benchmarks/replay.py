@@ -150,7 +150,9 @@ def render_replay(record: dict) -> str:
                      for k in ("name", "agent", "role", "team", "policy", "score", "outcome")) + "</tr>")
     parts.append(f"</table><p>End: {esc(str(data['reason']))}"
                  f"{' (turn cap: truncated)' if data['truncated'] else ''}</p></details>")
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # No "<" may appear raw inside a script element ("<!--<script" or "</script" in a message
+    # would end or corrupt it): JSON's \u003c escape reads back as the same text.
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     parts.append(f"<script type='application/json' id='episode-data'>{payload}</script>")
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts)

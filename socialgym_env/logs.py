@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator, Union
 
+from .actions import encodable
 from .env import LOG_SCHEMA
 from .errors import LogFormatError
 
@@ -20,10 +21,17 @@ REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "sco
 PathLike = Union[str, os.PathLike]
 
 
+def encode_line(record: dict) -> bytes:
+    """One record as a UTF-8 JSON line. Text that UTF-8 cannot encode (a lone surrogate in a model
+    reply, an action or a name) becomes U+FFFD, so one such string never aborts a run or makes
+    a resume fail on the same episode forever."""
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    return encodable(line).encode("utf-8")
+
+
 def append_episode(path: PathLike, record: dict) -> None:
     """Append one episode record as one line."""
-    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
-    data = line.encode("utf-8")
+    data = encode_line(record)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -99,6 +99,14 @@ def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = 
     if not counts:
         return None
     top = max(counts.values())
+    # GAMES.md "Abstaining": abstention is a candidate; if it has or ties the plurality,
+    # nobody is chosen (one vote among three abstentions exiles nobody).
+    abstentions = sum(1 for t in votes.values() if t is None)
+    if abstentions >= top:
+        if announce:
+            say(f"Abstention has {abstentions} of {len(votes)} votes, as many as anyone or more: "
+                "nobody is chosen.")
+        return None
     leaders = sorted((a for a, c in counts.items() if c == top), key=lambda a: state.seat[a].index)
     if len(leaders) == 1:
         return leaders[0]
