@@ -33,10 +33,11 @@ def run_protocol(protocol: str, config_path=None, out=None, settings=(), reflect
     from .report import write_report
     config = load_config(config_path, settings, protocol=protocol, **values)
     out = Path(out or f"runs/spartan-{protocol}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     exp = Experiment(config, out, reflector=reflector_fn, progress=progress)
     result = PROTOCOL_RUNNERS[protocol](exp)
     result["seconds"] = round(time.perf_counter() - started, 1)
+    result["cpu_seconds"] = round(time.process_time() - cpu_started, 1)   # all threads of this process
     result["paths"] = {k: str(v) for k, v in write_report(out, protocol, result, config.to_dict()).items()}
     return result
 
@@ -55,7 +56,8 @@ def _run(protocol: str, **kwargs) -> None:
     md = result["paths"].get("md")
     if md:
         typer.echo(Path(md).read_text(encoding="utf-8").split("## All conditions")[0].rstrip())
-    typer.echo(f"wrote {', '.join(result['paths'].values())} in {result['seconds']} s")
+    typer.echo(f"wrote {', '.join(result['paths'].values())} in {result['seconds']} s "
+               f"({result['cpu_seconds']} s of CPU in this process)")
 
 
 def _split(values: Optional[List[str]]) -> Optional[list]:
