@@ -334,3 +334,12 @@ def test_example_experiment_files_load():
         assert config.protocol == path.stem and config.model.startswith("smollm2")
     with pytest.raises(ValueError, match="run `socialgym spartan cross`"):
         load_config(ROOT / "benchmarks" / "spartan" / "examples" / "cross.toml", protocol="within")
+
+
+def test_smollm2_reflector_writes_a_playbook_from_the_prompt(smollm2_available):
+    from benchmarks.spartan.reflect import make_reflector, reflect
+    reflector = make_reflector("smollm2?max_new_tokens=12")
+    assert reflector.backend.config.max_new_tokens == 12 and reflector.backend.config.stop_at_json is False
+    playbook = reflect(_pd_records(1), reflector, "pd-R1")
+    assert playbook.text and playbook.meta["reflector"] == "smollm2?max_new_tokens=12"
+    assert playbook.meta["prompt_chars"] > 500
