@@ -19,6 +19,7 @@ import json
 import warnings
 from pathlib import Path
 
+from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import read_episodes
 
 MODERATOR = "Moderator"
@@ -30,7 +31,7 @@ def find_episode(log_path, episode_id: str) -> dict:
         for record in read_episodes(log_path):
             if record.get("episode_id") == episode_id:
                 return record
-    raise KeyError(f"episode {episode_id!r} is not in {log_path}")
+    raise LogFormatError(f"episode {episode_id!r} is not in {log_path}")
 
 
 def message_line(message: dict, names: dict) -> str:

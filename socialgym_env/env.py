@@ -66,7 +66,7 @@ class SocialGymEnv(AECEnv):
         self.game_info = game_cls.info
         self.config = config
         self.render_mode = render_mode
-        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v0",
+        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v{self.game_info.version}",
                              is_parallelizable=self.game_info.simultaneous)
         self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)

@@ -42,3 +42,22 @@ def test_replay_page_script_cannot_be_broken_by_message_text(tmp_path):
     lines = [m["line"] for m in json.loads(data)["messages"] if m["visibility"] == "public"]
     assert any("<!--<script>alert(1)</script>" in line for line in lines)
     assert "<!--" not in page
+
+
+def test_resume_retries_failed_episodes_by_default(tmp_path):
+    from agents.runner import failed_record
+    from benchmarks import tournament as tour
+
+    agents = ["scripted:random", "scripted:heuristic"]
+    jobs = tour.plan_tournament(["prisoners_dilemma"], agents, episodes=2, seed=0)
+    log_dir = tmp_path / "logs"
+    # An earlier run: every episode but the first ended as a failure (say, a server went down).
+    for job in jobs[1:]:
+        append_episode(log_dir / "prisoners_dilemma.jsonl", failed_record(job, RuntimeError("server down")))
+    kept = tour.run_tournament(jobs, tmp_path, workers=1, progress=False, leaderboard=False, retry_failed=False)
+    assert (kept.played, kept.retried) == (1, 0)
+    result = tour.run_tournament(jobs, tmp_path, workers=1, progress=False, n_boot=20)
+    assert result.retried == len(jobs) - 1 and result.played == len(jobs) - 1
+    assert result.summary["skipped"]["failed"] == 0 and result.summary["episodes"] == len(jobs)
+    again = tour.run_tournament(jobs, tmp_path, workers=1, progress=False, leaderboard=False)
+    assert (again.played, again.retried, again.already_logged) == (0, 0, len(jobs))
