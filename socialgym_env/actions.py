@@ -358,10 +358,16 @@ class Grammar:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
         self.by_type = {spec.type.casefold(): spec for spec in self.specs}
+        # Derived once per Grammar (the env reuses one Grammar per seat until the state
+        # changes); callers get copies, so these are never mutated from outside.
+        self._descriptions: Optional[list] = None
+        self._legal_values: dict = {}
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
-        return [spec.describe() for spec in self.specs]
+        if self._descriptions is None:
+            self._descriptions = [spec.describe() for spec in self.specs]
+        return list(self._descriptions)
 
     def action_types(self) -> list[str]:
         return [spec.type for spec in self.specs]
@@ -402,16 +408,31 @@ class Grammar:
         specs = list(self.specs)
         rng.shuffle(specs)
         for spec in specs:
+            if spec.sampler is None:
+                # spec.sample without re-enumerating: the same RNG calls, the same result
+                legal = self._legal(spec)
+                if legal is not None:
+                    if not legal:
+                        continue
+                    values = rng.choice(legal)
+                    return Action(spec.type, values, spec.render(values))
             values = spec.sample(rng)
             if values is not None:
                 return Action(spec.type, values, spec.render(values))
         raise ActionError("no legal action could be sampled")
 
+    def _legal(self, spec: ActionSpec) -> Optional[list[tuple]]:
+        """``spec.enumerate()``, once per spec of this grammar."""
+        key = id(spec)
+        if key not in self._legal_values:
+            self._legal_values[key] = spec.enumerate()
+        return self._legal_values[key]
+
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
         out = []
         for spec in self.specs:
-            legal = spec.enumerate()
+            legal = self._legal(spec)
             if legal is None:
                 return None
             out.extend(spec.render(values) for values in legal)
