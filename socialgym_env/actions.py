@@ -350,6 +350,57 @@ class ActionSpec:
                 "required": ["action_type"] + (["argument"] if slots else [])}
 
 
+# What a spec without callables (no check, no sampler) gives is a pure function of its
+# compared fields, and phases rebuild equal specs at every decision (the same moves, the same
+# candidates): its description and enumeration are memoised by equality, in a bounded table.
+_SPEC_FACTS: dict = {}
+_SPEC_FACTS_MAX = 4096
+
+
+def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
+    if spec.check is not None or spec.sampler is not None:
+        return None
+    try:
+        facts = _SPEC_FACTS.get(spec)
+    except TypeError:                     # an argument holding a list: not hashable, not memoised
+        return None
+    if facts is None:
+        if len(_SPEC_FACTS) >= _SPEC_FACTS_MAX:
+            _SPEC_FACTS.clear()
+        facts = _SPEC_FACTS[spec] = {}
+    return facts
+
+
+def _describe(spec: "ActionSpec") -> str:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.describe()
+    if "describe" not in facts:
+        facts["describe"] = spec.describe()
+    return facts["describe"]
+
+
+def _enumerate(spec: "ActionSpec") -> Optional[list]:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.enumerate()
+    if "enumerate" not in facts:
+        facts["enumerate"] = spec.enumerate()
+    return facts["enumerate"]
+
+
+def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[list]:
+    """The canonical texts of ``legal`` (the spec's enumeration); memoised like it."""
+    if legal is None:
+        return None
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return [spec.render(values) for values in legal]
+    if "texts" not in facts:
+        facts["texts"] = [spec.render(values) for values in legal]
+    return facts["texts"]
+
+
 class Grammar:
     """The legal actions of one agent at one decision point."""
 
@@ -366,7 +417,7 @@ class Grammar:
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
         if self._descriptions is None:
-            self._descriptions = [spec.describe() for spec in self.specs]
+            self._descriptions = [_describe(spec) for spec in self.specs]
         return list(self._descriptions)
 
     def action_types(self) -> list[str]:
@@ -425,17 +476,17 @@ class Grammar:
         """``spec.enumerate()``, once per spec of this grammar."""
         key = id(spec)
         if key not in self._legal_values:
-            self._legal_values[key] = spec.enumerate()
+            self._legal_values[key] = _enumerate(spec)
         return self._legal_values[key]
 
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
         out = []
         for spec in self.specs:
-            legal = self._legal(spec)
-            if legal is None:
+            texts = _enumerated_texts(spec, self._legal(spec))
+            if texts is None:
                 return None
-            out.extend(spec.render(values) for values in legal)
+            out.extend(texts)
         return out
 
 

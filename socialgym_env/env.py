@@ -103,8 +103,8 @@ class SocialGymEnv(AECEnv):
     # still holds them, so they keep describing the state they were issued for) and drops the
     # per-epoch caches. Code that changes env.state any other way (a snapshot restore, a test
     # poking at the board) must call _touch() afterwards.
-    # The per-seat transcripts (_seat_lines) are not per-epoch: messages are immutable and
-    # only appended, so each seat's rendered history grows incrementally and stays valid.
+    # The per-seat transcripts (_seat_lines, _board_lines) are not per-epoch: messages are
+    # immutable and only appended, so the rendered history grows incrementally and stays valid.
     # copy.deepcopy / pickle of the env drop the per-epoch caches (__getstate__): a cached
     # Grammar may hold closures over the original env's state; LazyInfo values copy as built
     # plain dicts; the transcripts are plain data and copy consistently.
@@ -133,18 +133,28 @@ class SocialGymEnv(AECEnv):
         state.update(_grammars={}, _observations={}, _pending_view=None, _issued=[])
         return state
 
+    def _board_line(self, index: int) -> tuple[str, str]:
+        """Message ``index`` as a seat sees it, raw and sanitised. render_message gives every
+        seat (any viewer) the same line, so each message is rendered once and shared."""
+        board = self._board_lines
+        if index >= len(board):
+            state = self.state
+            for message in state.messages[len(board):index + 1]:
+                line = render_message(message, state, message.receivers[0])
+                board.append((line, _OUTSIDE_CHARSET.sub("?", line)))
+        return board[index]
+
     def _seat_history(self, agent: str) -> tuple[list, list, list]:
         """The seat's visible messages so far, rendered (raw and sanitised) with their board
-        indices; new messages are rendered once, when first asked for."""
+        indices; new messages are appended when first asked for, history is never re-rendered."""
         lines, clean, indices, upto = self._seat_lines[agent]
         messages = self.state.messages
         if upto < len(messages):
-            state = self.state
             for message in messages[upto:]:
                 if agent in message.receivers:
-                    line = render_message(message, state, agent)
-                    lines.append(line)
-                    clean.append(_sanitize(line))
+                    raw, sanitized = self._board_line(message.index)
+                    lines.append(raw)
+                    clean.append(sanitized)
                     indices.append(message.index)
             self._seat_lines[agent] = (lines, clean, indices, len(messages))
         return lines, clean, indices
@@ -187,6 +197,7 @@ class SocialGymEnv(AECEnv):
         self._last_invalid: dict = {a: None for a in self.possible_agents}
         self._record: Optional[dict] = None
         self._seat_lines = {a: ([], [], [], 0) for a in self.possible_agents}
+        self._board_lines: list = []
         self._clear_views()
 
         self.agents = self.possible_agents[:]

@@ -35,7 +35,7 @@ class LazyInfo(dict):
         # The first entry is stored at once: C code that checks a dict's size without asking
         # it (json's encoder writes "{}" for an empty one) must see a non-empty dict. The
         # builder's dict starts with the same entry, so the key order is the eager one.
-        super().__init__(((first_key, first_value),))
+        dict.__setitem__(self, first_key, first_value)
         self._build = build
 
     # -- filling ----------------------------------------------------------------------
