@@ -102,8 +102,8 @@ class SocialGymEnv(AECEnv):
     # read. _touch() ends an epoch: it seals the issued infos (built now if someone outside
     # still holds them, so they keep describing the state they were issued for) and drops the
     # per-epoch caches. Code that changes env.state any other way (a snapshot restore, a test
-    # poking at the board) must call _touch() afterwards.
-    # The per-seat transcripts (_seat_lines, _board_lines) are not per-epoch: messages are
+    # poking at the board) must call invalidate_views() just before.
+    # The per-seat transcripts (_seat_lines, _seat_clean, _board_lines) are not per-epoch: messages are
     # immutable and only appended, so the rendered history grows incrementally and stays valid.
     # copy.deepcopy / pickle of the env drop the per-epoch caches (__getstate__): a cached
     # Grammar may hold closures over the original env's state; LazyInfo values copy as built
@@ -111,6 +111,7 @@ class SocialGymEnv(AECEnv):
     def _clear_views(self) -> None:
         self._grammars: dict = {}
         self._observations: dict = {}
+        self._instruction_texts: dict = {}
         self._pending_view: Optional[list] = None
         self._issued: list = []
 
@@ -124,40 +125,48 @@ class SocialGymEnv(AECEnv):
             issued.clear()
         self._grammars.clear()
         self._observations.clear()
+        self._instruction_texts.clear()
         self._pending_view = None
+
+    def invalidate_views(self) -> None:
+        """Forget every view built from the current state. Call it just before changing
+        ``env.state`` other than through ``step``/``reset`` (e.g. restoring a snapshot): infos
+        already handed out and still held are built first, from the state they were issued
+        for, and grammars and observations are rebuilt from the new state when next asked."""
+        self._touch()
 
     def __getstate__(self):
         state = self.__dict__.copy()
         for info in self._issued:
             info._fill()
-        state.update(_grammars={}, _observations={}, _pending_view=None, _issued=[])
+        state.update(_grammars={}, _observations={}, _instruction_texts={}, _pending_view=None, _issued=[])
         return state
 
-    def _board_line(self, index: int) -> tuple[str, str]:
-        """Message ``index`` as a seat sees it, raw and sanitised. render_message gives every
-        seat (any viewer) the same line, so each message is rendered once and shared."""
-        board = self._board_lines
-        if index >= len(board):
-            state = self.state
-            for message in state.messages[len(board):index + 1]:
-                line = render_message(message, state, message.receivers[0])
-                board.append((line, _OUTSIDE_CHARSET.sub("?", line)))
-        return board[index]
-
-    def _seat_history(self, agent: str) -> tuple[list, list, list]:
-        """The seat's visible messages so far, rendered (raw and sanitised) with their board
-        indices; new messages are appended when first asked for, history is never re-rendered."""
-        lines, clean, indices, upto = self._seat_lines[agent]
+    def _seat_history(self, agent: str) -> tuple[list, list]:
+        """The seat's visible messages so far, rendered, with their board indices. New
+        messages are appended when first asked for; history is never re-rendered, and every
+        seat (any viewer) gets the same line from render_message, so each message is rendered
+        once and the line shared."""
+        lines, indices, upto = self._seat_lines[agent]
         messages = self.state.messages
         if upto < len(messages):
+            board, state = self._board_lines, self.state
+            for message in messages[len(board):]:
+                board.append(render_message(message, state, message.receivers[0]))
             for message in messages[upto:]:
                 if agent in message.receivers:
-                    raw, sanitized = self._board_line(message.index)
-                    lines.append(raw)
-                    clean.append(sanitized)
+                    lines.append(board[message.index])
                     indices.append(message.index)
-            self._seat_lines[agent] = (lines, clean, indices, len(messages))
-        return lines, clean, indices
+            self._seat_lines[agent] = (lines, indices, len(messages))
+        return lines, indices
+
+    def _clean_history(self, agent: str) -> list:
+        """The seat's history lines sanitised (each line once, when first shown)."""
+        lines = self._seat_history(agent)[0]
+        clean = self._seat_clean[agent]
+        if len(clean) < len(lines):
+            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
+        return clean
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent):
@@ -196,7 +205,8 @@ class SocialGymEnv(AECEnv):
         self._seen_upto = {a: 0 for a in self.possible_agents}
         self._last_invalid: dict = {a: None for a in self.possible_agents}
         self._record: Optional[dict] = None
-        self._seat_lines = {a: ([], [], [], 0) for a in self.possible_agents}
+        self._seat_lines = {a: ([], [], 0) for a in self.possible_agents}
+        self._seat_clean = {a: [] for a in self.possible_agents}
         self._board_lines: list = []
         self._clear_views()
 
@@ -266,11 +276,14 @@ class SocialGymEnv(AECEnv):
         return grammar
 
     def _instructions(self, agent: str) -> str:
-        text = self.game.phase(self.state.phase).instructions
-        return text(self.state, agent) if callable(text) else text
+        text = self._instruction_texts.get(agent)
+        if text is None:
+            text = self.game.phase(self.state.phase).instructions
+            text = self._instruction_texts[agent] = text(self.state, agent) if callable(text) else text
+        return text
 
     def _new_messages(self, agent: str) -> list[str]:
-        lines, _, indices = self._seat_history(agent)
+        lines, indices = self._seat_history(agent)
         return lines[bisect.bisect_left(indices, self._seen_upto[agent]):]
 
     def decision_view(self, agent: str) -> dict:
@@ -339,7 +352,7 @@ class SocialGymEnv(AECEnv):
             lines.append("Status:")
             lines.extend(_sanitize(f"- {line}") for line in status)
         lines.append("--- What you have seen ---")
-        lines.extend(self._seat_history(agent)[1] or ["(nothing yet)"])
+        lines.extend(self._clean_history(agent) or ["(nothing yet)"])
         lines.append("--- Now ---")
         if self.agents and agent in self.pending_actors():
             grammar = self.grammar(agent)
