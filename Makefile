@@ -27,4 +27,4 @@ test: setup-test
 	$(PYTHON) -m pytest -q
 
 bench:
-	$(PYTHON) benchmarks/perf/env_throughput.py
+	$(PYTHON) benchmarks/perf/env_vs_textarena.py --games all
