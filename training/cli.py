@@ -48,3 +48,10 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
 
 def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
+
+
+if __name__ == "__main__":   # python -m training.cli export ... (before the root app loads entry points)
+    _app = typer.Typer(add_completion=False, no_args_is_help=True)
+    register(_app)
+    _app.command("version", hidden=True)(lambda: typer.echo("socialgym export"))
+    _app()
