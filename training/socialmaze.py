@@ -101,7 +101,7 @@ def evaluate_model(model: str, instances, adapter: str = "", max_new_tokens: int
     from agents.llm.backend import Completion
     from agents.llm.config import LLMConfig
     from agents.llm.hf_backend import HFBackend
-    from benchmarks.elo import wilson_interval
+    from scipy.stats import binomtest
     name = model[3:] if model.startswith("hf:") else model
     backend = HFBackend(name, LLMConfig(max_new_tokens=max_new_tokens, batch_size=batch_size, stop_at_json=False,
                                         threads=threads, adapter=adapter))
@@ -117,8 +117,9 @@ def evaluate_model(model: str, instances, adapter: str = "", max_new_tokens: int
             scores.append((instance.id, reply.text, score_answer(reply.text, instance)))
     backend.release(key)
     n = len(scores)
-    correct = sum(s.reward for _, _, s in scores)
-    low, high = wilson_interval(correct, n)
+    correct = int(sum(s.reward for _, _, s in scores))
+    interval = binomtest(correct, n).proportion_ci(0.95, method="wilson") if n else None
+    low, high = (interval.low, interval.high) if interval else (0.0, 1.0)
     return {"model": model, "adapter": adapter or None, "n": n, "accuracy": correct / n if n else 0.0,
             "ci95": [low, high], "criminal_accuracy": sum(s.criminal_correct for _, _, s in scores) / max(n, 1),
             "role_accuracy": sum(s.role_correct for _, _, s in scores) / max(n, 1),
