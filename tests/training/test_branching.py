@@ -35,3 +35,23 @@ def test_branching_leaves_the_env_alone_and_is_deterministic():
     assert json.dumps(env.episode_record(), sort_keys=True) == before
     assert first == again
     assert {a for a, _, _ in first["candidates"]} == {"cooperate", "defect"}
+
+
+def test_policy_sampled_candidates_keep_the_replies():
+    from agents.llm.config import LLMConfig
+    from agents.llm.policy import LLMPolicy
+
+    from conftest import SeededChoiceBackend
+    llm = LLMPolicy(SeededChoiceBackend(), LLMConfig(max_retries=1), "fake-llm")
+    pool = PolicyPool(prebuilt={"fake-llm": llm})
+    env = socialgym_env.make("prisoners_dilemma", rounds=1)
+    env.reset(seed=2)
+    policies = {"player_0": llm, "player_1": pool.get("scripted:tit_for_tat")}
+    outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=6, rollouts=4, source="policy"),
+                              "p", seed=3)
+    actions = [a for a, _, _ in outcome["candidates"]]
+    assert len(actions) == len(set(actions)) >= 2                  # distinct sampled actions
+    for action, reply, rewards in outcome["candidates"]:
+        assert json.loads(reply)["action_type"] in ("cooperate", "defect") and len(rewards) == 4
+    chosen, _, _ = outcome["candidates"][outcome["chosen"]]
+    assert json.loads(chosen)["action_type"] == "defect" and outcome["p_value"] < 0.05
