@@ -94,7 +94,8 @@ def trainer_args(config) -> dict:
         per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
         logging_steps=config.logging_steps, save_steps=config.save_steps, save_total_limit=2, seed=config.seed,
         bf16=on_gpu and torch.cuda.is_bf16_supported(), use_cpu=not on_gpu, report_to=[], max_length=config.max_length,
-        dataloader_num_workers=0, disable_tqdm=not config.progress)
+        gradient_checkpointing=config.gradient_checkpointing, dataloader_num_workers=0,
+        disable_tqdm=not config.progress)
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:

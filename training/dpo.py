@@ -35,6 +35,7 @@ class Config:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_targets: str = "all-linear"
+    gradient_checkpointing: bool = False  # saves memory on big models, costs ~30% more compute
     seed: int = 0
     threads: int = 2
     logging_steps: int = 5

@@ -36,6 +36,7 @@ class Config:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_targets: str = "all-linear"    # or e.g. q_proj,v_proj
+    gradient_checkpointing: bool = False  # saves memory on big models, costs ~30% more compute
     seed: int = 0
     threads: int = 2                    # torch CPU threads (0 = torch's default)
     logging_steps: int = 5
