@@ -186,7 +186,7 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
                 live.remove(entry)
                 job = entry.job
                 record = env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
-                                            extra={"tags": job.tags})
+                                            extra={"tags": job.tags}, playbook_ids=job.playbook_ids)
                 finish(entry.index, job, record, entry)
     if bar:
         bar.close()

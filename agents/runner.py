@@ -30,6 +30,7 @@ class EpisodeJob:
     config: dict = field(default_factory=dict)
     episode_id: Optional[str] = None
     playbooks: dict = field(default_factory=dict)   # seat -> playbook text
+    playbook_ids: dict = field(default_factory=dict)  # seat -> playbook id (SPaRTan), logged in the roster
     tags: dict = field(default_factory=dict)        # free-form (tournament round, matchup)
 
     def __post_init__(self):
@@ -87,7 +88,8 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
         policy = pool.get(spec)
         if hasattr(policy, "release"):
             policy.release((job.episode_id, agent))
-    return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags})
+    return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags},
+                              playbook_ids=job.playbook_ids)
 
 
 def failed_record(job: EpisodeJob, error: BaseException) -> dict:

@@ -406,15 +406,16 @@ class SocialGymEnv(AECEnv):
 
     # ------------------------------------------------------------------ log
     def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
-                       extra: Optional[dict] = None) -> dict:
+                       extra: Optional[dict] = None, playbook_ids: Optional[dict] = None) -> dict:
         """The JSONL episode record (DESIGN.md "Logs are the product's data")."""
         state = self.state
         policies = policies or {}
         playbooks = playbooks or {}
+        playbook_ids = playbook_ids or {}
         result = state.result
         roster = [{"agent": s.agent, "name": s.name, "role": s.role, "team": s.team,
                    "policy": policies.get(s.agent), "playbook": playbooks.get(s.agent),
-                   "alive_at_end": s.alive} for s in state.seats]
+                   "playbook_id": playbook_ids.get(s.agent), "alive_at_end": s.alive} for s in state.seats]
         record = {
             "schema": LOG_SCHEMA,
             "episode_id": self.episode_id,

