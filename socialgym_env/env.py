@@ -515,6 +515,15 @@ class SocialGymEnv(AECEnv):
         self._accumulate_rewards()
         self.agent_selection = self.agents[0]
 
+    # ------------------------------------------------------------------ snapshot
+    def clone(self) -> "SocialGymEnv":
+        """An independent copy of the env in its current state: board, FSM position, turn log,
+        rewards and the RNG. Stepping the copy never affects this env, and the copy continued
+        with the same actions gives the same episode record (branching rollouts rely on it).
+        Generic on purpose: a deep copy of everything except the (immutable, costly) spaces."""
+        memo = {id(self._observation_spaces): {}, id(self._action_spaces): {}}
+        return copy.deepcopy(self, memo)
+
     # ------------------------------------------------------------------ log
     def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
                        extra: Optional[dict] = None, playbook_ids: Optional[dict] = None) -> dict:
