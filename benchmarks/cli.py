@@ -1,8 +1,7 @@
 """``socialgym tournament | leaderboard | replay`` — a typer sub-app over plain functions.
 
-Mount it in the main CLI with ``app.add_typer(benchmarks.cli.app)`` (commands at the top
-level via ``app.registered_commands.extend(benchmarks.cli.app.registered_commands)``) or run
-``python -m benchmarks.cli tournament --quick``.
+The root ``socialgym`` app loads ``register`` through the ``socialgym.commands`` entry point
+(setup.cfg); or run ``python -m benchmarks.cli tournament --quick``.
 """
 from __future__ import annotations
 
@@ -30,14 +29,16 @@ def _split(values: Optional[List[str]]) -> Optional[list]:
 
 def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
-                           ray_address=None, bootstrap=1000, progress=True) -> dict:
+                           ray_address=None, bootstrap=1000, progress=True, retry_failed=True) -> dict:
     """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
-                             ray_address=ray_address, n_boot=bootstrap)
+                             ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed)
     print_leaderboard(result.summary)
-    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, {result.played} played now")
+    retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
+    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
+          f"{result.played} played now{retries}")
     print(f"logs: {result.log_dir}")
     print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json)")
     print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
@@ -48,29 +49,31 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
 def tournament_cmd(
     games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
     agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
-    episodes: Optional[int] = typer.Option(None, "--episodes", help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(Path("runs/tournament"), "--out", help="folder for logs/ and the leaderboard"),
     backend: str = typer.Option("local", "--backend", help="local | ray"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="processes (local) or actors (ray); default: CPU count"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="processes (local) or actors (ray); default: CPU count"),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="skip episodes already in OUT/logs (--no-resume moves old logs aside)"),
     config_override: Optional[List[str]] = typer.Option(None, "--config-override", "-c", help="game.key=value or *.key=value (repeatable)"),
     quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="bootstrap resamples for the CIs"),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="bootstrap resamples for the CIs"),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
+                                      help="on resume, play episodes logged as failed again (default)"),
 ):
     """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
     if backend not in ("local", "ray"):
         raise typer.BadParameter("--backend must be local or ray")
     run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
-                           quick=quick, ray_address=ray_address, bootstrap=bootstrap)
+                           quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed)
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                     out: Path = typer.Option(Path("leaderboard"), "--out"),
-                    bootstrap: int = typer.Option(1000, "--bootstrap"),
+                    bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
                     by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle")):
     """Rebuild the leaderboard files from logs alone."""
     summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by)
@@ -85,6 +88,11 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
     """Write a self-contained HTML replay of one episode."""
     path = write_replay(log, episode, out)
     print(f"replay: {path} (open it in a browser; add #seat=player_0 for a seat's private view)")
+
+
+def register(root: typer.Typer) -> None:
+    """``tournament``, ``leaderboard`` and ``replay`` join the root app at the top level."""
+    root.registered_commands.extend(app.registered_commands)
 
 
 if __name__ == "__main__":

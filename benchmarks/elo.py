@@ -28,6 +28,7 @@ skipped.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
+
+from socialgym_env.errors import SocialGymError
+from socialgym_env.registry import game_class
 
 SCALE = 400.0
 BASE = 10.0
@@ -46,11 +50,23 @@ LN_BASE = math.log(BASE)
 
 # ----------------------------------------------------------------------------- pairs
 def seat_values(record: dict, compare: str = "reward") -> Optional[dict]:
-    """Per-seat value the pairs are compared on: the outcome reward (default) or the score."""
+    """Per-seat value the pairs are compared on: the outcome reward (default) or the score.
+    A game that declares ``rank_by="score"`` (Dead Last: a larger share beats a smaller one)
+    is always compared on scores."""
     if record.get("failed") or not record.get("finished", True):
         return None
+    if _ranks_by_score(record.get("game")):
+        compare = "score"
     values = record.get("rewards") if compare == "reward" else record.get("scores")
     return values or None
+
+
+@functools.lru_cache(maxsize=None)
+def _ranks_by_score(game_id: Optional[str]) -> bool:
+    try:
+        return game_class(game_id).info.rank_by == "score"
+    except SocialGymError:          # a game this install does not know: compare rewards
+        return False
 
 
 def is_team_record(record: dict) -> bool:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import iter_log_dir
 
 from . import elo as bt
@@ -59,18 +60,36 @@ def game_info(game: str) -> dict:
 
 
 def load_records(logdir) -> tuple[list, dict]:
-    """Finished records, and counts of what was skipped (failed, unfinished)."""
-    records, skipped = [], {"failed": 0, "unfinished": 0}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for record in iter_log_dir(logdir):
-            if record.get("failed"):
-                skipped["failed"] += 1
-            elif not record.get("finished", True) or record.get("rewards") is None:
-                skipped["unfinished"] += 1
-            else:
-                records.append(record)
+    """Finished records, and what was skipped: failed and unfinished episodes, and bad lines
+    (corrupt, truncated or foreign) counted by why."""
+    records, skipped = [], {"failed": 0, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
+
+    def skip_line(message: str, why: str) -> None:
+        skipped["bad_lines"] += 1
+        skipped["bad_line_reasons"][why] = skipped["bad_line_reasons"].get(why, 0) + 1
+
+    failed_ids = set()
+    for record in iter_log_dir(logdir, on_skip=skip_line):
+        if record.get("failed"):
+            failed_ids.add(record.get("episode_id"))
+        elif not record.get("finished", True) or record.get("rewards") is None:
+            skipped["unfinished"] += 1
+        else:
+            records.append(record)
+    # A failed episode that a resume played again successfully is not a failure any more.
+    skipped["failed"] = len(failed_ids - {r.get("episode_id") for r in records})
     return records, skipped
+
+
+def skipped_note(skipped: dict) -> str:
+    """One line on what was skipped, or "" when nothing was."""
+    parts = []
+    if skipped.get("failed") or skipped.get("unfinished"):
+        parts.append(f"{skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episode records")
+    if skipped.get("bad_lines"):
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped["bad_line_reasons"].items()))
+        parts.append(f"{skipped['bad_lines']} bad log lines ({reasons})")
+    return ("Skipped " + "; ".join(parts) + ".") if parts else ""
 
 
 def is_hidden_role(info: dict) -> bool:
@@ -344,9 +363,12 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ok = [i for i, e in enumerate(elos) if e is not None]
     if ok:
         e = np.array([elos[i] for i in ok])
-        lo = np.array([summary["overall"][policies[i]]["lo"] for i in ok])
-        hi = np.array([summary["overall"][policies[i]]["hi"] for i in ok])
-        ax2.errorbar(e, ys[ok], xerr=[e - lo, hi - e], fmt="o", color="tab:blue", capsize=3)
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v) for i, v in zip(ok, e)])
+        # A policy that wins everything can sit outside its own bootstrap interval (the fit is
+        # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
+        xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
+        ax2.errorbar(e, ys[ok], xerr=xerr, fmt="o", color="tab:blue", capsize=3)
         for i, v in zip(ok, e):
             ax2.annotate(f"{v:.0f}", (v, ys[i]), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax2.axvline(1000, color="grey", linestyle=":")
@@ -452,15 +474,25 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
     return out
 
 
+def _or(value, default):
+    return default if value is None else value
+
+
+def md_cell(value) -> str:
+    """A table cell safe in Markdown: no column break, no raw HTML, one line."""
+    return (str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", " "))
+
+
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by {summary['settings']['bootstrap_by']}).",
              *notes, ""]
     for title, header, rows in _tables(summary):
-        lines += [f"## {title}", "", "| " + " | ".join(map(str, header)) + " |",
+        lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
         lines.append("")
     lines += ["![per-game Elo](elo_heatmap.png)", "", "![role gap](role_gap.png)", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -497,12 +529,12 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     records, skipped = load_records(logdir)
+    if not records:
+        raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
     summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare)
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
-    notes = []
-    if skipped["failed"] or skipped["unfinished"]:
-        notes.append(f"Skipped {skipped['failed']} failed and {skipped['unfinished']} unfinished episode records.")
+    notes = [note] if (note := skipped_note(skipped)) else []
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")
@@ -554,6 +586,6 @@ def print_leaderboard(summary: dict, console=None) -> None:
         for g, t in summary["cooperative"].items():
             per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]))
         console.print(per_game)
-    skipped = summary.get("skipped") or {}
-    if skipped.get("failed") or skipped.get("unfinished"):
-        console.print(f"skipped {skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episodes")
+    note = skipped_note(summary.get("skipped") or {})
+    if note:
+        console.print(note, markup=False, highlight=False)

@@ -19,6 +19,7 @@ import json
 import warnings
 from pathlib import Path
 
+from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import read_episodes
 
 MODERATOR = "Moderator"
@@ -30,7 +31,7 @@ def find_episode(log_path, episode_id: str) -> dict:
         for record in read_episodes(log_path):
             if record.get("episode_id") == episode_id:
                 return record
-    raise KeyError(f"episode {episode_id!r} is not in {log_path}")
+    raise LogFormatError(f"episode {episode_id!r} is not in {log_path}")
 
 
 def message_line(message: dict, names: dict) -> str:
@@ -150,7 +151,9 @@ def render_replay(record: dict) -> str:
                      for k in ("name", "agent", "role", "team", "policy", "score", "outcome")) + "</tr>")
     parts.append(f"</table><p>End: {esc(str(data['reason']))}"
                  f"{' (turn cap: truncated)' if data['truncated'] else ''}</p></details>")
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # No "<" may appear raw inside a script element ("<!--<script" or "</script" in a message
+    # would end or corrupt it): JSON's \u003c escape reads back as the same text.
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     parts.append(f"<script type='application/json' id='episode-data'>{payload}</script>")
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts)

@@ -17,6 +17,7 @@ import itertools
 import json
 import random
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -27,12 +28,33 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 ENUMERATION_LIMIT = 5000
 
 
+# Caps applied before parsing (GAMES.md "Invalid actions": junk never crashes an env).
+MAX_ACTION_CHARS = 4000     # the longest legal action is a 600-character talk line in JSON
+MAX_JSON_DEPTH = 8          # {"action_type": ..., "argument": [...]} needs 2
+MAX_INT_DIGITS = 18         # every Int range in the games fits; avoids int() on huge digit strings
+
+
 class ActionError(ValueError):
     """An action string that does not parse or is not legal; ``str(err)`` is the reason."""
 
 
 def _clean_token(token: str) -> str:
     return token.strip(_EDGE_PUNCTUATION)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD, so a
+    model reply or action carrying one never breaks a transcript, a print or a log line."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def fold(text: str) -> str:
+    """The form names and keywords are matched in (GAMES.md "Names"): NFC, then case folding,
+    so a decomposed "Björn" (o + combining diaeresis) is the composed "Björn"."""
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 @dataclass(frozen=True)
@@ -100,9 +122,9 @@ class Choice(Arg):
 
     def parse(self, rest):
         token, rest = _next_token(rest)
-        cleaned = _clean_token(token).casefold()
+        cleaned = fold(_clean_token(token))
         for option in self.choices:
-            if option.casefold() == cleaned:
+            if fold(option) == cleaned:
                 return option, rest
         raise ActionError(f"{self.name} must be one of: {', '.join(self.choices)} (got {token!r})")
 
@@ -125,9 +147,9 @@ class Player(Arg):
 
     def parse(self, rest):
         token, rest = _next_token(rest)
-        cleaned = _clean_token(token).casefold()
+        cleaned = fold(_clean_token(token))
         for agent_id, display in self.candidates:
-            if cleaned in (display.casefold(), agent_id.casefold()):
+            if cleaned in (fold(display), fold(agent_id)):
                 return agent_id, rest
         names = ", ".join(display for _, display in self.candidates) or "(nobody)"
         raise ActionError(f"{self.name} must be one of: {names} (got {token!r})")
@@ -157,7 +179,9 @@ class Int(Arg):
         token, rest = _next_token(rest)
         cleaned = _clean_token(token)
         if not _INT_RE.match(cleaned):
-            raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token!r})")
+            raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token[:40]!r})")
+        if len(cleaned) > MAX_INT_DIGITS:
+            raise ActionError(f"{self.name} must be from {self.low} to {self.high} (got a {len(cleaned)}-digit number)")
         value = int(cleaned)
         if not self.low <= value <= self.high:
             raise ActionError(f"{self.name} must be from {self.low} to {self.high} (got {value})")
@@ -357,7 +381,7 @@ class Grammar:
         if not specs:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
-        self.by_type = {spec.type.casefold(): spec for spec in self.specs}
+        self.by_type = {fold(spec.type): spec for spec in self.specs}
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
@@ -376,15 +400,18 @@ class Grammar:
             raise ActionError("no action given")
         if not isinstance(raw, str):
             raise ActionError(f"an action must be a string, not {type(raw).__name__}")
-        text = raw.strip()
+        text = encodable(raw).strip()
         if not text:
             raise ActionError("empty action")
+        if len(text) > MAX_ACTION_CHARS:
+            # Capped before any parsing: no over-long integer or deep JSON reaches the parsers.
+            raise ActionError(f"action too long: {len(text)} characters, at most {MAX_ACTION_CHARS}")
         if text.startswith("{"):
             action_type, rest = _split_json(text)
         else:
             action_type, rest = _next_token(text)
             action_type = _clean_token(action_type)
-        spec = self.by_type.get(action_type.casefold())
+        spec = self.by_type.get(fold(action_type))
         if spec is None:
             raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
         values = spec.parse_args(rest)
@@ -392,7 +419,7 @@ class Grammar:
 
     def make(self, action_type: str, *values) -> Action:
         """Build an Action from values (used by fallbacks and scripted agents); validates."""
-        spec = self.by_type[action_type.casefold()]
+        spec = self.by_type[fold(action_type)]
         values = spec.validate(tuple(values))
         return Action(spec.type, values, spec.render(values))
 
@@ -418,11 +445,37 @@ class Grammar:
         return out
 
 
+def _json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, strings skipped (a cheap scan, no parse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def _split_json(text: str) -> tuple[str, str]:
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise ActionError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as err:
         raise ActionError(f"invalid JSON: {err.msg}") from None
+    except (ValueError, RecursionError) as err:      # e.g. an integer past Python's digit limit
+        raise ActionError(f"invalid JSON: {str(err)[:80]}") from None
     if not isinstance(payload, dict) or "action_type" not in payload:
         raise ActionError('JSON action needs an "action_type" key')
     action_type = payload["action_type"]

@@ -4,17 +4,24 @@
     socialgym play GAME --agents a,b,... --seed N    play one episode, print the transcript, log it
     socialgym tournament / leaderboard / replay      (benchmarks.cli, when installed)
     socialgym maze ...                               SocialMaze Hidden Role Deduction data sets
+
+This module is the root of the command line and imports no upper layer: ``play`` (agents),
+``tournament``/``leaderboard``/``replay`` (benchmarks) and the training commands join through the
+``socialgym.commands`` entry-point group declared in setup.cfg.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import sys
+from importlib.metadata import entry_points
+from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
+from socialgym_env.errors import SocialGymError
 
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
@@ -38,85 +45,66 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print the catal
     console.print(table)
 
 
-def parse_config(pairs: list[str]) -> dict:
-    """``key=value`` pairs; values are read as JSON when they parse (3, true, "x"), else text."""
-    config = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise typer.BadParameter(f"config must be key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
+def _mount_maze() -> None:
+    from .socialmaze.cli import app as maze_app
+    app.add_typer(maze_app, name="maze")
+
+
+# Command groups that upper layers (agents, benchmarks, training) contribute: each entry point
+# names a ``register(app)`` function. Loading them by entry point, not by import, keeps the engine
+# free of any dependency on the layers above it (the way pytest and flask find plugins).
+COMMAND_GROUP = "socialgym.commands"
+unavailable: dict[str, str] = {}      # entry-point name -> why it could not be loaded
+
+
+def _load_plugins() -> None:
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
         try:
-            config[key] = json.loads(value)
-        except json.JSONDecodeError:
-            config[key] = value
-    return config
+            register = entry.load()
+        except ModuleNotFoundError as err:
+            # A missing optional dependency: name the extra that brings it. Any other error
+            # (a bug in the plugin) propagates below, never swallowed into "No such command".
+            if err.name and err.name.split(".")[0] in ("socialgym_env", "agents", "benchmarks", "training"):
+                raise
+            extra = ",".join(entry.extras) or "all"
+            unavailable[entry.name] = (f"needs the '{extra}' extra (pip install 'socialgym[{extra}]'): "
+                                       f"module {err.name!r} is not installed")
+            continue
+        register(app)
 
 
-@app.command()
-def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
-         agents: str = typer.Option("scripted:random", help="comma-separated policy specs, one per seat "
-                                    "(a single spec fills every seat)"),
-         seed: int = typer.Option(0, help="episode seed"),
-         config: list[str] = typer.Option([], "--config", "-c", help="game config key=value (repeatable)"),
-         log: Path = typer.Option(Path("runs/play.jsonl"), help="JSONL log the episode is appended to"),
-         quiet: bool = typer.Option(False, help="do not print the transcript")):
-    """Play one episode, print the public transcript and the result, append the log."""
-    from agents.runner import EpisodeJob, PolicyPool, play_episode
-    from socialgym_env.logs import append_episode
+def _explain_unknown_command(argv: list[str]) -> None:
+    """Before typer says "No such command", say which command groups failed to load and why."""
+    known = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    if wanted and wanted not in known and unavailable:
+        for name, why in unavailable.items():
+            typer.echo(f"socialgym: the {name!r} commands are unavailable: {why}", err=True)
 
+
+_mount_maze()
+_load_plugins()
+
+
+# Bad input a user can fix: an unknown game, policy or config key, a corrupt or missing log, a
+# path that is not there. Shown as one line with exit code 2; --debug shows the traceback.
+USER_ERRORS = (SocialGymError, OSError)
+
+
+def main(argv: Optional[list] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    if debug:
+        argv.remove("--debug")
+    _explain_unknown_command(argv)
     try:
-        env = socialgym_env.make(game, **parse_config(config))
-    except socialgym_env.SocialGymError as err:
-        raise typer.BadParameter(str(err)) from None
-    seats = [s.strip() for s in agents.split(",") if s.strip()]
-    if len(seats) == 1:
-        seats = seats * len(env.possible_agents)
-    if len(seats) != len(env.possible_agents):
-        raise typer.BadParameter(f"{game} has {len(env.possible_agents)} seats; --agents gave {len(seats)}")
-    job = EpisodeJob(game, seed, seats, config=parse_config(config))
-    with console.status(f"playing {game} (seed {seed})..."):
-        try:
-            record = play_episode(job, PolicyPool(seed=seed))
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
-    append_episode(log, record)
-    if not quiet:
-        for line in record["transcript"]:
-            console.print(line, markup=False, highlight=False)
-    table = Table(title=f"{game}: {record['reason']}")
-    for column in ("seat", "name", "role", "policy", "score", "reward"):
-        table.add_column(column)
-    for seat in record["roster"]:
-        agent = seat["agent"]
-        table.add_row(agent, seat["name"], seat["role"], seat["policy"], f"{record['scores'][agent]:g}",
-                      f"{record['rewards'][agent]:+g}")
-    console.print(table)
-    console.print(f"log: {log} (episode {record['episode_id']})")
-
-
-def _mount_optional(name: str, module: str) -> None:
-    try:
-        sub = __import__(module, fromlist=["app"]).app
-    except ImportError:
-        return
-    app.add_typer(sub, name=name)
-
-
-def _mount_benchmarks() -> None:
-    """tournament / leaderboard / replay live in benchmarks.cli; they join the top level."""
-    try:
-        from benchmarks import cli as bench
-    except ImportError:  # the bench extra (scipy, matplotlib) is not installed
-        return
-    app.registered_commands.extend(bench.app.registered_commands)
-
-
-_mount_optional("maze", "socialgym_env.socialmaze.cli")
-_mount_benchmarks()
-
-
-def main() -> None:
-    app()
+        app(args=argv, prog_name="socialgym")
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = " ".join(str(err).split()) or type(err).__name__
+        typer.echo(f"socialgym: error: {message} (run with --debug for the traceback)", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Optional
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from .actions import Action, ActionError, Grammar
+from .actions import MAX_ACTION_CHARS, Action, ActionError, Grammar, encodable
 from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
 from .game import TEAM, TWO_PLAYER, Game, outcome_label, outcome_rewards
 from .names import NAME_POOL
@@ -23,7 +23,6 @@ from .state import MODERATOR, PRIVATE, PUBLIC, TEAM as TEAM_VIS, Message, Result
 
 LOG_SCHEMA = "socialgym.episode/1"
 MAX_OBSERVATION_CHARS = 200_000
-MAX_ACTION_CHARS = 4_000
 # Every character an observation may hold: printable Unicode below the CJK block plus
 # newline and tab. Characters outside it are shown as "?" in observations (never in logs).
 CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if c != 0x7F)
@@ -67,7 +66,7 @@ class SocialGymEnv(AECEnv):
         self.game_info = game_cls.info
         self.config = config
         self.render_mode = render_mode
-        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v0",
+        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v{self.game_info.version}",
                              is_parallelizable=self.game_info.simultaneous)
         self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
@@ -279,7 +278,7 @@ class SocialGymEnv(AECEnv):
         phase = self.game.phase(state.phase)
         grammar = self.grammar(agent)
         observation = self.observation_text(agent) if self.config.get("log_observations", True) else None
-        raw = action if isinstance(action, str) else repr(action)
+        raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:

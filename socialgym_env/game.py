@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 from .actions import Action, ActionSpec
+from .errors import EngineError
 from .state import State
 
 # Outcome rules of GAMES.md "Outcome reward".
@@ -49,6 +50,7 @@ class GameInfo:
     main_role: Optional[str] = None   # majority / cooperative side (Elo-Main)
     alt_role: Optional[str] = None    # minority / deceptive side (Elo-Alt)
     simultaneous: bool = False        # every phase is a simultaneous move of all seats
+    rank_by: str = "reward"           # what Elo pairs compare: the outcome reward or the raw score
     version: int = 0
     description: str = ""
 
@@ -72,7 +74,7 @@ class GameInfo:
                 "iteration": self.iteration, "skills": list(self.skills), "outcome": self.outcome,
                 "max_steps": self.max_steps, "cooperative": self.cooperative,
                 "roles": [list(r) for r in self.roles], "main_role": self.main_role,
-                "alt_role": self.alt_role, "simultaneous": self.simultaneous,
+                "alt_role": self.alt_role, "simultaneous": self.simultaneous, "rank_by": self.rank_by,
                 "version": self.version}
 
 
@@ -119,6 +121,11 @@ class Game:
     def __init__(self, config: dict):
         self.config = config
         self._phases = {phase.name: phase for phase in self.phases()}
+        all_simultaneous = all(phase.simultaneous for phase in self._phases.values())
+        if self.info.simultaneous and not all_simultaneous:
+            # is_parallelizable (PettingZoo) and the tournament trust this flag.
+            serial = sorted(name for name, phase in self._phases.items() if not phase.simultaneous)
+            raise EngineError(f"{self.info.id}: GameInfo.simultaneous=True but phases {serial} are not simultaneous")
 
     # -- to implement -------------------------------------------------------------------
     def setup(self, state: State) -> None:
@@ -158,8 +165,17 @@ class Game:
         return seat.role, seat.team
 
     def on_truncation(self, state: State) -> None:
-        """The game's turn-cap rule; the default scores the cap as a draw."""
-        state.finish("turn cap reached: draw", truncated=True)
+        """The game's turn-cap rule. Default (GAMES.md "Turn cap"): the outcome rule on the
+        scores so far -- a draw for team and winner-take-all games, which have no winner yet --
+        with a reason that says exactly what the rewards say."""
+        rewards = outcome_rewards(self.info.outcome, state.agents, state.scores, ())
+        if not any(rewards.values()):
+            state.finish("turn cap reached: draw", truncated=True)
+            return
+        standing = ", ".join(f"{state.name(a)} {state.scores[a]:g}" for a in state.agents)
+        ahead = state.names([a for a in state.agents if rewards[a] > 0])
+        state.finish(f"turn cap reached: scored on the points so far ({standing}); ahead: {ahead}",
+                     truncated=True)
 
     def public_data(self, state: State, agent: str) -> dict:
         """Structured, JSON-friendly facts this seat may see (for scripted agents), e.g. the
@@ -176,7 +192,11 @@ class Game:
 
     # -- used by the engine -------------------------------------------------------------
     def phase(self, name: str) -> Phase:
-        return self._phases[name]
+        try:
+            return self._phases[name]
+        except KeyError:
+            raise EngineError(f"{self.info.id}: no phase {name!r} (state.goto); the phases are "
+                              f"{', '.join(self._phases)}") from None
 
     @property
     def num_players(self) -> int:

@@ -38,11 +38,6 @@ def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Playe
     return Player(tuple((a, state.name(a)) for a in agents), name=name)
 
 
-def choice_specs(*choices: str, help: Optional[dict] = None) -> list[ActionSpec]:
-    help = help or {}
-    return [ActionSpec(c, help=help.get(c, "")) for c in choices]
-
-
 def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> list[ActionSpec]:
     specs = [ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak")]
     if allow_pass:
@@ -99,6 +94,14 @@ def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = 
     if not counts:
         return None
     top = max(counts.values())
+    # GAMES.md "Abstaining": abstention is a candidate; if it has or ties the plurality,
+    # nobody is chosen (one vote among three abstentions exiles nobody).
+    abstentions = sum(1 for t in votes.values() if t is None)
+    if abstentions >= top:
+        if announce:
+            say(f"Abstention has {abstentions} of {len(votes)} votes, as many as anyone or more: "
+                "nobody is chosen.")
+        return None
     leaders = sorted((a for a, c in counts.items() if c == top), key=lambda a: state.seat[a].index)
     if len(leaders) == 1:
         return leaders[0]

@@ -101,3 +101,14 @@ def test_word_and_choice_args():
     assert g.parse("clue apple.").text == "clue apple"
     with pytest.raises(ActionError, match="OPTION must be one of: red, blue"):
         g.parse("pick green")
+
+
+def test_names_match_after_nfc_normalisation_and_case_folding():
+    import unicodedata
+
+    spec = Grammar([ActionSpec("vote", (Player((("player_0", "Björn"), ("player_1", "Bea"))),))])
+    decomposed = unicodedata.normalize("NFD", "BJÖRN")
+    assert decomposed != "BJÖRN" and len(decomposed) == 6     # O + combining diaeresis
+    action = spec.parse(f"vote {decomposed}")
+    assert action.values == ("player_0",) and action.text == "vote Björn"
+    assert spec.parse(unicodedata.normalize("NFD", "VOTE björn")).values == ("player_0",)

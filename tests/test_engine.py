@@ -228,3 +228,19 @@ def test_outcome_rules_have_no_seat_order_tie_breaks():
 def test_strict_majority():
     assert strict_majority({"a": "x", "b": "x", "c": "y"}, 3) == "x"
     assert strict_majority({"a": "x", "b": "y", "c": None, "d": "x"}, 4) is None
+
+
+def test_default_turn_cap_reason_says_what_the_rewards_say():
+    # GAMES.md "Turn cap": no cap rule of its own -> the outcome rule on the scores so far,
+    # and never "draw" when the rewards are not a draw.
+    env = socialgym_env.make("prisoners_dilemma", max_steps=2)
+    env.reset(seed=0)
+    env.step("cooperate")
+    env.step("defect")
+    record = env.episode_record()
+    assert record["truncated"] is True
+    assert record["rewards"] == {"player_0": -1.0, "player_1": 1.0}
+    assert record["outcomes"] == {"player_0": "loss", "player_1": "win"}
+    assert record["reason"] == "turn cap reached: scored on the points so far (Yusuf 0, Björn 5); ahead: Björn"
+    assert record["transcript"][-1].endswith("Game over: turn cap reached: scored on the points so far "
+                                             "(Yusuf 0, Björn 5); ahead: Björn.")

@@ -38,6 +38,8 @@ def make_llm_policy(kind: str, rest: str, seed: int = 0) -> LLMPolicy:
         spec = f"hf:{target}"
     elif kind == "openai":
         from .openai_backend import OpenAIBackend
+        if config.adapter:
+            raise ValueError("option adapter= is for local models only: smollm2?adapter=DIR or hf:PATH?adapter=DIR")
         backend = OpenAIBackend(target, config)
         spec = f"openai:{target}"
     else:

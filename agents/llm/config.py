@@ -14,6 +14,7 @@
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
+| ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
 | ``timeout``       | 60             | openai: seconds per HTTP request                               |
 | ``attempts``      | 5              | openai: HTTP attempts per request (retries on 429/5xx/timeouts)|
 | ``backoff``       | 1.0            | openai: first backoff in seconds (doubles, capped at 30 s)     |
@@ -47,6 +48,7 @@ class LLMConfig:
     concurrency: int = 8
     api_key_env: str = "OPENAI_API_KEY"
     context_chars: int = 0
+    adapter: str = ""
 
     def sampling(self) -> dict:
         """The generation settings recorded in each decision's meta."""

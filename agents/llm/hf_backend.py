@@ -195,7 +195,11 @@ class HFBackend:
         self.model_name = model_name
         self.config = config
         _configure_threads(config.threads)
-        self.model, self.tokenizer = load_model(model_name)
+        if config.adapter:   # a trained LoRA adapter merged into a copy of the base (agents.llm.adapters)
+            from .adapters import load_adapted
+            self.model, self.tokenizer = load_adapted(model_name, config.adapter)
+        else:
+            self.model, self.tokenizer = load_model(model_name)
         model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
         self.context = config.context or model_context
         self.eos_ids = self._eos_ids()

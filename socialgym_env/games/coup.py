@@ -31,8 +31,8 @@ turn order after the actor counts. Blocks are not challengeable (the paper's sim
 and resolve automatically: the action fails. Challenge: a claimant holding the claimed card
 reveals it, shuffles it into the deck and draws a replacement (told to it privately); the
 challenger loses an influence and the action goes ahead. Otherwise the claimant loses an
-influence and the action fails. Coins paid for an assassination are spent even when it is
-blocked or fails (published rules). If the target of a steal or an assassination is already
+influence and the action fails. Coins paid for an assassination are spent when it is blocked
+and refunded when it fails to a successful challenge (published rules). If the target of a steal or an assassination is already
 out when the action takes effect (it lost its last influence by a failed challenge of that
 very action), the action has no further effect. A revealed (lost) card is public; face-down
 cards never appear in anyone else's view.
@@ -291,6 +291,9 @@ class Coup(Game):
                            f"{state.name(claimant)} does not have a {card}: {state.name(claimant)} loses an "
                            f"influence and the {g.pending['type'].replace('_', ' ')} fails.")
             g.queue = [("lose", claimant, "caught bluffing")]
+            if g.pending["type"] == "assassinate":
+                g.coins[claimant] += ASSASSINATE_COST
+                state.announce(f"{state.name(claimant)} gets the {ASSASSINATE_COST} coins back.")
         self._continue(state)
 
     # ------------------------------------------------------------------ the queue of consequences

@@ -20,19 +20,18 @@ action is invalid with the reason ``shares must sum to 100 (got N)``. Offers are
 all are in, then revealed. Identical offers → each survivor scores its share / 100; any
 mismatch → every survivor scores 0. Eliminated players score −1.
 
-Reward (our choice for GAMES.md's "pairwise outcomes come from these scores"): **median split**
-on the scores (the MEDIAN outcome rule): above the median +1, below −1, equal 0; no seat-order
-tie-breaks. So with 3 survivors every survivor beats every eliminated player (+1 vs −1) whether
-or not the offers matched; with more survivors (after the point-round limit) a survivor with a
-larger share than the median wins.
+Reward (GAMES.md): −1 for the eliminated; if a deal was struck, +1 for the survivor(s) with
+the largest share and 0 for the other survivors; no deal, 0 for every survivor. So the final
+deal matters (a median split would give every survivor +1 whatever the offers). The tournament
+compares Dead Last pairs by score (``GameInfo.rank_by="score"``): a larger share beats a smaller.
 
 Invalid-action fallbacks: talk → ``pass``; point → a random legal target (env RNG);
 offer → a random valid split drawn with the env RNG. Turn cap: 300 steps (the structure needs
-at most 132); reaching it scores survivors 0 and the eliminated −1 (a failed deal).
+at most 132); reaching it scores survivors 0 and the eliminated −1 (no deal).
 Version history: v0 initial.
 """
 from ..actions import ActionSpec, Int
-from ..game import Game, GameInfo, MEDIAN, Phase
+from ..game import CUSTOM, Game, GameInfo, Phase
 from ..patterns import everyone, player_arg, rotating_from, strict_majority, talk_phase
 
 FINAL_SIZE = 3
@@ -53,6 +52,12 @@ def offer_scores(agents, survivors, offers: dict) -> dict:
         else:
             scores[a] = 0.0
     return scores
+
+
+def deal_rewards(agents, survivors, scores: dict, deal: bool) -> dict:
+    """GAMES.md rewards: eliminated -1; with a deal the largest share(s) +1, other survivors 0."""
+    best = max(scores[a] for a in survivors) if deal else None
+    return {a: (-1.0 if a not in survivors else 1.0 if deal and scores[a] == best else 0.0) for a in agents}
 
 
 def shares_reason(values) -> str | None:
@@ -76,7 +81,7 @@ class DeadLast(Game):
         id="dead_last", name="Dead Last", category="social_strategy", num_players=6,
         information="complete", communication="free_form", horizon="open_ended",
         iteration="until 3 remain or 10 point rounds",
-        skills=("negotiation", "persuasion", "tom"), outcome=MEDIAN, max_steps=300,
+        skills=("negotiation", "persuasion", "tom"), outcome=CUSTOM, rank_by="score", max_steps=300,
         description=("Six players, no roles. Each round everyone still in speaks once, then all point "
                      "at the same time at one other player. A player pointed at by more than half of "
                      "the live players is eliminated (otherwise nobody goes). When three remain, or "
@@ -161,15 +166,19 @@ class DeadLast(Game):
         state.announce("Final offers (" + ", ".join(state.name(a) for a in survivors) + "): " +
                        "; ".join(f"{state.name(a)} → {' '.join(map(str, o))}" for a, o in offers.items()) + ".")
         scores = offer_scores(state.agents, survivors, offers)
-        if len(set(offers.values())) == 1:
+        deal = len(set(offers.values())) == 1
+        if deal:
             reason = "identical offers: " + ", ".join(f"{state.name(a)} {scores[a]:.2f}" for a in survivors)
         else:
             reason = "the offers differ: every survivor scores 0"
-        state.finish(reason + "; the eliminated score −1", scores=scores)
+        state.finish(reason + "; the eliminated score −1", scores=scores,
+                     rewards=deal_rewards(state.agents, survivors, scores, deal))
 
     def on_truncation(self, state):
-        scores = {a: (0.0 if state.seat[a].alive else -1.0) for a in state.agents}
-        state.finish("turn cap reached: no deal", scores=scores, truncated=True)
+        survivors = state.alive()
+        scores = {a: (0.0 if a in survivors else -1.0) for a in state.agents}
+        state.finish("turn cap reached: no deal", scores=scores, truncated=True,
+                     rewards=deal_rewards(state.agents, survivors, scores, deal=False))
 
     # ------------------------------------------------------------------ text
     def goal(self, state, agent):

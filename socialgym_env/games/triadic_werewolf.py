@@ -24,10 +24,11 @@ Bids stay private; only the floor holder is announced. Night deaths are announce
 role is ever revealed (neither of the dead nor of the exiled).
 
 Ending: the Jester exiled by day → the Jester alone wins (+1, everyone else −1). The Jester
-killed at night loses (−1 at the end) and the game continues. All Werewolves gone → the
+killed at night loses (−1 in every ending, a draw included) and the game continues. All Werewolves gone → the
 village (Villagers + Doctor) wins; live Werewolves ≥ live Villagers + Doctor (checked after
 each night and each exile) → the Werewolves win. After ``max_days`` (10) days the game is a
-draw (truncation, everyone 0); the engine cap ``max_steps`` (8000) is scored the same way.
+draw (truncation, everyone 0 but a Jester killed at night, −1); the engine cap ``max_steps``
+(8000) is scored the same way.
 
 Measurement (``measure=True``): after every public statement (debate, vote reason, defense,
 extra turn) the speaker labels it with the 8-class taxonomy of the seed,
@@ -358,10 +359,22 @@ class TriadicWerewolf(Game):
             if self._check_end(state):
                 return
         if state.round >= self.config["max_days"]:
-            state.finish(f"{self.config['max_days']} days played: draw", truncated=True)
+            self._draw(state, f"{self.config['max_days']} days played: draw")
             return
         state.round += 1
         self._start_night(state)
+
+    def _draw(self, state, reason: str) -> None:
+        """A draw gives 0 to everyone except a Jester killed at night, who has already lost (-1 in
+        every ending, GAMES.md). A dead Jester was killed at night: its exile ends the game."""
+        jester_dead = [a for a in state.agents if state.role(a) == JESTER and not state.seat[a].alive]
+        rewards = {a: (-1.0 if a in jester_dead else 0.0) for a in state.agents}
+        if jester_dead:
+            reason += f" ({state.names(jester_dead)}, the Jester killed at night, loses)"
+        state.finish(reason, rewards=rewards, truncated=True)
+
+    def on_truncation(self, state) -> None:
+        self._draw(state, "turn cap reached: draw")
 
     def _check_end(self, state) -> bool:
         return finish_if_decided(

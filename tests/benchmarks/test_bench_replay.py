@@ -9,6 +9,7 @@ import pytest
 
 from agents.runner import EpisodeJob, run_jobs
 from benchmarks.replay import write_replay
+from socialgym_env.errors import LogFormatError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
@@ -78,5 +79,5 @@ def test_replay_in_headless_chromium(episode, tmp_path):
 
 def test_replay_unknown_episode(episode, tmp_path):
     log, _ = episode
-    with pytest.raises(KeyError):
+    with pytest.raises(LogFormatError, match="episode 'nope' is not in"):
         write_replay(log, "nope", tmp_path / "x.html")

@@ -125,7 +125,7 @@ def test_leaderboard_rebuilt_from_logs(tmp_path, toy_spy, capsys):
     for key in ("overall", "per_game", "win_rates", "cooperative", "profiles", "roles", "roles_overall", "policies",
                 "skipped", "settings", "game_info"):
         assert key in data, key
-    assert data["skipped"] == {"failed": 1, "unfinished": 0}
+    assert data["skipped"] == {"failed": 1, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
     assert data["episodes"] == len(jobs)
     assert set(data["policies"]) == set(AGENTS)
     assert data["competitive_games"] and "stag_hunt" in data["cooperative_games"]

@@ -270,13 +270,15 @@ def test_challenge_against_a_bluff_claimant_loses_and_action_fails():
     assert env.state.g.coins[P2] == 2 and env.agent_selection == P3
 
 
-def test_failed_assassination_bluff_still_spends_coins():
+def test_assassination_caught_by_a_challenge_refunds_the_three_coins():
     env = new_env()
     deal(env, STANDARD, coins={P0: 3})
     act(env, P0, "assassinate " + N(env, P1))   # P0 has no Assassin
+    assert env.state.g.coins[P0] == 0
     respond(env, p1="challenge")
+    assert f"[R1 respond] Moderator: {N(env, P0)} gets the 3 coins back." in lines(env)
     env.step("reveal Captain")
-    assert env.state.g.coins[P0] == 0 and len(env.state.g.hands[P1]) == 2
+    assert env.state.g.coins[P0] == 3 and len(env.state.g.hands[P1]) == 2
 
 
 def test_challenge_beats_block_and_first_in_turn_order_after_actor_counts():

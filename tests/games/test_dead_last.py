@@ -64,8 +64,8 @@ def test_strict_majority_eliminations_to_the_final_and_identical_offers():
         "[R4 final_offer] Moderator: Game over: identical offers: Yusuf 0.50, Björn 0.30, Chidi 0.20; the eliminated score −1."]
     assert s.result.scores == {"player_0": 0.5, "player_1": 0.3, "player_2": 0.2,
                                "player_3": -1.0, "player_4": -1.0, "player_5": -1.0}
-    # median split: median −0.4, every survivor +1, every eliminated −1
-    assert s.result.rewards == {"player_0": 1.0, "player_1": 1.0, "player_2": 1.0,
+    # a deal: the largest share (Yusuf, 50) +1, the other survivors 0, every eliminated −1
+    assert s.result.rewards == {"player_0": 1.0, "player_1": 0.0, "player_2": 0.0,
                                 "player_3": -1.0, "player_4": -1.0, "player_5": -1.0}
     assert env.game.metrics(s) == {"point_rounds": 4, "survivors": 3, "deal": True}
     finish_dead(env)
@@ -77,7 +77,8 @@ def test_mismatched_offers_pay_survivors_nothing():
                                        "player_3": -1.0, "player_4": -1.0, "player_5": -1.0}
     assert public_lines(env)[-1] == ("[R4 final_offer] Moderator: Game over: the offers differ: every survivor "
                                      "scores 0; the eliminated score −1.")
-    assert env.state.result.rewards == {"player_0": 1.0, "player_1": 1.0, "player_2": 1.0,
+    # no deal: every survivor 0 (not +1 as a median split would give), the eliminated −1
+    assert env.state.result.rewards == {"player_0": 0.0, "player_1": 0.0, "player_2": 0.0,
                                         "player_3": -1.0, "player_4": -1.0, "player_5": -1.0}
 
 
@@ -135,6 +136,19 @@ def test_final_after_ten_point_rounds_with_all_six():
                                 "player_4": 0.0, "player_5": 0.0}
 
 
+def test_tied_largest_shares_both_win_and_elo_compares_shares():
+    from benchmarks.elo import episode_pairs
+
+    env = play(GAME, TO_FINAL + NEGOTIATE + ["offer 40 40 20"] * 3)
+    assert env.state.result.rewards == {"player_0": 1.0, "player_1": 1.0, "player_2": 0.0,
+                                        "player_3": -1.0, "player_4": -1.0, "player_5": -1.0}
+    record = env.episode_record(policies={f"player_{i}": f"p{i}" for i in range(6)})
+    pairs = episode_pairs(record)
+    # compared on scores (shares): p0 and p1 tie (no pair), each beats p2, p2 beats the eliminated
+    assert ("p0", "p2") in pairs and ("p1", "p2") in pairs and ("p2", "p3") in pairs
+    assert ("p0", "p1") not in pairs and ("p1", "p0") not in pairs and len(pairs) == 11
+
+
 def test_point_round_limit_is_configurable():
     env = play(GAME, ["pass"] * 6 + [f"point player_{(i + 1) % 6}" for i in range(6)], max_point_rounds=1)
     assert env.state.phase == "final_negotiation"
@@ -151,6 +165,6 @@ def test_turn_cap_no_deal():
     env = play(GAME, R1_NO_MAJORITY + R2_BEA, max_steps=24)
     assert env.state.result.truncated
     assert env.state.result.scores["player_5"] == -1.0
-    # median 0: the five survivors draw, the eliminated Bea loses
+    # no deal: the five survivors draw, the eliminated Bea loses
     assert env.state.result.rewards == {"player_0": 0.0, "player_1": 0.0, "player_2": 0.0, "player_3": 0.0,
                                         "player_4": 0.0, "player_5": -1.0}

@@ -349,3 +349,25 @@ def test_measure_covers_vote_reasons_and_invalid_ratings_are_missing():
     # a defense statement is measured too
     step(env, "player_1", "say I only voted.")
     assert env.state.phase == "self_report" and env.agent_selection == "player_1"
+
+
+def test_jester_killed_at_night_loses_in_a_draw_too():
+    env = new_env(max_days=1, **SHORT)
+    night(env, "Luca", "Aroha")
+    everyone(env, {})
+    everyone(env, {})
+    record = env.episode_record()
+    assert record["reason"] == "1 days played: draw (Luca, the Jester killed at night, loses)"
+    assert record["truncated"] is True
+    assert record["rewards"] == {a: (-1.0 if a == JESTER else 0.0) for a in P}
+    assert record["outcomes"][JESTER] == "loss"
+
+
+def test_jester_killed_at_night_loses_at_the_step_cap():
+    env = new_env(max_steps=12, **SHORT)
+    night(env, "Luca", "Aroha")
+    while env.state.result is None:
+        env.step("abstain" if env.state.phase in ("vote", "revote") else "bid 0")
+    record = env.episode_record()
+    assert record["reason"] == "turn cap reached: draw (Luca, the Jester killed at night, loses)"
+    assert record["rewards"] == {a: (-1.0 if a == JESTER else 0.0) for a in P}

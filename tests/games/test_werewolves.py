@@ -157,6 +157,27 @@ def test_day_vote_tie_exiles_nobody():
     assert env.state.phase == "night_talk" and env.state.round == 2
 
 
+def test_abstention_is_a_candidate_one_vote_among_abstentions_exiles_nobody():
+    env = new_env()
+    night(env, {"player_1": "Yusuf", "player_2": "Yusuf"}, inspect="Quinn")
+    day(env, {"player_1": "vote Quinn", "player_2": "abstain", "player_3": "abstain",
+              "player_4": "abstain", "player_5": "abstain"})
+    assert lines(env)[-3:-1] == [
+        "[R1 day_vote] Moderator: Abstention has 4 of 5 votes, as many as anyone or more: nobody is chosen.",
+        "[R1 day_vote] Moderator: Nobody is exiled today."]
+    assert env.state.seat["player_3"].alive
+
+
+def test_abstention_tying_the_plurality_exiles_nobody():
+    env = new_env()
+    night(env, {"player_1": "Yusuf", "player_2": "Yusuf"}, inspect="Quinn")
+    day(env, {"player_1": "vote Quinn", "player_2": "vote Quinn", "player_3": "abstain",
+              "player_4": "abstain", "player_5": "vote Chidi"})
+    assert "[R1 day_vote] Moderator: Abstention has 2 of 5 votes, as many as anyone or more: nobody is chosen." \
+        in lines(env)
+    assert env.state.seat["player_3"].alive
+
+
 def test_exiled_role_is_not_revealed_and_village_wins_when_no_werewolf_lives():
     env = new_env()
     night(env, {"player_1": "Yusuf", "player_2": "Yusuf"}, inspect="Björn", witch="poison Björn")

@@ -1,0 +1,85 @@
+"""``socialgym play``: the agents layer's command (one episode with any policy specs).
+
+Contributed to the root ``socialgym`` app through the ``socialgym.commands`` entry-point group
+(see ``socialgym_env.cli``), so the engine never imports this layer.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import socialgym_env
+
+from .registry import PolicySpecError, check_spec
+from .runner import EpisodeJob, PolicyPool, run_jobs
+
+console = Console()
+
+
+def parse_config(pairs: list[str]) -> dict:
+    """``key=value`` pairs; values are read as JSON when they parse (3, true, "x"), else text."""
+    config = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise typer.BadParameter(f"config must be key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        try:
+            config[key] = json.loads(value)
+        except json.JSONDecodeError:
+            config[key] = value
+    return config
+
+
+def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
+         agents: str = typer.Option("scripted:random", help="comma-separated policy specs, one per seat "
+                                    "(a single spec fills every seat)"),
+         seed: int = typer.Option(0, help="episode seed"),
+         config: list[str] = typer.Option([], "--config", "-c", help="game config key=value (repeatable)"),
+         log: Path = typer.Option(Path("runs/play.jsonl"), help="JSONL log the episode is appended to"),
+         quiet: bool = typer.Option(False, help="do not print the transcript")):
+    """Play one episode, print the public transcript and the result, append the log."""
+    try:
+        env = socialgym_env.make(game, **parse_config(config))
+    except socialgym_env.SocialGymError as err:
+        raise typer.BadParameter(str(err)) from None
+    seats = [s.strip() for s in agents.split(",") if s.strip()]
+    if len(seats) == 1:
+        seats = seats * len(env.possible_agents)
+    if len(seats) != len(env.possible_agents):
+        raise typer.BadParameter(f"{game} has {len(env.possible_agents)} seats; --agents gave {len(seats)}")
+    pool = PolicyPool(seed=seed)
+    for spec in set(seats):                # a bad spec is a bad argument, found before playing
+        try:
+            check_spec(spec)
+        except PolicySpecError as err:
+            raise typer.BadParameter(str(err), param_hint="--agents") from None
+    job = EpisodeJob(game, seed, seats, config=parse_config(config))
+    with console.status(f"playing {game} (seed {seed})..."):
+        # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged
+        # as a failed record with its reason, as in a tournament -- never a bad CLI argument.
+        record = run_jobs([job], pool, log_path=log, resume=False)[0]
+    if record.get("failed"):
+        console.print(f"episode failed: {record['error']}", markup=False, highlight=False)
+        console.print(f"log: {log} (episode {record['episode_id']}, logged as failed)")
+        raise typer.Exit(1)
+    if not quiet:
+        for line in record["transcript"]:
+            console.print(line, markup=False, highlight=False)
+    table = Table(title=f"{game}: {record['reason']}")
+    for column in ("seat", "name", "role", "policy", "score", "reward"):
+        table.add_column(column)
+    for seat in record["roster"]:
+        agent = seat["agent"]
+        table.add_row(agent, seat["name"], seat["role"], seat["policy"], f"{record['scores'][agent]:g}",
+                      f"{record['rewards'][agent]:+g}")
+    console.print(table)
+    console.print(f"log: {log} (episode {record['episode_id']})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``play`` to the root app."""
+    app.command("play")(play)
