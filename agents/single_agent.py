@@ -46,17 +46,8 @@ import gymnasium as gym
 import socialgym_env
 
 from .base import Request
+from .batched import _skip_dead as _dead_steps      # the AEC dead-agent steps, as the runner does
 from .runner import PolicyPool
-
-def _dead_steps(env) -> None:
-    """Step the dead-agent turns (``step(None)``) the AEC loop requires."""
-    while env.agents:
-        agent = env.agent_selection
-        if env.terminations[agent] or env.truncations[agent]:
-            env.step(None)
-        else:
-            return
-
 
 class SingleAgentEnv(gym.Env):
     """A ``gymnasium.Env`` over one seat of a Social Gym game (see the module docstring)."""

@@ -35,7 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.multiturn import episode_specs, hf_generate_fn, play_episodes, role_summary, rollout_output
+from training.multiturn import (episode_specs, hf_generate_fn, play_episodes, role_summary, rollout_output,
+                                vllm_generate_fn)
 
 
 @dataclass
@@ -130,9 +131,12 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
 
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                  seed=config.seed * 1_000_003 + trainer.state.global_step)
+        if config.use_vllm:
+            generate = vllm_generate_fn(trainer)
+        else:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=config.seed * 1_000_003 + trainer.state.global_step)
         episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns)
         log.add(trainer.state.global_step, episodes, tokenizer)
         return rollout_output(episodes, config.invalid_penalty)
@@ -168,8 +172,7 @@ def main(argv=None, preloaded=None) -> dict:
     from trl import GRPOTrainer
 
     from agents.runner import PolicyPool
-    from training.common import (config_dict, cpu_grpo_args, load_trainable, lora_config, parse_config,
-                                 save_curves, write_json)
+    from training.common import cpu_grpo_args, finish_run, load_trainable, lora_config, parse_config
     config = parse_config(Config, argv)
     out = Path(config.out)
     started = time.time()
@@ -181,15 +184,14 @@ def main(argv=None, preloaded=None) -> dict:
     if before:
         print("before:", json.dumps({k: before[k] for k in ("win", "mean_reward")}))
     if config.steps == 0:                          # evaluation only
-        write_json(out / "metrics.json", {"config": config_dict(config), "before": before})
-        return {"before": before}
+        return finish_run(out, config, before, started=started)
 
     # 2. GRPO over whole episodes
     log = RolloutLog(out)
     args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
                          per_device_train_batch_size=config.episodes_per_step * config.num_generations,
                          num_generations=config.num_generations, temperature=config.temperature,
-                         max_completion_length=config.max_new_tokens * config.max_turns,
+                         max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
                          use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
@@ -198,17 +200,13 @@ def main(argv=None, preloaded=None) -> dict:
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
-    trainer.model.save_pretrained(out / "adapter")
 
-    # 3. the trained policy's win rate, curves, metrics
+    # 3. the trained policy's win rate; adapter, curves, metrics
     after = evaluate(trainer.model, tokenizer, config, pool)
     print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
-    save_curves(trainer.state.log_history, out, ["reward", "rewards/episode_reward/mean"],
-                f"GRPO {config.game} as {config.seat} vs {config.opponents}")
-    metrics = {"config": config_dict(config), "before": before, "after": after,
-               "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1)}
-    write_json(out / "metrics.json", metrics)
-    return metrics
+    return finish_run(out, config, before, after, trainer, started, train_seconds,
+                      ["reward", "rewards/episode_reward/mean"],
+                      f"GRPO {config.game} as {config.seat} vs {config.opponents}")
 
 
 if __name__ == "__main__":

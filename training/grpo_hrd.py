@@ -122,8 +122,7 @@ def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from trl import GRPOTrainer
 
-    from training.common import (config_dict, cpu_grpo_args, load_trainable, lora_config, parse_config,
-                                 save_curves, write_json)
+    from training.common import cpu_grpo_args, finish_run, load_trainable, lora_config, parse_config
     config = parse_config(Config, argv)
     out = Path(config.out)
     started = time.time()
@@ -136,8 +135,7 @@ def main(argv=None, preloaded=None) -> dict:
         if config.eval_before else None
     print("before:", json.dumps(before))
     if config.steps == 0:                          # evaluation only
-        write_json(out / "metrics.json", {"config": config_dict(config), "before": before})
-        return {"before": before}
+        return finish_run(out, config, before, started=started)
 
     # 2. GRPO: each step samples `num_generations` answers to `prompts_per_step` puzzles
     args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
@@ -152,18 +150,13 @@ def main(argv=None, preloaded=None) -> dict:
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
-    trainer.model.save_pretrained(out / "adapter")
 
-    # 3. held-out accuracy after training, curves, metrics
+    # 3. held-out accuracy after training; adapter, curves, metrics
     after = evaluate(trainer.model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size)
     print("after:", json.dumps(after))
-    save_curves(trainer.state.log_history, out,
-                ["rewards/correctness_reward/mean", "rewards/format_reward/mean", "reward"],
-                f"GRPO on HRD {config.preset}/{config.variant}")
-    metrics = {"config": config_dict(config), "before": before, "after": after,
-               "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1)}
-    write_json(out / "metrics.json", metrics)
-    return metrics
+    return finish_run(out, config, before, after, trainer, started, train_seconds,
+                      ["rewards/correctness_reward/mean", "rewards/format_reward/mean", "reward"],
+                      f"GRPO on HRD {config.preset}/{config.variant}")
 
 
 if __name__ == "__main__":

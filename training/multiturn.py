@@ -238,6 +238,21 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
     return generate
 
 
+def vllm_generate_fn(trainer):
+    """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
+    colocated), whose weights TRL syncs to the policy before each rollout. Each call generates up
+    to the trainer's ``max_completion_length`` tokens (the per-reply bound). Server mode gathers
+    the prompts of all training processes, so every process must make the same number of calls:
+    this holds for one training process; with several, episodes of unequal length would stall
+    (not handled here). Untested on this CPU-only machine."""
+
+    def generate(contexts: list) -> list:
+        _, completion_ids, _, _ = trainer.vllm_generation.generate(prompts=contexts, images=None, num_generations=1)
+        return [list(ids) for ids in completion_ids]
+
+    return generate
+
+
 def rollout_output(episodes: Sequence[Episode], invalid_penalty: float = 0.0) -> dict:
     """The dict a TRL ``rollout_func`` returns: ids, ``env_mask`` (TRL's multi-turn loss mask),
     no sampling logprobs (only used for vLLM importance sampling), and per-episode fields that
