@@ -119,11 +119,10 @@ def cpu_grpo_args(out: Path, **overrides):
 
 def finish_run(out: Path, config, before, after=None, trainer=None, started: float = 0.0,
                train_seconds: float = 0.0, curve_columns: Sequence[str] = (), title: str = "") -> dict:
-    """Save the adapter and reward curves (when a trainer ran) and ``metrics.json``; return the metrics."""
+    """Save the reward curves (when a trainer ran) and ``metrics.json``; return the metrics."""
     import time
     metrics = {"config": config_dict(config), "before": before}
     if trainer is not None:
-        trainer.model.save_pretrained(out / "adapter")
         save_curves(trainer.state.log_history, out, curve_columns, title)
         metrics.update(after=after, train_seconds=round(train_seconds, 1))
     metrics["total_seconds"] = round(time.time() - started, 1) if started else None

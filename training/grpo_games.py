@@ -59,7 +59,8 @@ class Config:
     invalid_penalty: float = 0.0        # subtracted per invalid learner action
     max_turns: int = 32                 # learner turns per episode before it is cut
     eval_episodes: int = 100
-    eval_batch: int = 25
+    eval_batch: int = 25                # episodes per generation batch (and per Ray shard)
+    eval_actors: int = 0                # > 0: evaluate on that many Ray actors (local instance)
     use_vllm: bool = False              # TRL's vLLM generation (GPU); see README "Scale-out"
     vllm_mode: str = "server"
     eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
@@ -144,18 +145,25 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
     return rollout
 
 
-def evaluate(model, tokenizer, config: Config, pool=None) -> dict:
-    """Win / draw / loss rates over ``eval_episodes`` held-out seeds, with 95% intervals."""
+def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
+    """Win / draw / loss rates over ``eval_episodes`` held-out seeds, with 95% intervals. Shards of
+    ``eval_batch`` episodes; with ``eval_actors`` they run on Ray actors that load the base model
+    plus ``adapter`` (same sampling seeds per shard, so the same episodes as in process)."""
     from training.common import rate_with_interval
     specs = episode_specs(config.game, config.seat, config.opponents.split(","),
                           range(config.seed + 10_000, config.seed + 10_000 + config.eval_episodes),
                           game_config(config))
-    episodes = []
-    for start in range(0, len(specs), config.eval_batch):
-        generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                  seed=config.seed + 777 + start)
-        episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
-                                  max_turns=config.max_turns)
+    if config.eval_actors:
+        from training.ray_rollouts import ray_play_episodes
+        episodes = ray_play_episodes(specs, config.model, adapter, config.eval_actors, config.eval_batch,
+                                     config.max_new_tokens, config.temperature, seed=config.seed + 777)
+    else:
+        episodes = []
+        for shard, start in enumerate(range(0, len(specs), config.eval_batch)):
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=config.seed + 777 + shard)
+            episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
+                                      max_turns=config.max_turns)
     n = len(episodes)
     return {"win": rate_with_interval(sum(e.reward > 0 for e in episodes), n),
             "draw": rate_with_interval(sum(e.reward == 0 for e in episodes), n),
@@ -202,7 +210,8 @@ def main(argv=None, preloaded=None) -> dict:
     train_seconds = time.time() - trained_at
 
     # 3. the trained policy's win rate; adapter, curves, metrics
-    after = evaluate(trainer.model, tokenizer, config, pool)
+    trainer.model.save_pretrained(out / "adapter")
+    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"))
     print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
     return finish_run(out, config, before, after, trainer, started, train_seconds,
                       ["reward", "rewards/episode_reward/mean"],

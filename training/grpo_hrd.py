@@ -152,6 +152,7 @@ def main(argv=None, preloaded=None) -> dict:
     train_seconds = time.time() - trained_at
 
     # 3. held-out accuracy after training; adapter, curves, metrics
+    trainer.model.save_pretrained(out / "adapter")
     after = evaluate(trainer.model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size)
     print("after:", json.dumps(after))
     return finish_run(out, config, before, after, trainer, started, train_seconds,
