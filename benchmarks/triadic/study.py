@@ -85,9 +85,10 @@ def with_option(spec: str, key: str, value) -> str:
 
 def model_reflector(pool: PolicyPool, spec: str, max_new_tokens: int) -> Reflector:
     """The reflection call of an LLM spec: one free-text completion from the same model (its
-    own policy instance with a larger token budget; the loaded weights are shared)."""
+    own policy instance with a larger token budget and the model's whole context window, since
+    a game-time ``context=`` cap would cut the prompt; the loaded weights are shared)."""
     from agents.llm.backend import Completion
-    policy = pool.get(with_option(spec, "max_new_tokens", max_new_tokens))
+    policy = pool.get(with_option(with_option(spec, "max_new_tokens", max_new_tokens), "context", 0))
 
     def reflect(prompt: str, sample_seed: int) -> str:
         reply = policy.backend.complete([Completion(("jester-reflection", sample_seed),

@@ -123,7 +123,7 @@ def test_lessons_reach_the_llm_jester_prompt(tmp_path):
     """With an LLM policy the lessons go through the playbook slot into the Jester's prompt only."""
     play = LLMPolicy(ScriptedBackend('{"action_type": "pass", "argument": ""}'), LLMConfig(max_retries=0), "fake")
     reflect = LLMPolicy(ScriptedBackend('{"to_do": ["Accuse the quietest player loudly."]}'), LLMConfig(), "fake")
-    pool = PolicyPool(prebuilt={"fake": play, "fake?max_new_tokens=400": reflect})
+    pool = PolicyPool(prebuilt={"fake": play, "fake?max_new_tokens=400&context=0": reflect})
     cfg = StudyConfig(models=["fake"], games=2, conditions=["ON"], out=str(tmp_path), config=TINY)
     on = run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)["fake-ON"]
     jester = on[1]["tags"]["jester"]
