@@ -277,8 +277,14 @@ def score_spy_answer(answer: Any, inst: SpyInstance) -> SpyScore:
 
 
 # ----------------------------------------------------------------------------- baselines
+# Words that say nothing about the secret word: the rule-based templates' and common fillers.
+_STOP = {"makes", "make", "think", "often", "find", "with", "picture", "something", "that", "this", "from",
+         "your", "have", "they", "when", "what", "like", "very", "about", "also", "used", "would", "could",
+         "there", "their", "which", "word", "describe", "round", "player"}
+
+
 def _content_words(text: str) -> set:
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3}
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3 and w not in _STOP}
 
 
 def odd_one_out_answer(inst: SpyInstance) -> str:
