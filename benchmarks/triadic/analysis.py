@@ -15,6 +15,7 @@ one CSV per table and one PNG per figure:
 | tom_orders.csv/.png      | ToM order 1/2/3 (seed tagger) of public statements (by speaker role) and of lessons (by list) |
 | lesson_categories.csv    | the seed's 9 strategy categories over the lessons (multi-label)          |
 | fingerprints.csv         | per cell: games where a Werewolf voted for the Jester on day 1 (first ballot; revote), games where the Jester was killed at night, with Wilson CIs |
+| failure_modes.csv        | per cell: games by the seed's wolf-outcome taxonomy A/B/C/D/W (see :func:`failure_mode`) |
 | calibration.csv/.png     | per cell x role: statements, self_rate (self-labelled deceptive), mean self confidence, obs_rate (observer ratings >= 0.5), calib_gap = obs_rate − self_rate |
 
 A cell is (model, condition). Both come from the study's episode tags; a log without them
@@ -225,6 +226,39 @@ def fingerprints(episodes: Iterable[dict]) -> list[dict]:
     return rows
 
 
+FAILURE_MODES = ("A", "B", "C", "D", "W", "other")
+
+
+def failure_mode(record: dict) -> str:
+    """The seed's wolf-outcome taxonomy (Table 6), any day: A = the Jester exiled with a
+    Werewolf among the final votes for it (Jester win), B = the Jester killed at night and the
+    village won, C = the Jester exiled with no Werewolf vote, D = the village won with the Jester
+    never killed at night, W = the Werewolves won, other = a draw."""
+    roles, metrics = roles_of(record), record.get("metrics") or {}
+    faction = winning_faction(record)
+    if faction == "werewolves":
+        return "W"
+    if faction == "village":
+        return "B" if _jester_killed_at_night(record) else "D"
+    if faction == "jester":
+        jester = next(a for a, r in roles.items() if r == "Jester")
+        exile_day = next((e["day"] for e in metrics.get("exile_log", []) if e["agent"] == jester), None)
+        final = [b for b in metrics.get("vote_log", []) if b["kind"] == "revote" and b["day"] == exile_day]
+        wolf_votes = any(roles[v] == "Werewolf" and t == jester for b in final for v, t in b["votes"].items())
+        return "A" if wolf_votes else "C"
+    return "other"
+
+
+def failure_modes(episodes: Iterable[dict]) -> list[dict]:
+    counts, games = Counter(), Counter()
+    for record in episodes:
+        cell = episode_cell(record)
+        games[cell] += 1
+        counts[cell + (failure_mode(record),)] += 1
+    return [{"model": c[0], "condition": c[1], **{m: counts[c + (m,)] for m in FAILURE_MODES}, "games": games[c]}
+            for c in sorted(games)]
+
+
 def calibration(episodes: Iterable[dict]) -> list[dict]:
     """Speaker-vs-observer deception calibration (seed App. F.3) over labelled statements."""
     acc = defaultdict(lambda: {"n": 0, "deceptive": 0, "confidence": 0.0, "obs_rate": 0.0, "rated": 0})
@@ -375,6 +409,7 @@ def analyze(path, out, lessons_dir=None) -> dict:
     tables = {"win_rates": win_rates(episodes), "suspicion_matrix": suspicion_matrix(episodes),
               "deception_types": deception_types(episodes), "tom_orders": tom_orders(episodes, lessons),
               "lesson_categories": lesson_categories(lessons), "fingerprints": fingerprints(episodes),
+              "failure_modes": failure_modes(episodes),
               "calibration": calibration(episodes)}
     tables["suspicion_diff"] = suspicion_diff(tables["suspicion_matrix"])
     files = [write_csv(rows, out / f"{name}.csv") for name, rows in tables.items()]

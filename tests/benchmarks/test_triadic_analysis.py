@@ -94,7 +94,7 @@ def test_writes_every_csv_and_png(result):
     names = {Path(f).name for f in result["files"]}
     for stem in ("win_rates", "suspicion_matrix", "suspicion_diff", "deception_types", "tom_orders", "calibration"):
         assert {f"{stem}.csv", f"{stem}.png"} <= names
-    assert {"fingerprints.csv", "lesson_categories.csv"} <= names
+    assert {"fingerprints.csv", "lesson_categories.csv", "failure_modes.csv"} <= names
     for f in result["files"]:
         assert Path(f).stat().st_size > 0
     header = Path(next(f for f in result["files"] if f.endswith("win_rates.csv"))).read_text().splitlines()[0]
@@ -115,3 +115,21 @@ def test_tom_order_rules(text, order):
 def test_strategy_categories_are_multi_label():
     assert tag_categories("Don't over-defend; let the vote bandwagon build") == \
         ["wolf_mimicry", "passive_provocation", "anti_jester_tells", "vote_manipulation"]
+
+
+def test_failure_modes(result):
+    rows = {r["condition"]: r for r in result["tables"]["failure_modes"]}
+    # e1: Jester exiled with Bo (a Werewolf) voting for it; e2: Jester killed at night, village won;
+    # e3: Werewolves won; e4: Jester exiled with both Werewolves' votes.
+    assert {k: rows["OFF"][k] for k in ("A", "B", "C", "D", "W")} == {"A": 1, "B": 1, "C": 0, "D": 0, "W": 0}
+    assert {k: rows["ON"][k] for k in ("A", "B", "C", "D", "W")} == {"A": 1, "B": 0, "C": 0, "D": 0, "W": 1}
+
+
+def test_failure_mode_c_and_d():
+    episodes, _ = analysis.load_episodes(DATA)
+    e4 = next(r for r in episodes if r["episode_id"] == "e4")
+    e2 = next(r for r in episodes if r["episode_id"] == "e2")
+    c = {**e4, "metrics": {**e4["metrics"], "vote_log": [{"day": 1, "kind": "revote",
+                                                           "votes": {"p0": "p3", "p1": "p3", "p2": "p4", "p3": "p4"}}]}}
+    d = {**e2, "metrics": {**e2["metrics"], "death_log": [{"day": 1, "agent": "p0"}]}}
+    assert (analysis.failure_mode(c), analysis.failure_mode(d)) == ("C", "D")
