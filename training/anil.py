@@ -59,7 +59,7 @@ class Config:
     support_episodes: int = 3     # per meta-training task
     query_episodes: int = 3
     inner_steps: int = 5          # head SGD steps in the meta-training inner loop
-    inner_lr: float = 0.5
+    inner_lr: float = 0.1            # MiniLM features have norm ~5: larger steps overshoot
     adapt_steps: int = 20         # head SGD steps when adapting to the held-out game (every method)
     outer_lr: float = 5e-4
     lora_r: int = 8
