@@ -91,11 +91,15 @@ def adapt_head(head: nn.Module, params: dict, features: torch.Tensor, labels: to
     return params
 
 
+def join(a, b):
+    """Support and query inputs as one batch: texts (lists) or feature tensors."""
+    return list(a) + list(b) if isinstance(a, list) else torch.cat([a, b])
+
+
 def anil_loss(body: Callable, head: nn.Module, support_x, support_y, query_x, query_y,
               inner_steps: int, inner_lr: float) -> torch.Tensor:
     """Query loss after adapting the head on the support set: the outer objective."""
-    features = body(list(support_x) + list(query_x)) if isinstance(support_x, list) \
-        else body(torch.cat([support_x, query_x]))
+    features = body(join(support_x, query_x))   # one forward pass for both sets
     f_support, f_query = features[:len(support_x)], features[len(support_x):]
     adapted = adapt_head(head, head_params(head), f_support, support_y, inner_steps, inner_lr, create_graph=True)
     return head_loss(head, adapted, f_query, query_y)
@@ -122,8 +126,7 @@ def multitask_train(body: nn.Module, head: nn.Module, sample_task: Callable, ste
     losses = []
     for _ in range(steps):
         sx, sy, qx, qy = sample_task()
-        x = list(sx) + list(qx) if isinstance(sx, list) else torch.cat([sx, qx])
-        loss = head_loss(head, head_params(head), body(x), torch.cat([sy, qy]))
+        loss = head_loss(head, head_params(head), body(join(sx, qx)), torch.cat([sy, qy]))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

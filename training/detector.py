@@ -63,8 +63,10 @@ def base_model_dir(base: str) -> str:
     if base == "smollm2":
         # the project's dense copy of the embedded GGUF (made on first use)
         from agents.llm.hf_backend import SMOLLM2_CACHE_NAME, cache_root, load_model
-        load_model("smollm2")
-        return str(cache_root() / "models" / SMOLLM2_CACHE_NAME)
+        folder = cache_root() / "models" / SMOLLM2_CACHE_NAME
+        if not (folder / "config.json").is_file():
+            load_model("smollm2")          # dequantizes the GGUF and saves the dense copy
+        return str(folder)
     if not Path(base).is_dir():
         raise ValueError(f"--base must be minilm, smollm2 or a local model folder, got {base!r}")
     return base

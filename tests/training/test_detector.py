@@ -90,3 +90,14 @@ def test_detect_command_prints_per_player_suspicion(trained_detector, detection_
     assert bad.exit_code == 2 and "no trained detector" in bad.output
     missing = CliRunner().invoke(app, ["detect", str(log), "--model", cfg.out, "--episode", "nope"])
     assert missing.exit_code == 2 and "no episode 'nope'" in missing.output
+
+
+def test_smollm2_body_takes_lora_and_a_head():
+    encoder = det.TextEncoder(det.base_model_dir("smollm2"), lora_r=2, lora_alpha=4, max_length=16)
+    detector = det.Detector(encoder)
+    logits = detector(["[R1 say] TARGET: I am a Villager.", "[R1 vote] Moderator: Votes: TARGET → Ana"])
+    assert logits.shape == (2,)
+    logits.sum().backward()
+    lora = {n: p for n, p in encoder.model.named_parameters() if "lora_B" in n}
+    assert lora and any(n.endswith("q_proj.lora_B.default.weight") for n in lora)
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in lora.values())
