@@ -15,6 +15,9 @@ from .baselines import HeuristicPolicy
 from .scripted import SCRIPTED, ConstantPolicy
 
 _EXTRA_KINDS: dict = {}
+# Built by agents.llm / agents.human, imported only when such a spec is used (one-way: neither
+# module imports this one).
+LLM_KINDS = ("smollm2", "hf", "openai")
 
 
 def register_kind(prefix: str, factory) -> None:
@@ -42,16 +45,11 @@ def make_policy(spec: str, seed: int = 0):
         raise ValueError(f"unknown scripted policy {rest!r}; valid: {', '.join('scripted:' + v for v in valid)}")
     if kind in _EXTRA_KINDS:
         return _EXTRA_KINDS[kind](rest, seed)
-    _load_optional_kinds()
-    if kind in _EXTRA_KINDS:
-        return _EXTRA_KINDS[kind](rest, seed)
+    if kind in LLM_KINDS:
+        from .llm import make_llm_policy
+        return make_llm_policy(kind, rest, seed)
+    if kind == "human":
+        from .human import HumanPolicy
+        return HumanPolicy(seed=seed)
     raise ValueError(f"unknown policy spec {spec!r}; valid forms: scripted:<name>, "
-                     + ", ".join(f"{k}:..." for k in sorted(_EXTRA_KINDS)))
-
-
-def _load_optional_kinds() -> None:
-    """LLM backends register their prefixes when their module is importable."""
-    try:
-        import agents.llm  # noqa: F401  (registers smollm2 / hf / openai)
-    except ImportError:
-        pass
+                     + ", ".join(f"{k}:..." for k in sorted(set(_EXTRA_KINDS) | set(LLM_KINDS) | {"human"})))
