@@ -11,6 +11,9 @@
 |                   |                | ``naive`` (one prompt, one ``generate`` per decision) or       |
 |                   |                | ``score`` (finite legal lists: rank every legal reply by its   |
 |                   |                | log-probability, one batched forward pass; no generation)      |
+| ``prompt``        | turns          | ``turns``: each later decision appends the last reply and only |
+|                   |                | the new lines to the seat's chat (KV reuse); ``single``: the   |
+|                   |                | whole Appendix-E prompt as one message every turn              |
 | ``constrained``   | 1              | replies generated under the grammar of legal replies (hf);     |
 |                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
 | ``batch_size``    | 16             | hf: max sequences per forward pass                             |
@@ -44,6 +47,7 @@ class LLMConfig:
     max_retries: int = 2
     mode: str = "batched"
     constrained: bool = True
+    prompt: str = "turns"
     batch_size: int = 16
     cache_mb: int = 2048
     context: int = 0
@@ -97,6 +101,8 @@ def parse_options(query: str, seed: int = 0) -> LLMConfig:
         if key not in types:
             raise ValueError(f"unknown LLM option {key!r}; valid: {', '.join(sorted(types))}")
         setattr(config, key, _convert(key, value, types[key]))
+    if config.prompt not in ("turns", "single"):
+        raise ValueError(f"option prompt={config.prompt!r}: expected turns or single")
     if config.mode not in MODES:
         raise ValueError(f"option mode={config.mode!r}: expected one of {', '.join(MODES)}")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:

@@ -168,6 +168,12 @@ class IntArray:
     def done(self, state) -> bool:
         return state == "closed"
 
+    def next_chars(self, state) -> set:
+        if state == "closed":
+            return set()
+        owed = state[2]
+        return {owed[0]} if owed else set("0123456789,]")
+
     def shortest_rest(self, state) -> str:
         if state == "closed":
             return ""
@@ -258,13 +264,40 @@ class ReplyGrammar:
             state = self.step(state, ch)
         return out
 
+    def next_chars(self, state: tuple) -> set:
+        """The characters that may follow, free-text characters left out."""
+        chars: set = set()
+        for thread in state:
+            piece = self.patterns[thread.pattern][thread.piece]
+            if isinstance(piece, Literals):
+                chars.update(k for k in thread.state if k != END)
+            elif isinstance(piece, IntArray):
+                chars.update(piece.next_chars(thread.state))
+        return chars
+
     def free_text(self, state: tuple) -> Optional[tuple]:
-        """(FreeText piece, count) when every thread is inside one free-text piece, else None."""
-        if len(state) != 1:
+        """(FreeText piece, count) when the one thread that can still move is inside a free-text
+        piece (a finished literal that handed over to it does not count), else None."""
+        live = [t for t in state if not (self._piece(t).done(t.state) and not self._can_continue(t))]
+        free = [t for t in live if isinstance(self._piece(t), FreeText)]
+        if len(free) != 1 or any(not isinstance(self._piece(t), (FreeText, Literals)) for t in live):
             return None
-        thread = state[0]
-        piece = self.patterns[thread.pattern][thread.piece]
-        return (piece, thread.state) if isinstance(piece, FreeText) else None
+        others = [t for t in live if t is not free[0]]
+        # besides the free text, only the thread that would close it may be live
+        if any(not (t.pattern == free[0].pattern and t.piece == free[0].piece + 1) for t in others):
+            return None
+        return self._piece(free[0]), free[0].state
+
+    def _piece(self, thread: Thread):
+        return self.patterns[thread.pattern][thread.piece]
+
+    def _can_continue(self, thread: Thread) -> bool:
+        piece = self._piece(thread)
+        if isinstance(piece, Literals):
+            return any(k != END for k in thread.state)
+        if isinstance(piece, IntArray):
+            return bool(piece.next_chars(thread.state))
+        return True
 
     def completion(self, state: tuple) -> str:
         """A shortest way to finish from ``state`` (used to close a reply that ran out of budget)."""

@@ -10,8 +10,8 @@ finishing at different steps), where a ``generate()`` logits processor does not 
 - :class:`Guide` follows one reply. Inside free text the allowed set is the precomputed mask
   (cut to the characters left) plus the tokens that close the string; anywhere else it is a
   walk of the vocabulary trie along the grammar (for a finite list: only the tokens that are
-  prefixes of some legal reply's remaining text). A token may not mix literal text and free
-  text, so free text always starts on a token boundary.
+  prefixes of some legal reply's remaining text). A token never mixes fixed text and free
+  text, so free text starts and ends on token boundaries.
 - The characters every legal reply starts with (``{"action_type": "`` ...) are not decoded at
   all: they are appended to the prompt and prefilled (:meth:`ReplyGrammar.forced_prefix`).
 """
@@ -82,28 +82,24 @@ class Guide:
     def finished(self) -> bool:
         return self.grammar.finished(self.state)
 
-    def _walk(self, skip_free_start: bool) -> list:
-        """Token ids whose whole text the grammar accepts from here (vocabulary-trie walk)."""
+    def _walk(self) -> list:
+        """Token ids made only of grammar text that is not free text (literals, numbers, the
+        quote that closes a free-text field): a walk of the vocabulary trie driven by the
+        characters the grammar allows next (a handful), never by the whole vocabulary."""
         grammar = self.grammar
         ids: list = []
-        stack = [(self.vocab.trie, self.state, True)]
+        stack = [(self.vocab.trie, self.state)]
         while stack:
-            node, state, first = stack.pop()
-            for ch, child in node.items():
-                if ch == END:
+            node, state = stack.pop()
+            for ch in grammar.next_chars(state):
+                child = node.get(ch)
+                if child is None:
                     continue
-                if first and skip_free_start:
-                    free = grammar.free_text(state)
-                    if free is not None and free[0].allows(ch, free[1]):
-                        continue         # plain free-text tokens come from the mask
                 nxt = grammar.step(state, ch)
                 if not nxt:
                     continue
-                free = grammar.free_text(nxt)
-                if free is not None and free[1] >= 1 and grammar.free_text(state) is None:
-                    continue             # no token mixes literal text and free text
                 ids.extend(child.get(END, ()))
-                stack.append((child, nxt, False))
+                stack.append((child, nxt))
         return ids
 
     def allowed(self, size: int, close: bool = False):
@@ -114,7 +110,7 @@ class Guide:
             mask = self.vocab.free_mask(*free).clone()
         else:
             mask = torch.zeros(size, dtype=torch.bool)
-        ids = self._walk(skip_free_start=free is not None)
+        ids = self._walk()
         if ids:
             mask[torch.tensor(ids, dtype=torch.long)] = True
         return mask

@@ -27,6 +27,18 @@ All requests of one tick (up to ``batch_size``) are handled in two stages:
 After decoding, each row's real-token K/V (the mask's ones) is kept for its seat; the per-seat
 caches live in an LRU bounded by ``cache_mb`` (an evicted seat just re-encodes).
 
+Constrained decoding (``Completion.grammar``, :mod:`agents.llm.guided`): the characters every
+legal reply starts with are appended to the prompt and prefilled; then, at each decode step, a
+guided row's logits are masked to the tokens its grammar allows, and the row stops as soon as
+the reply is complete. Free text is closed ``CLOSE_RESERVE`` tokens before ``max_new_tokens``;
+a reply may run up to ``GUIDED_EXTRA`` steps past it to finish its fixed text (and, should the
+vocabulary ever fail to continue the grammar, the shortest legal completion is appended as
+text), so every constrained reply is legal.
+
+Scoring (:meth:`HFBackend.score`): the prompt plus the candidates' common prefix is prefilled
+(with seat-cache reuse), then every candidate of every request is a row of one forward pass on
+a copy of its prompt's cache; a candidate's score is the sum of its tokens' log-probabilities.
+
 ``mode=naive`` is the reference: one prompt, one ``model.generate`` per decision, whole prompt
 re-encoded every turn. With greedy decoding both modes make the same decisions up to
 floating-point ties (the benchmark and tests compare them).

@@ -35,7 +35,7 @@ from .backend import Completion
 from .config import LLMConfig
 from .constraint import reply_grammar
 from .parsing import ReplyError, action_string, parse_reply
-from .prompt import fit_prompt
+from .prompt import fit_prompt, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
          "required format, for example: {example}")
@@ -62,6 +62,7 @@ class LLMPolicy:
         self.playbooks: dict = {}
         self._turns: dict = {}
         self._seed_of: dict = {}
+        self._chats: dict = {}        # seat -> its conversation so far (turn layout)
 
     # ------------------------------------------------------------------ seats
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
@@ -81,6 +82,7 @@ class LLMPolicy:
         self.playbooks.pop(key, None)
         self._turns.pop(key, None)
         self._seed_of.pop(key, None)
+        self._chats.pop(key, None)
         if hasattr(self.backend, "release"):
             self.backend.release(key)
 
@@ -105,15 +107,14 @@ class LLMPolicy:
         states = []
         for request in requests:
             playbook = self.playbooks.get(request.key)
-            fits = self._fits_fn()
-            prompt, omitted = fit_prompt(self._parts(request), request.info, playbook, fits)
+            messages, omitted, chat = self._messages(request, playbook)
             turn = self._turns.get(request.key, 0)
             self._turns[request.key] = turn + 1
             meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
                     "sampling": self.config.sampling(), "playbook": bool(playbook), "history_omitted": omitted,
-                    "attempts": []}
+                    "attempts": [], "continued": len(messages) > 1}
             grammar = self._grammar(request.info)
-            states.append({"request": request, "turn": turn, "messages": [{"role": "user", "content": prompt}],
+            states.append({"request": request, "turn": turn, "messages": messages, "chat": chat,
                            "meta": meta, "action": None, "last_reply": "", "error": None, "grammar": grammar})
         pending = self._score(states) if self.config.mode == "score" else list(states)
         for attempt in range(1 + self.config.max_retries):
@@ -149,6 +150,9 @@ class LLMPolicy:
             pending = still
         decisions = []
         for state in states:
+            if self.config.prompt == "turns" and state["error"] is None:
+                state["chat"]["reply"] = state["last_reply"]
+                self._chats[state["request"].key] = state["chat"]
             meta = state["meta"]
             meta["valid"] = state["action"] is not None
             if state["error"] is not None:
@@ -158,6 +162,31 @@ class LLMPolicy:
             else:   # retries exhausted: the env's invalid-action mode decides
                 decisions.append(Decision(state["last_reply"].strip(), meta))
         return decisions
+
+    # ------------------------------------------------------------------ prompt layout
+    def _messages(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:
+        """The chat for this decision, the history lines omitted, and the seat's conversation
+        record to keep. Turn layout: the seat's previous conversation + its last reply + only
+        what is new, while the static part is unchanged and it fits; else the whole prompt."""
+        parts, info = self._parts(request), request.info
+        history = list(parts.get("history") or [])
+        head = "\n".join(render_head(parts, playbook))
+        chat = self._chats.get(request.key) if self.config.prompt == "turns" else None
+        if chat and chat["head"] == head and chat["seen"] <= len(history) \
+                and (chat["seen"] == 0 or history[chat["seen"] - 1] == chat["last_line"]):
+            messages = chat["messages"] + [{"role": "assistant", "content": chat["reply"]},
+                                           {"role": "user", "content": render_turn(parts, info, history[chat["seen"]:])}]
+            fits = getattr(self.backend, "fits", None)
+            if fits is None or fits(messages):
+                return messages, chat["omitted"], self._chat_record(head, messages, history, chat["omitted"])
+        prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn())
+        messages = [{"role": "user", "content": prompt}]
+        return messages, omitted, self._chat_record(head, messages, history, omitted)
+
+    @staticmethod
+    def _chat_record(head: str, messages: list, history: list, omitted: int) -> dict:
+        return {"head": head, "messages": list(messages), "seen": len(history),
+                "last_line": history[-1] if history else None, "omitted": omitted, "reply": ""}
 
     # ------------------------------------------------------------------ constraints and scoring
     def _grammar(self, info: dict):
