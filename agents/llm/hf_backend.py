@@ -62,6 +62,7 @@ from .parsing import json_object_complete
 # CLOSE_RESERVE tokens before the limit); GUIDED_EXTRA bounds that overrun.
 GUIDED_EXTRA = 48
 CLOSE_RESERVE = 4
+PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained reply
 SCORE_BATCH = 32    # candidate rows per scoring forward pass
 
 @dataclass
@@ -74,6 +75,7 @@ class _Row:
     sample_seed: int
     guide: Optional[Guide] = None   # constrained decoding state (None: free generation)
     prefix: str = ""                # reply text prefilled with the prompt (the forced prefix)
+    prefix_tokens: int = 0          # its tokens, at the end of ``ids``
     tail: str = ""                  # text added without decoding (a reply closed by its grammar)
 
 
@@ -135,6 +137,8 @@ class HFBackend:
     def prompt_budget(self) -> int:
         """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
         reply = self.config.max_new_tokens
+        if self.config.constrained or self.config.mode == "score":
+            reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
         return max(64, self.context - reply - self.config.max_retries * (reply + 96))
 
     def fits(self, messages: list) -> bool:
@@ -146,23 +150,23 @@ class HFBackend:
             self._cache_bytes -= entry[2]
 
     # ------------------------------------------------------------------ entry point
-    def _prompt_ids(self, item: Completion) -> tuple[list, str]:
-        """The prompt's token ids (plus the forced reply prefix of a constrained reply) and
-        that prefix's text."""
+    def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
+        """The prompt's token ids followed by those of ``prefix`` (text the reply is known to
+        start with), and the number of prefix tokens."""
         ids = self.encode(item.messages)
-        prefix = forced_prefix(item.grammar) if item.grammar is not None else ""
         prefix_ids = self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
-        limit = self.context - self.config.max_new_tokens - (GUIDED_EXTRA if item.grammar is not None else 0)
-        limit -= len(prefix_ids)
+        limit = self.context - self.config.max_new_tokens - len(prefix_ids)
+        limit -= GUIDED_EXTRA if item.grammar is not None else 0
         if len(ids) > limit:          # last guard; the policy already trimmed history
             ids = ids[-limit:]
-        return ids + prefix_ids, prefix
+        return ids + prefix_ids, len(prefix_ids)
 
     def _rows(self, items: list, reuse_cache: bool = True) -> list:
         rows = []
         vocab = None
         for index, item in enumerate(items):
-            ids, prefix = self._prompt_ids(item)
+            prefix = forced_prefix(item.grammar) if item.grammar is not None else ""
+            ids, prefix_tokens = self._prompt_ids(item, prefix)
             reuse, kv = 0, None
             entry = self._seat_cache.get(item.key) if reuse_cache else None
             if entry is not None:
@@ -173,7 +177,7 @@ class HFBackend:
             if item.grammar is not None:
                 vocab = vocab or vocab_for(self.tokenizer, self._vocab_size())
                 guide = Guide(item.grammar, vocab, prefix)
-            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix))
+            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
         return rows
 
     def _vocab_size(self) -> int:
@@ -243,10 +247,9 @@ class HFBackend:
             for index, (item, cands) in enumerate(zip(items, candidates)):
                 common = _common_text_prefix(cands) if len(cands) > 1 else cands[0]
                 item = Completion(item.key, item.messages, item.sample_seed)
-                ids, _ = self._prompt_ids(item)
-                prefix_ids = self.tokenizer.encode(common, add_special_tokens=False) if common else []
                 row = self._rows([item])[0]
-                row.index, row.ids = index, ids + prefix_ids
+                row.ids, row.prefix_tokens = self._prompt_ids(item, common)
+                row.index, row.reuse = index, min(row.reuse, len(row.ids) - 1)
                 rows.append(row)
                 suffixes.append([self.tokenizer.encode(c[len(common):], add_special_tokens=False) for c in cands])
             results: list = [None] * len(rows)
@@ -444,8 +447,10 @@ class HFBackend:
             if row.guide is not None and not row.guide.finished:   # out of steps: close by text
                 row.tail = row.guide.completion()
             text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
-            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids), "reused_tokens": starts[i],
-                                                    "new_tokens": new_tokens, "constrained": row.guide is not None})))
+            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
+                                                    "prefilled_reply_tokens": row.prefix_tokens,
+                                                    "reused_tokens": starts[i], "new_tokens": new_tokens,
+                                                    "constrained": row.guide is not None})))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
     def _mask_guided(self, rows, logits, generated, active, last_step: bool):
