@@ -1,4 +1,4 @@
-"""LLM policies and their model backends; registers the spec prefixes with agents.registry.
+"""LLM policies and their model backends (agents.registry builds them from spec strings).
 
 | spec                                  | policy                                                    |
 |---------------------------------------|-----------------------------------------------------------|

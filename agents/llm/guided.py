@@ -17,8 +17,6 @@ finishing at different steps), where a ``generate()`` logits processor does not 
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from .constraint import END, FreeText, ReplyGrammar
 
 _VOCABS: dict = {}
@@ -124,15 +122,24 @@ class Guide:
         return self.grammar.completion(self.state)
 
 
-def forced_prefix(grammar: ReplyGrammar) -> str:
-    """The text every legal reply starts with, cut after its last non-word character (so the
-    first free choice starts on a natural token boundary)."""
-    text = grammar.forced_prefix()
+def word_boundary(text: str) -> str:
+    """``text`` cut after its last non-word character, so that what follows it starts on a
+    natural token boundary (``{"action_type": "`` rather than ``{"action_type": "co``)."""
     cut = len(text)
     while cut and (text[cut - 1].isalnum() or text[cut - 1] == "_"):
         cut -= 1
     return text[:cut]
 
 
-def make_guide(grammar: Optional[ReplyGrammar], vocab: Vocab, prefix: str) -> Optional[Guide]:
-    return None if grammar is None else Guide(grammar, vocab, prefix)
+def forced_prefix(grammar: ReplyGrammar) -> str:
+    """The text every legal reply starts with, cut at a word boundary."""
+    return word_boundary(grammar.forced_prefix())
+
+
+def common_prefix(texts: list) -> str:
+    """The longest common prefix of the strings, cut at a word boundary."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return word_boundary(first[:n])

@@ -54,7 +54,7 @@ from typing import Optional
 
 from .backend import Completion, Reply
 from .config import LLMConfig
-from .guided import Guide, forced_prefix, vocab_for
+from .guided import Guide, common_prefix, forced_prefix, vocab_for
 from .loading import ModelNotAvailable, cache_root, configure_threads, load_model, smollm2_gguf  # noqa: F401
 from .parsing import json_object_complete
 
@@ -77,18 +77,6 @@ class _Row:
     prefix: str = ""                # reply text prefilled with the prompt (the forced prefix)
     prefix_tokens: int = 0          # its tokens, at the end of ``ids``
     tail: str = ""                  # text added without decoding (a reply closed by its grammar)
-
-
-def _common_text_prefix(texts: list) -> str:
-    """The longest common prefix of the strings, cut after its last non-word character (so
-    each candidate's own part starts on a natural token boundary)."""
-    first, last = min(texts), max(texts)
-    n = 0
-    while n < min(len(first), len(last)) and first[n] == last[n]:
-        n += 1
-    while n and (first[n - 1].isalnum() or first[n - 1] == "_"):
-        n -= 1
-    return first[:n]
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -245,7 +233,7 @@ class HFBackend:
             rows = []
             suffixes = []
             for index, (item, cands) in enumerate(zip(items, candidates)):
-                common = _common_text_prefix(cands) if len(cands) > 1 else cands[0]
+                common = common_prefix(cands) if len(cands) > 1 else cands[0]
                 item = Completion(item.key, item.messages, item.sample_seed)
                 row = self._rows([item])[0]
                 row.ids, row.prefix_tokens = self._prompt_ids(item, common)
@@ -416,7 +404,7 @@ class HFBackend:
                     if rows[i].guide.finished:
                         active[i] = False
                     continue
-                if token in self.eos_ids:
+                if token in self.eos_ids or len(generated[i]) >= cfg.max_new_tokens:
                     active[i] = False
                     continue
                 if cfg.stop_at_json:
