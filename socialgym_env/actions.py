@@ -217,7 +217,8 @@ class Word(Arg):
         return f"{self.name} a single word"
 
     def schema(self):
-        return {"type": "string", "maxLength": self.max_length}
+        # the pattern tells constrained decoders that spaces and commas end the word
+        return {"type": "string", "maxLength": self.max_length, "pattern": r"^[^\s,]+$"}
 
     def sample(self, rng):
         return rng.choice(_SAMPLE_WORDS)
@@ -279,6 +280,9 @@ class ActionSpec:
     unordered: bool = False
     check: Optional[Callable[[tuple], Optional[str]]] = field(default=None, compare=False)
     sampler: Optional[Callable[[random.Random], tuple]] = field(default=None, compare=False)
+    # Extra JSON-schema keywords for the argument (e.g. {"x-sum": 100}), so that a constrained
+    # decoder can honour a rule that ``check`` enforces.
+    schema_extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def slots(self) -> tuple:
@@ -369,6 +373,7 @@ class ActionSpec:
         else:
             argument = {"type": "array", "items": [slot.schema() for slot in slots],
                         "minItems": len(slots), "maxItems": len(slots)}
+        argument.update(self.schema_extra)
         return {"type": "object",
                 "properties": {"action_type": {"const": self.type}, "argument": argument},
                 "required": ["action_type"] + (["argument"] if slots else [])}
