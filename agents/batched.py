@@ -23,7 +23,7 @@ resolves). Records are byte-identical to the sequential loop for policies whose 
 seat (all of ours); only the log order differs (episodes are appended as they finish).
 
 A job whose env or policy raises, or whose policy returns ``Decision.error`` (a model server
-down after its retries), is recorded with :func:`agents.runner.failed_record`; the other
+down after its retries), is recorded with :func:`agents.jobs.failed_record`; the other
 episodes go on.
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ import socialgym_env
 from socialgym_env.logs import append_episode
 
 from .base import Request
+from .jobs import failed_record, set_playbook
 
 DEFAULT_MAX_CONCURRENT_EPISODES = 64
 
@@ -58,7 +59,6 @@ def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
 
 
 def _start(index: int, job, pool) -> _Live:
-    from .runner import _set_playbook
     env = socialgym_env.make(job.game, **job.config)
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
@@ -69,7 +69,7 @@ def _start(index: int, job, pool) -> _Live:
         live.policies[agent] = policy
         key = (job.episode_id, agent)
         policy.reset(key, job.seed)
-        _set_playbook(policy, key, job.playbooks.get(agent))
+        set_playbook(policy, key, job.playbooks.get(agent))
     _skip_dead(env)
     return live
 
@@ -95,7 +95,6 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
     giving one) as soon as its episode ends."""
-    from .runner import failed_record
     limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
     queue = list(enumerate(jobs))[::-1]
     live: list[_Live] = []

@@ -506,6 +506,21 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
+def write_game_replays(records: list, outdir: Path) -> dict:
+    """One replay page per game (its first logged episode, by episode id) under
+    ``outdir/replays/<game>.html``; returns {game: path relative to outdir}."""
+    from .replay import write_record_replay
+    first: dict = {}
+    for record in sorted(records, key=lambda r: str(r.get("episode_id"))):
+        first.setdefault(record.get("game"), record)
+    pages = {}
+    for game in sorted(first, key=str):
+        name = f"replays/{game}.html"
+        write_record_replay(first[game], outdir / name)
+        pages[game] = name
+    return pages
+
+
 def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Social Gym leaderboard</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
@@ -517,6 +532,11 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by "
              f"{html.escape(summary['settings']['bootstrap_by'])}).</p>"]
     parts += [f"<p>{html.escape(n)}</p>" for n in notes]
+    replays = summary.get("replays") or {}
+    if replays:
+        parts.append("<h2>Replays</h2><p>One episode of each game: "
+                     + " · ".join(f"<a href='{html.escape(page)}'>{html.escape(game)}</a>"
+                                  for game, page in replays.items()) + "</p>")
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
@@ -543,6 +563,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
     notes = [note] if (note := skipped_note(skipped)) else []
+    summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")

@@ -13,6 +13,11 @@ in all, with exponential backoff (``backoff`` seconds, doubling, capped at 30 s;
 still fails comes back as an exception object in its slot; the policy turns it into
 ``Decision.error`` and the runner records that episode as failed with the reason. A batch is
 sent concurrently by a thread pool of ``concurrency`` workers.
+
+Structured output: a constrained request (``Completion.schema``) is sent with
+``response_format={"type": "json_schema", "json_schema": {"name": "action", "schema": ...}}``.
+A server that rejects it (HTTP 400/404/422 naming ``response_format``) is asked again without it,
+and the backend stops sending it; the policy's re-ask loop then remains the fallback.
 """
 from __future__ import annotations
 
@@ -33,6 +38,12 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 class BackendError(RuntimeError):
     """A request that failed for good (after retries, or a non-retryable error)."""
+
+
+def _rejects_schema(error: str) -> bool:
+    """A non-retried HTTP error about the structured-output field."""
+    return any(f"HTTP {code}" in error for code in (400, 404, 422)) and \
+        any(word in error for word in ("response_format", "json_schema", "schema"))
 
 
 class _Retryable(Exception):
@@ -60,6 +71,7 @@ class OpenAIBackend:
         self.config = config
         self.url = f"{self.base_url}/chat/completions"
         self.stats = {"requests": 0, "retries": 0, "failures": 0}
+        self.schema_supported = True     # set False once the server rejects response_format
 
     # The policy asks whether a prompt fits; by default (context_chars=0) everything does.
     def fits(self, messages: list) -> bool:
@@ -76,12 +88,16 @@ class OpenAIBackend:
             return list(pool.map(self._one, items))
 
     # ------------------------------------------------------------------ one request
-    def _payload(self, item) -> bytes:
+    def _payload(self, item, with_schema: bool = True) -> bytes:
         cfg = self.config
         body = {"model": self.model, "messages": item.messages, "max_tokens": cfg.max_new_tokens,
                 "temperature": cfg.temperature, "seed": item.sample_seed}
         if cfg.top_p < 1.0:
             body["top_p"] = cfg.top_p
+        schema = getattr(item, "schema", None)
+        if schema and with_schema and self.schema_supported:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "action", "schema": schema}}
         return json.dumps(body).encode("utf-8")
 
     def _headers(self) -> dict:
@@ -93,8 +109,15 @@ class OpenAIBackend:
 
     def _one(self, item):
         """A Reply, or the exception that ended the attempts (returned, not raised)."""
+        reply = self._attempts(item, self._payload(item))
+        if isinstance(reply, BackendError) and getattr(item, "schema", None) and _rejects_schema(str(reply)):
+            self.schema_supported = False      # this server has no structured output: plain requests
+            reply = self._attempts(item, self._payload(item, with_schema=False))
+        return reply
+
+    def _attempts(self, item, payload: bytes):
         cfg = self.config
-        payload, headers = self._payload(item), self._headers()
+        headers = self._headers()
         last = "no attempt made"
         attempts = max(1, cfg.attempts)
         for attempt in range(attempts):

@@ -38,6 +38,11 @@ class FaultServer:
                     fault = server.plan.pop(0) if server.plan else "ok"
                 if fault == "slow":
                     time.sleep(server.slow_s)
+                if fault == "400schema":
+                    self.send_response(400)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "response_format json_schema is not supported"}')
+                    return
                 if fault in ("500", "429", "400"):
                     self.send_response(int(fault))
                     if fault == "429":
@@ -149,3 +154,17 @@ def test_episodes_complete_through_faults_or_are_recorded_failed(tmp_path):
         records = run_jobs(jobs, PolicyPool(), log_path=log)
     assert all(r["failed"] and "HTTP 500" in r["error"] for r in records)
     assert {r["episode_id"] for r in read_episodes(log)} == {j.episode_id for j in jobs}
+
+
+def test_constrained_requests_carry_the_schema_and_fall_back_when_the_server_rejects_it():
+    schema = {"oneOf": [{"properties": {"action_type": {"const": "defect"}}}]}
+    item = Completion(("ep", "p0"), [{"role": "user", "content": "hi"}], schema=schema)
+    with FaultServer(["400schema"]) as server:
+        backend = _backend(server)
+        first = backend.complete([item])[0]
+        second = backend.complete([item])[0]
+    assert first.text == GOOD and second.text == GOOD
+    sent = [r["body"] for r in server.requests]
+    assert sent[0]["response_format"]["json_schema"]["schema"] == schema
+    # rejected once: asked again without it, and never sent again to this server
+    assert "response_format" not in sent[1] and "response_format" not in sent[2] and len(sent) == 3
