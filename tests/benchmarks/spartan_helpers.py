@@ -44,7 +44,8 @@ class Follower(BasePolicy):
 
 
 class RecordingBackend:
-    """A chat backend that remembers every prompt by seat and answers junk (the env falls back)."""
+    """A chat backend that remembers every request's messages by seat and answers junk (the env
+    falls back)."""
 
     kind = "fake"
     model_name = "spartanfake"
@@ -58,7 +59,8 @@ class RecordingBackend:
 
     def complete(self, items):
         for item in items:
-            RecordingBackend.prompts.setdefault(item.key, []).append(item.messages[-1]["content"])
+            # the whole chat: the seat's first user message carries the playbook slot
+            RecordingBackend.prompts.setdefault(item.key, []).append([m["content"] for m in item.messages])
         return [Reply("no idea") for _ in items]
 
 

@@ -161,12 +161,12 @@ def test_playbook_reaches_exactly_the_armed_seats(tmp_path, side):
         armed = {s["agent"] for s in record["roster"] if s["playbook_id"] == playbook.id}
         assert armed == {s["agent"] for s in record["roster"] if s["team"] == team}
         for seat in record["roster"]:
-            prompts = RecordingBackend.prompts[(record["episode_id"], seat["agent"])]
-            assert prompts
+            chats = RecordingBackend.prompts[(record["episode_id"], seat["agent"])]
+            assert chats
             if seat["agent"] in armed:
-                assert all(p.startswith(playbook.text) for p in prompts)
+                assert all(chat[0].startswith(playbook.text) for chat in chats)
             else:
-                assert not any("MY PLAYBOOK" in p for p in prompts)
+                assert not any("MY PLAYBOOK" in message for chat in chats for message in chat)
 
 
 # ----------------------------------------------------------------------------- the planted effect
