@@ -114,13 +114,19 @@ class SocialGymEnv(AECEnv):
         self._pending_view: Optional[list] = None
         self._issued: list = []
 
-    def _touch(self) -> None:
-        """End the current view epoch: seal the issued infos, forget cached views."""
+    def _touch(self, build_all: bool = False) -> None:
+        """End the current view epoch: seal the issued infos (or, ``build_all``, build every
+        one: for callers after which no transition replaces ``env.infos``), forget cached
+        views. step() and reset() replace every info right after, so there an info only the
+        env holds is dropped unbuilt."""
         issued = self._issued
         if issued:
             current = {id(info) for info in self.infos.values()}
             for info in issued:      # the same loop as lazy._references_while_sealing
-                info.seal(id(info) in current)
+                if build_all:
+                    info._fill()
+                else:
+                    info.seal(id(info) in current)
             issued.clear()
         self._grammars.clear()
         self._observations.clear()
@@ -132,7 +138,7 @@ class SocialGymEnv(AECEnv):
         ``env.state`` other than through ``step``/``reset`` (e.g. restoring a snapshot): infos
         already handed out and still held are built first, from the state they were issued
         for, and grammars and observations are rebuilt from the new state when next asked."""
-        self._touch()
+        self._touch(build_all=True)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -392,19 +398,21 @@ class SocialGymEnv(AECEnv):
         phase = self.game.phase(state.phase)
         grammar = self.grammar(agent)
         observation = self.observation_text(agent) if self.config.get("log_observations", True) else None
-        self._touch()      # the views above describe the state before this action
         raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:
             parsed, reason = None, str(err)
+        mode = self.config.get("invalid_action", "fallback")
+        if reason is not None and mode == "raise":
+            raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
+        # Nothing has changed so far (a raised action leaves the env as it was, views
+        # included); from here on the state does, so the views of the state before end here.
+        self._touch()
         turn = {"step": state.step, "round": state.round, "phase": state.phase, "agent": agent,
                 "observation": observation, "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
         if reason is not None:
-            mode = self.config.get("invalid_action", "fallback")
             record = {"raw": raw[:500], "reason": reason, "phase": state.phase, "step": state.step}
-            if mode == "raise":
-                raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
             self._last_invalid[agent] = record
             self.invalid_counts[agent] += 1
             turn["reason"] = reason

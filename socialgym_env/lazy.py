@@ -17,6 +17,7 @@ import copy
 import sys
 from typing import Callable
 
+
 def _references_while_sealing() -> int:
     """How many references the sealing loop itself holds to a view that no one else holds
     (the list of issued views, the loop variable, the call's own; CPython-version dependent),

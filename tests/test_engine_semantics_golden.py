@@ -76,3 +76,22 @@ def test_views_of_a_deep_copy_follow_the_copy():
     assert clone.observation_text(agent) == text          # the original moved on, the copy did not
     clone.step(action)
     assert clone.observation_text(env.agent_selection) == env.observation_text(env.agent_selection)
+
+
+def test_a_raised_invalid_action_leaves_the_infos_readable():
+    env = socialgym_env.make("werewolves", invalid_action="raise")
+    env.reset(seed=4)
+    actor = env.agent_selection
+    expected = {agent: _eager(env, agent) for agent in env.agents}
+    with pytest.raises(socialgym_env.InvalidActionError):
+        env.step("definitely not an action")
+    assert {agent: dict(env.infos[agent]) for agent in env.agents} == expected
+    assert env.agent_selection == actor
+
+
+def test_invalidate_views_keeps_the_infos_whole():
+    env = socialgym_env.make("liars_dice")
+    env.reset(seed=5)
+    expected = {agent: _eager(env, agent) for agent in env.agents}
+    env.invalidate_views()
+    assert {agent: dict(env.infos[agent]) for agent in env.agents} == expected

@@ -12,7 +12,8 @@ sampled replies: advantages compare like with like. The rollout function
 by :class:`agents.single_agent.SingleAgentVecEnv`) and returns each episode as one sequence
 whose ``env_mask`` marks the learner's reply tokens: TRL takes the loss on those only, across
 every turn. Reward: the terminal outcome (+1 / 0 / -1) minus ``invalid_penalty`` per invalid
-learner action.
+learner action. ``--prompt compact`` shows the learner a short first view instead of the full
+observation text (:func:`training.multiturn.compact_first_text`).
 
 Writes to ``--out``:
 
@@ -55,6 +56,8 @@ class Config:
     lora_r: int = 16
     lora_alpha: int = 32
     max_new_tokens: int = 24            # per learner reply
+    prompt: str = "full"                # learner's view: full observation text, or compact (~half the tokens)
+    reply_prefix: str = ""              # forced start of every reply, e.g. '{"action_type": "' (not in the loss)
     temperature: float = 1.0
     invalid_penalty: float = 0.0        # subtracted per invalid learner action
     max_turns: int = 32                 # learner turns per episode before it is cut
@@ -95,6 +98,7 @@ class RolloutLog:
     def __init__(self, out: Path):
         self.path = out / "rollouts.csv"
         self.mask_path = out / "mask_example.json"
+        self.mask_written = False
         out.mkdir(parents=True, exist_ok=True)
         with open(self.path, "w", newline="") as handle:
             csv.writer(handle).writerow(["step", "role", "mean_outcome_reward", "episodes", "invalid_actions",
@@ -108,8 +112,9 @@ class RolloutLog:
                 writer.writerow([step, role, round(mean, 4), count, sum(e.invalid_actions for e in mine),
                                  sum(sum(e.env_mask) for e in mine),
                                  sum(len(e.env_mask) - sum(e.env_mask) for e in mine)])
-        if not self.mask_path.exists() and episodes:
+        if not self.mask_written and episodes:       # the first episode of the run
             self.mask_path.write_text(json.dumps(mask_spans(episodes[0], tokenizer), indent=1) + "\n")
+            self.mask_written = True
 
 
 def mask_spans(episode, tokenizer) -> list:
@@ -138,7 +143,8 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
                                       seed=config.seed * 1_000_003 + trainer.state.global_step)
-        episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns)
+        episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns,
+                                 prompt=config.prompt, reply_prefix=config.reply_prefix)
         log.add(trainer.state.global_step, episodes, tokenizer)
         return rollout_output(episodes, config.invalid_penalty)
 
@@ -156,14 +162,16 @@ def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
     if config.eval_actors:
         from training.ray_rollouts import ray_play_episodes
         episodes = ray_play_episodes(specs, config.model, adapter, config.eval_actors, config.eval_batch,
-                                     config.max_new_tokens, config.temperature, seed=config.seed + 777)
+                                     config.max_new_tokens, config.temperature, seed=config.seed + 777,
+                                     prompt=config.prompt, reply_prefix=config.reply_prefix)
     else:
         episodes = []
         for shard, start in enumerate(range(0, len(specs), config.eval_batch)):
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
                                       seed=config.seed + 777 + shard)
             episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
-                                      max_turns=config.max_turns)
+                                      max_turns=config.max_turns, prompt=config.prompt,
+                                      reply_prefix=config.reply_prefix)
     n = len(episodes)
     return {"win": rate_with_interval(sum(e.reward > 0 for e in episodes), n),
             "draw": rate_with_interval(sum(e.reward == 0 for e in episodes), n),

@@ -23,6 +23,7 @@ the env as raw text, where the game's invalid-action rule (fallback by default) 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -114,12 +115,51 @@ def news_text(observation_text: str, info: dict) -> str:
     return "\n".join(lines + ([now] if now else []))
 
 
+def legal_text(info: dict) -> str:
+    """The legal actions on one line and the reply format, with the first legal action as the
+    example (as the LLM policy's re-ask does)."""
+    listed = info.get("legal_action_list")
+    legal = listed or info.get("legal_actions") or []
+    first = listed[0] if listed else (info.get("action_types") or [""])[0]
+    action_type, _, argument = first.partition(" ")
+    example = json.dumps({"action_type": action_type, "argument": argument}, ensure_ascii=False)
+    return "Legal actions: " + " | ".join(legal) + f". Reply with one JSON object only, for example: {example}"
+
+
+def compact_first_text(parts: dict, info: dict, game_name: str) -> str:
+    """A short first view (``--prompt compact``): who you are, goal, private facts, status, the
+    messages so far, and the legal actions on one line; about a quarter of the full text's tokens.
+    The game's description is left out, so use it for games the policy already knows."""
+    role = f", role {info['role']}" if info.get("role") else ""
+    lines = [f"{game_name}. You are {parts['agent']}{role}. Goal: {parts['goal']}"]
+    lines += list(parts.get("secret") or []) + list(parts.get("status") or [])
+    lines += list(info.get("new_messages") or [])
+    lines.append(f"{info.get('instructions', '')} {legal_text(info)}".strip())
+    return "\n".join(lines)
+
+
+def compact_news_text(info: dict) -> str:
+    """A later turn in the compact style: new messages, instructions and legal actions."""
+    lines = list(info.get("new_messages") or []) or ["(no new messages)"]
+    return "\n".join(lines + [f"{info.get('instructions', '')} {legal_text(info)}".strip()])
+
+
+_TRUNCATED = re.compile(r'^\s*\{\s*"action_type"\s*:\s*"([^"]+)"')
+
+
 def reply_to_action(reply: str, info: dict) -> str:
-    """The env action for a reply: canonical JSON when it parses, else the raw text (the env's
-    invalid-action rule decides)."""
+    """The env action for a reply: canonical JSON when it parses; a reply cut by the length bound
+    after a complete ``{"action_type": "<type>"`` counts as that type (with no argument); else the
+    raw text (the env's invalid-action rule decides)."""
     try:
         return action_string(parse_reply(reply, info))
     except ReplyError:
+        cut = _TRUNCATED.match(reply)
+        if cut:
+            try:
+                return action_string(parse_reply(json.dumps({"action_type": cut.group(1)}), info))
+            except ReplyError:
+                pass
         return reply.strip()
 
 
@@ -142,10 +182,17 @@ class Episode:
 
 
 def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list], tokenizer, pool=None,
-                  max_turns: int = 64) -> list:
+                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "") -> list:
     """Play every spec to the end; ``generate(list of context ids) -> list of reply ids`` makes the
-    learner's replies for all live episodes at once. Returns one :class:`Episode` per spec."""
+    learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
+    then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
+    :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
+    tokens follow each assistant header as env tokens (never in the loss), the model continues it,
+    and the action is parsed from prefix + continuation."""
+    if prompt not in ("full", "compact"):
+        raise ValueError(f"prompt must be full or compact, got {prompt!r}")
     assembler = ChatAssembler(tokenizer)
+    prefix_ids = tokenizer(reply_prefix, add_special_tokens=False)["input_ids"] if reply_prefix else []
     episodes = [Episode(spec) for spec in specs]
     groups: dict = defaultdict(list)
     for index, spec in enumerate(specs):
@@ -155,7 +202,10 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list]
         observations, infos = vec.reset([specs[i].seed for i in indices])
         contexts = []
         for slot, index in enumerate(indices):
-            episodes[index].prompt_ids = assembler.first(observations[slot]["text"])
+            env = vec.envs[slot]
+            first = observations[slot]["text"] if prompt == "full" else \
+                compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
+            episodes[index].prompt_ids = assembler.first(first) + prefix_ids
             contexts.append(list(episodes[index].prompt_ids))
         for _ in range(max_turns):
             live = [slot for slot in range(len(indices)) if not vec.envs[slot].done]
@@ -165,7 +215,7 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list]
             actions: list = [None] * len(indices)
             for slot, reply_ids in zip(live, replies):
                 episode = episodes[indices[slot]]
-                text = tokenizer.decode(reply_ids, skip_special_tokens=True)
+                text = reply_prefix + tokenizer.decode(reply_ids, skip_special_tokens=True)
                 episode.replies.append(text)
                 actions[slot] = reply_to_action(text, infos[slot])
                 episode.actions.append(actions[slot])
@@ -176,8 +226,9 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list]
             for slot in live:
                 if vec.envs[slot].done:
                     continue
-                env_ids = assembler.env_turn(news_text(observations[slot]["text"], infos[slot]),
-                                             episodes[indices[slot]].completion_ids[-1:])
+                news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else \
+                    compact_news_text(infos[slot])
+                env_ids = assembler.env_turn(news, episodes[indices[slot]].completion_ids[-1:]) + prefix_ids
                 episode = episodes[indices[slot]]
                 episode.completion_ids += env_ids
                 episode.env_mask += [0] * len(env_ids)

@@ -6,7 +6,8 @@ one model plays every role.
 
 Protocol. Cells run one after another (model by model, OFF then ON), and so do a cell's games.
 In an ON cell, after game k the Jester's model reflects on the game's transcript and outcome
-(:data:`lessons.REFLECTION_PROMPT`) and its new lessons, minus near-duplicates, are appended to
+(:data:`lessons.REFLECTION_PROMPT`; ``reflector`` may name another model, e.g. to pair cheap
+scripted players with a real lesson writer) and its new lessons, minus near-duplicates, are appended to
 the cell's lessons file ``OUT/lessons/<cell>.json``; game k+1's Jester reads every lesson of games
 1..k in its prompt (the LLM policy's playbook slot, ``EpisodeJob.playbooks``). OFF cells have no
 lessons file. Files are per model and per cell, so no model ever reads another's lessons.
@@ -59,6 +60,7 @@ class StudyConfig:
     reflect_tokens: int = 400            # max_new_tokens of the reflection call (local/openai models)
     reflect_chars: int = 12000           # transcript characters the reflection keeps (its end); 0 = all
     quick: bool = False                  # QUICK_CONFIG instead of the seed's settings
+    reflector: str = ""                  # spec of the model that writes the lessons; "" = the playing model
     config: dict = field(default_factory=dict)   # further game config overrides
 
 
@@ -149,7 +151,7 @@ def run_cell(cfg: StudyConfig, model: str, condition: str, pool: PolicyPool, enc
         records.append(record)
         if learning and not book.reflected(k) and not record.get("failed"):
             if reflector is None:
-                reflector = default_reflector(pool, model, cfg)
+                reflector = default_reflector(pool, cfg.reflector or model, cfg)
             if encoder is None:
                 encoder = MiniLMEncoder()
             prompt = reflection_prompt(record, jester, book.lessons, cfg.reflect_chars)
@@ -191,12 +193,13 @@ def parse_args(argv=None) -> StudyConfig:
     p.add_argument("--reflect-tokens", type=int, default=400)
     p.add_argument("--reflect-chars", type=int, default=12000)
     p.add_argument("--quick", action="store_true", help="2 days, 1 debate and 1 extra turn per day")
+    p.add_argument("--reflector", default="", help="model spec that writes the lessons (default: the playing model)")
     p.add_argument("-c", "--config", action="append", default=[], help="game config key=value (repeatable)")
     a = p.parse_args(argv)
     return StudyConfig(models=[m for m in a.models.split(",") if m], games=a.games,
                        conditions=[c for c in a.conditions.split(",") if c], seed=a.seed, out=a.out,
                        threshold=a.threshold, reflect_tokens=a.reflect_tokens, reflect_chars=a.reflect_chars,
-                       quick=a.quick, config=parse_overrides(a.config))
+                       quick=a.quick, reflector=a.reflector, config=parse_overrides(a.config))
 
 
 def parse_overrides(items) -> dict:

@@ -122,8 +122,7 @@ def parse_answer(answer: Any, n_players: int) -> ParsedAnswer:
         obj: dict[str, Any] | None = {str(k).strip().lower(): v for k, v in answer.items()}
         text = ""
     elif isinstance(answer, str):
-        marks = list(_MARKER.finditer(answer))
-        text = answer[marks[-1].end():] if marks and answer[marks[-1].end():].strip() else answer
+        text = answer_region(answer)
         obj = _from_json(text)
     else:
         return ParsedAnswer(None, None, f"answer must be text, got {type(answer).__name__}")
@@ -135,7 +134,7 @@ def parse_answer(answer: Any, n_players: int) -> ParsedAnswer:
         roles.add(Role.CRIMINAL)
     if roles == {Role.CRIMINAL} and not criminals:
         criminals.add(1)
-    criminal = _single_criminal(criminals, n_players, problems)
+    criminal = single_player(criminals, n_players, "criminal", problems)
     role = _single_role(roles, problems)
     return ParsedAnswer(criminal, role, "; ".join(problems) or None)
 
@@ -172,16 +171,24 @@ def _claims_from_text(text: str) -> tuple[set, set]:
     return criminals, roles
 
 
-def _single_criminal(criminals: set, n_players: int, problems: list) -> int | None:
-    if len(criminals) > 1:
-        problems.append(f"several criminals named: {sorted(criminals)}")
-    elif criminals:
-        c = next(iter(criminals))
+def answer_region(answer: str) -> str:
+    """The text after the last "Final answer" / "Answer:" marker, or the whole answer."""
+    marks = list(_MARKER.finditer(answer))
+    return answer[marks[-1].end():] if marks and answer[marks[-1].end():].strip() else answer
+
+
+def single_player(found: set, n_players: int, what: str, problems: list, plural: str = "") -> int | None:
+    """The one player an answer names as ``what`` (the criminal, the spy), else None with the
+    problem noted: several named, out of range, or none (unless its value was already bad)."""
+    if len(found) > 1:
+        problems.append(f"several {plural or what + 's'} named: {sorted(found)}")
+    elif found:
+        c = next(iter(found))
         if 1 <= c <= n_players:
             return c
         problems.append(f"player {c} is out of range 1..{n_players}")
-    elif not any(p.startswith("criminal value") for p in problems):
-        problems.append("no criminal found")
+    elif not any(p.startswith(f"{what} value") for p in problems):
+        problems.append(f"no {what} found")
     return None
 
 

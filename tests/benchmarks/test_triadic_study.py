@@ -148,3 +148,13 @@ def test_cli_rejects_bad_condition_and_analyzes(tmp_path):
     done = runner.invoke(app, ["analyze", str(tmp_path)])
     assert done.exit_code == 0, done.output
     assert "Jester wins" in done.output and (tmp_path / "analysis" / "win_rates.csv").exists()
+
+
+def test_another_model_can_write_the_lessons(tmp_path):
+    reflect = LLMPolicy(ScriptedBackend('{"winning_tactics": ["Stay vague about your role."]}'), LLMConfig(), "fake")
+    pool = PolicyPool(prebuilt={"fake?max_new_tokens=400&context=0": reflect})
+    cfg = StudyConfig(models=["scripted:heuristic"], games=1, conditions=["ON"], out=str(tmp_path), config=TINY,
+                      reflector="fake")
+    run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)
+    book = json.loads((tmp_path / "lessons" / "scripted_heuristic-ON.json").read_text())
+    assert book["lessons"]["winning_tactics"] == ["Stay vague about your role."]

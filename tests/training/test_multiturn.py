@@ -71,6 +71,8 @@ def test_news_text_and_reply_parsing():
     assert news_text("intro\n--- Now ---\nLegal actions:\n- rock", info) == "[R1] A: hi\n--- Now ---\nLegal actions:\n- rock"
     assert reply_to_action('sure: {"action_type": "Paper"}', info) == '{"action_type": "paper", "argument": ""}'
     assert reply_to_action("  paper \n", info) == "paper"
+    assert reply_to_action('{"action_type": "rock", "argument": "sci', info) == '{"action_type": "rock", "argument": ""}'
+    assert reply_to_action('{"action_type": "og", "argument', info) == '{"action_type": "og", "argument'  # env decides
 
 
 def test_episode_spec_round_trips_through_the_prompt():
@@ -78,3 +80,16 @@ def test_episode_spec_round_trips_through_the_prompt():
     assert EpisodeSpec.from_prompt(spec.prompt()) == spec
     with pytest.raises(ValueError):
         EpisodeSpec.from_prompt("not json")
+
+
+def test_compact_prompt_is_shorter_and_keeps_what_the_seat_needs(tokenizer):
+    generate, _ = scripted_generate(tokenizer, [PAPER])
+    specs = episode_specs("werewolves", "Seer", ["scripted:heuristic"], [0], {"max_steps": 12})
+    full = play_episodes(specs, generate, tokenizer)[0]
+    compact = play_episodes(specs, generate, tokenizer, prompt="compact")[0]
+    text = tokenizer.decode(compact.prompt_ids)
+    assert len(compact.prompt_ids) < len(full.prompt_ids) * 0.6
+    assert "role Seer" in text and "inspect " in text and "Legal actions:" in text
+    assert sum(compact.env_mask) == sum(full.env_mask)          # the same replies are in the loss
+    with pytest.raises(ValueError, match="full or compact"):
+        play_episodes(specs, generate, tokenizer, prompt="short")
