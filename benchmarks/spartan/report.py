@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Optional
 
@@ -201,7 +202,7 @@ def _bars(rows, groups, label_of, path, title):
                            yerr=_yerr(row), capsize=2)
         ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(conditions))], conditions, rotation=30, ha="right")
         ax.set_ylim(0, 105)
-        ax.set_title(name)
+        ax.set_title(textwrap.fill(name, 40), fontsize=9)   # policy specs can be long
         ax.set_ylabel("armed-side win %")
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
