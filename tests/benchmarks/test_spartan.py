@@ -340,6 +340,7 @@ def test_smollm2_reflector_writes_a_playbook_from_the_prompt(smollm2_available):
     from benchmarks.spartan.reflect import make_reflector, reflect
     reflector = make_reflector("smollm2?max_new_tokens=12")
     assert reflector.backend.config.max_new_tokens == 12 and reflector.backend.config.stop_at_json is False
-    playbook = reflect(_pd_records(1), reflector, "pd-R1")
+    one_round = run_jobs([EpisodeJob("prisoners_dilemma", 1, ["scripted:random"] * 2, {"rounds": 1})])
+    playbook = reflect(one_round, reflector, "pd-R1")        # a short prompt: the test pays the prefill
     assert playbook.text and playbook.meta["reflector"] == "smollm2?max_new_tokens=12"
     assert playbook.meta["prompt_chars"] > 500
