@@ -17,6 +17,9 @@ from .baselines import HeuristicPolicy
 from .scripted import SCRIPTED, ConstantPolicy
 
 _EXTRA_KINDS: dict = {}
+# Built by agents.llm / agents.human, imported only when such a spec is used (one-way: neither
+# module imports this one).
+LLM_KINDS = ("smollm2", "hf", "openai")
 
 
 class PolicySpecError(SocialGymError, ValueError):
@@ -48,11 +51,17 @@ def make_policy(spec: str, seed: int = 0):
         raise PolicySpecError(f"unknown scripted policy {rest!r}; valid: {', '.join('scripted:' + v for v in valid)}")
     if kind in _EXTRA_KINDS:
         return _EXTRA_KINDS[kind](rest, seed)
-    _load_optional_kinds()
-    if kind in _EXTRA_KINDS:
-        return _EXTRA_KINDS[kind](rest, seed)
-    raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: scripted:<name>, "
-                     + ", ".join(f"{k}:..." for k in sorted(_EXTRA_KINDS)))
+    if kind in LLM_KINDS:
+        from .llm import make_llm_policy
+        return make_llm_policy(kind, rest, seed)
+    if kind == "human":
+        from .human import HumanPolicy
+        return HumanPolicy(seed=seed)
+    raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: {_valid_forms()}")
+
+
+def _valid_forms() -> str:
+    return "scripted:<name>, " + ", ".join(f"{k}:..." for k in sorted(set(_EXTRA_KINDS) | set(LLM_KINDS) | {"human"}))
 
 
 def check_spec(spec: str) -> None:
@@ -61,16 +70,5 @@ def check_spec(spec: str) -> None:
     kind = spec.partition(":")[0].partition("?")[0]
     if kind == "scripted":
         make_policy(spec)
-        return
-    _load_optional_kinds()
-    if kind not in _EXTRA_KINDS:
-        raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: scripted:<name>, "
-                              + ", ".join(f"{k}:..." for k in sorted(_EXTRA_KINDS)))
-
-
-def _load_optional_kinds() -> None:
-    """LLM backends register their prefixes when their module is importable."""
-    try:
-        import agents.llm  # noqa: F401  (registers smollm2 / hf / openai)
-    except ImportError:
-        pass
+    elif kind not in _EXTRA_KINDS and kind not in LLM_KINDS and kind != "human":
+        raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: {_valid_forms()}")

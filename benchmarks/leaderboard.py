@@ -165,9 +165,23 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
                       | {"episodes": len(by_game[g]), "hidden_role": is_hidden_role(infos[g])}
                       for g in games},
     }
-
-    # overall (competitive games pooled) and per game
     comp_records = [r for g in competitive for r in by_game[g]]
+    overall = _overall_table(comp_records, policies, opts)
+    summary["overall"] = overall
+    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
+    summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
+    summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
+    summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
+    summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
+    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+    summary["roles"] = {g: _role_table(_fit(by_game[g], f"roles:{g}", opts, label=side_label(infos[g])))
+                        for g in hidden}
+    summary["roles_overall"] = _pooled_roles(hidden, by_game, infos, opts)
+    return summary
+
+
+def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
+    """Elo over the competitive games pooled, with each policy's win rate and episode count."""
     overall = _fit(comp_records, "overall", opts, players=policies)
     rates_all = bt.win_rates(comp_records)
     episodes_per_policy = defaultdict(int)
@@ -179,30 +193,28 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         w = rates_all.get(p, {"rate": None, "lo": None, "hi": None, "seats": 0, "wins": 0})
         row.update(win_rate=w["rate"], win_lo=w["lo"], win_hi=w["hi"], seats=w["seats"], wins=w["wins"],
                    episodes=episodes_per_policy.get(p, 0))
-    summary["overall"] = overall
-    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
-    summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
-    summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
+    return overall
 
-    # cooperative games: win rate and coordination
-    coop = {}
-    for g in cooperative:
-        table = {}
-        coordination = defaultdict(list)
-        for r in by_game[g]:
-            value = (r.get("metrics") or {}).get("coordination")
-            if value is None:
-                continue
-            for p in {s.get("policy") for s in r.get("roster", [])}:
-                coordination[p].append(float(value))
-        for p, w in summary["win_rates"][g].items():
-            values = coordination.get(p, [])
-            table[p] = dict(w, coordination=(float(np.mean(values)) if values else None),
-                            coordination_episodes=len(values))
-        coop[g] = table
-    summary["cooperative"] = coop
 
-    # capability profiles: refit per group of competitive games
+def _cooperative_table(records: list, win_rates: dict) -> dict:
+    """A cooperative game: win rate and mean coordination per policy."""
+    coordination = defaultdict(list)
+    for r in records:
+        value = (r.get("metrics") or {}).get("coordination")
+        if value is None:
+            continue
+        for p in {s.get("policy") for s in r.get("roster", [])}:
+            coordination[p].append(float(value))
+    table = {}
+    for p, w in win_rates.items():
+        values = coordination.get(p, [])
+        table[p] = dict(w, coordination=(float(np.mean(values)) if values else None),
+                        coordination_episodes=len(values))
+    return table
+
+
+def _profiles(competitive: list, by_game: dict, infos: dict, policies: list, opts: dict) -> dict:
+    """Capability profiles: one refit per group of competitive games along each axis."""
     grouped = defaultdict(list)
     for g in competitive:
         for r in by_game[g]:
@@ -211,26 +223,22 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     profiles: dict = {axis: {} for axis in AXES}
     for (axis, group), recs in sorted(grouped.items()):
         profiles[axis][group] = _fit(recs, f"profile:{axis}:{group}", opts, players=policies)
-    summary["profiles"] = profiles
+    return profiles
 
-    # role-conditioned Elo (hidden-role games): competitors are policy|side
-    roles = {}
-    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+
+def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
+    """One role-conditioned fit over all hidden-role games, each episode labelled by its own
+    game's sides (competitors are policy|main and policy|alt)."""
+    if not hidden:
+        return {}
+    pooled = []
     for g in hidden:
-        roles[g] = _role_table(_fit(by_game[g], f"roles:{g}", opts, label=side_label(infos[g])))
-    summary["roles"] = roles
-    if hidden:
-        pooled = []
-        for g in hidden:
-            label = side_label(infos[g])
-            pooled.extend(dict(r, _label=label) for r in by_game[g])
-        # one fit over all hidden-role games, each episode labelled by its own game's sides
-        battles = _battles_mixed(pooled)
-        fit = bt.rate(battles, n_boot=n_boot, by=by, seed=_seed(seed, "roles:all"), C=C).as_dict()
-        summary["roles_overall"] = _role_table({p: v for p, v in fit.items() if v["battles"] > 0})
-    else:
-        summary["roles_overall"] = {}
-    return summary
+        label = side_label(infos[g])
+        pooled.extend(dict(r, _label=label) for r in by_game[g])
+    battles = _battles_mixed(pooled)
+    fit = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], "roles:all"),
+                  C=opts["C"]).as_dict()
+    return _role_table({p: v for p, v in fit.items() if v["battles"] > 0})
 
 
 def _battles_mixed(records):
@@ -498,6 +506,21 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
+def write_game_replays(records: list, outdir: Path) -> dict:
+    """One replay page per game (its first logged episode, by episode id) under
+    ``outdir/replays/<game>.html``; returns {game: path relative to outdir}."""
+    from .replay import write_record_replay
+    first: dict = {}
+    for record in sorted(records, key=lambda r: str(r.get("episode_id"))):
+        first.setdefault(record.get("game"), record)
+    pages = {}
+    for game in sorted(first, key=str):
+        name = f"replays/{game}.html"
+        write_record_replay(first[game], outdir / name)
+        pages[game] = name
+    return pages
+
+
 def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Social Gym leaderboard</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
@@ -509,6 +532,11 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by "
              f"{html.escape(summary['settings']['bootstrap_by'])}).</p>"]
     parts += [f"<p>{html.escape(n)}</p>" for n in notes]
+    replays = summary.get("replays") or {}
+    if replays:
+        parts.append("<h2>Replays</h2><p>One episode of each game: "
+                     + " · ".join(f"<a href='{html.escape(page)}'>{html.escape(game)}</a>"
+                                  for game, page in replays.items()) + "</p>")
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
@@ -535,6 +563,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
     notes = [note] if (note := skipped_note(skipped)) else []
+    summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")

@@ -64,6 +64,22 @@ QUICK_KEY_WORDS = ("round",)   # any other int key naming rounds is capped at 2
 QUICK_MAX_STEPS = 12
 
 
+# The demo preset (``make demo``): per-game configs that keep every episode short while each
+# game still ends by its own rules (no decision budget, no truncation; a test plays them all).
+DEMO_EPISODES = 6
+DEMO_CONFIGS = {
+    "prisoners_dilemma": {"rounds": 3}, "chicken": {"rounds": 3}, "battle_of_the_sexes": {"rounds": 2},
+    "stag_hunt": {"rounds": 2}, "minority_game": {"rounds": 2}, "rock_paper_scissors": {"rounds": 3},
+    "public_goods": {"rounds": 2}, "centipede": {"subgames": 2}, "bargaining": {"rounds": 2},
+    "liars_dice": {"dice": 2}, "sheriff_of_nottingham": {"rounds": 1}, "dead_last": {"max_point_rounds": 1},
+    # chess from a king-and-pawn ending: it ends (mate or a draw by the rules) within a few plies
+    "chess": {"fen": "8/8/8/8/8/2k5/1p6/1K6 w - - 0 1"}, "insider": {"questions": 5},
+    "spyfall": {"rounds": 1}, "undercover": {"rounds": 2},
+    "triadic_werewolf": {"max_debate_turns": 2, "max_explanation_turns": 1},
+}
+PRESETS = ("quick", "demo")
+
+
 # ----------------------------------------------------------------------------- games
 def available_games(games: Optional[Iterable[str]] = None) -> list[str]:
     """The given game ids, or every registered one. An unknown id raises UnknownGameError and a
@@ -115,15 +131,25 @@ def quick_config(game: str) -> dict:
     return config
 
 
-def game_configs(games: Sequence[str], overrides: Optional[dict] = None, quick: bool = False) -> dict:
-    """Per-game config: --quick preset, then ``*.key`` overrides, then ``game.key`` overrides."""
+def demo_config(game: str) -> dict:
+    """The demo preset's config for one game (empty for games that are short already)."""
+    return dict(DEMO_CONFIGS.get(game, {}))
+
+
+def game_configs(games: Sequence[str], overrides: Optional[dict] = None, quick: bool = False,
+                 preset: Optional[str] = None) -> dict:
+    """Per-game config: the preset (--quick or demo), then ``*.key`` overrides, then ``game.key``
+    overrides."""
     overrides = overrides or {}
     unknown = set(overrides) - set(games) - {"*"}
     if unknown:
         raise ValueError(f"config overrides for games not in this tournament: {sorted(unknown)}")
     out = {}
     for game in games:
-        config = quick_config(game) if quick else {}
+        if preset == "demo":
+            config = demo_config(game)
+        else:
+            config = quick_config(game) if quick or preset == "quick" else {}
         cls = socialgym_env.game_class(game)
         from socialgym_env.env import ENGINE_CONFIG
         valid = set(cls.config_defaults) | set(ENGINE_CONFIG) | {"num_players"}
@@ -460,19 +486,24 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                backend: str = "local", workers: Optional[int] = None, resume: bool = True,
                config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
                ray_address: Optional[str] = None, n_boot: int = 1000,
-               retry_failed: bool = True) -> TournamentResult:
+               retry_failed: bool = True, preset: Optional[str] = None) -> TournamentResult:
     """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
 
-    ``quick`` plays 2 episodes per combination (rounded up so sides stay balanced) with round
-    counts capped (QUICK_LIMITS); explicit ``episodes`` and overrides still win."""
+    ``quick`` (= ``preset="quick"``) plays 2 episodes per combination (rounded up so sides stay
+    balanced) with round counts capped (QUICK_LIMITS) and a 12-decision cap; ``preset="demo"``
+    plays DEMO_EPISODES per combination with DEMO_CONFIGS, every episode to its real end.
+    Explicit ``episodes`` and overrides still win."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
+    quick = quick or preset == "quick"
     games = available_games(games)
     if not games:
         raise ValueError("no playable games selected")
     agents = list(dict.fromkeys(a.strip() for a in agents if a.strip()))
     if episodes is None:
-        episodes = QUICK_EPISODES if quick else DEFAULT_EPISODES
+        episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
     _check_policies(agents)
-    configs = game_configs(games, parse_overrides(config_overrides), quick=quick)
+    configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs)
     if workers is None:
         # A model policy is compute-bound and batches across games in one process; scripted

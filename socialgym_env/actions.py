@@ -217,7 +217,8 @@ class Word(Arg):
         return f"{self.name} a single word"
 
     def schema(self):
-        return {"type": "string", "maxLength": self.max_length}
+        # the pattern tells constrained decoders that spaces and commas end the word
+        return {"type": "string", "maxLength": self.max_length, "pattern": r"^[^\s,]+$"}
 
     def sample(self, rng):
         return rng.choice(_SAMPLE_WORDS)
@@ -279,6 +280,9 @@ class ActionSpec:
     unordered: bool = False
     check: Optional[Callable[[tuple], Optional[str]]] = field(default=None, compare=False)
     sampler: Optional[Callable[[random.Random], tuple]] = field(default=None, compare=False)
+    # Extra JSON-schema keywords for the argument (e.g. {"x-sum": 100}), so that a constrained
+    # decoder can honour a rule that ``check`` enforces.
+    schema_extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def slots(self) -> tuple:
@@ -369,9 +373,61 @@ class ActionSpec:
         else:
             argument = {"type": "array", "items": [slot.schema() for slot in slots],
                         "minItems": len(slots), "maxItems": len(slots)}
+        argument.update(self.schema_extra)
         return {"type": "object",
                 "properties": {"action_type": {"const": self.type}, "argument": argument},
                 "required": ["action_type"] + (["argument"] if slots else [])}
+
+
+# What a spec without callables (no check, no sampler) gives is a pure function of its
+# compared fields, and phases rebuild equal specs at every decision (the same moves, the same
+# candidates): its description and enumeration are memoised by equality, in a bounded table.
+_SPEC_FACTS: dict = {}
+_SPEC_FACTS_MAX = 4096
+
+
+def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
+    if spec.check is not None or spec.sampler is not None:
+        return None
+    try:
+        facts = _SPEC_FACTS.get(spec)
+    except TypeError:                     # an argument holding a list: not hashable, not memoised
+        return None
+    if facts is None:
+        if len(_SPEC_FACTS) >= _SPEC_FACTS_MAX:
+            _SPEC_FACTS.clear()
+        facts = _SPEC_FACTS[spec] = {}
+    return facts
+
+
+def _describe(spec: "ActionSpec") -> str:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.describe()
+    if "describe" not in facts:
+        facts["describe"] = spec.describe()
+    return facts["describe"]
+
+
+def _enumerate(spec: "ActionSpec") -> Optional[list]:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.enumerate()
+    if "enumerate" not in facts:
+        facts["enumerate"] = spec.enumerate()
+    return facts["enumerate"]
+
+
+def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[list]:
+    """The canonical texts of ``legal`` (the spec's enumeration); memoised like it."""
+    if legal is None:
+        return None
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return [spec.render(values) for values in legal]
+    if "texts" not in facts:
+        facts["texts"] = [spec.render(values) for values in legal]
+    return facts["texts"]
 
 
 class Grammar:
@@ -382,10 +438,16 @@ class Grammar:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
         self.by_type = {fold(spec.type): spec for spec in self.specs}
+        # Derived once per Grammar (the env reuses one Grammar per seat until the state
+        # changes); callers get copies, so these are never mutated from outside.
+        self._descriptions: Optional[list] = None
+        self._legal_values: dict = {}
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
-        return [spec.describe() for spec in self.specs]
+        if self._descriptions is None:
+            self._descriptions = [_describe(spec) for spec in self.specs]
+        return list(self._descriptions)
 
     def action_types(self) -> list[str]:
         return [spec.type for spec in self.specs]
@@ -429,19 +491,34 @@ class Grammar:
         specs = list(self.specs)
         rng.shuffle(specs)
         for spec in specs:
+            if spec.sampler is None:
+                # spec.sample without re-enumerating: the same RNG calls, the same result
+                legal = self._legal(spec)
+                if legal is not None:
+                    if not legal:
+                        continue
+                    values = rng.choice(legal)
+                    return Action(spec.type, values, spec.render(values))
             values = spec.sample(rng)
             if values is not None:
                 return Action(spec.type, values, spec.render(values))
         raise ActionError("no legal action could be sampled")
 
+    def _legal(self, spec: ActionSpec) -> Optional[list[tuple]]:
+        """``spec.enumerate()``, once per spec of this grammar."""
+        key = id(spec)
+        if key not in self._legal_values:
+            self._legal_values[key] = _enumerate(spec)
+        return self._legal_values[key]
+
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
         out = []
         for spec in self.specs:
-            legal = spec.enumerate()
-            if legal is None:
+            texts = _enumerated_texts(spec, self._legal(spec))
+            if texts is None:
                 return None
-            out.extend(spec.render(values) for values in legal)
+            out.extend(texts)
         return out
 
 

@@ -142,12 +142,34 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
     return merged
 
 
+# Checked configs by (game class, given keys, value types and values): make() is called once
+# per episode by runners, and checking a config costs as much as a short episode's reset.
+# Bounded; configs holding other than plain scalars are checked every time. The value's type
+# is part of the key, so 1, 1.0 and True (equal as dict keys) are checked apart.
+_RESOLVED: dict = {}
+_RESOLVED_MAX = 1024
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _resolve_config_cached(cls: type[Game], config: dict) -> dict:
+    if not all(type(value) in _SCALARS for value in config.values()):
+        return resolve_config(cls, config)
+    key = (cls, tuple(sorted((k, type(v).__name__, v) for k, v in config.items())))
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = resolve_config(cls, config)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[key] = resolved
+    return dict(resolved)                 # each env owns its config dict
+
+
 def make(game_id: str, render_mode: Optional[str] = None, **config) -> SocialGymEnv:
     """Create the AEC env of a game: ``socialgym_env.make("werewolves", invalid_action="raise")``."""
     cls = game_class(game_id)
     if render_mode is not None and render_mode not in SocialGymEnv.metadata["render_modes"]:
         raise ConfigError(f"render_mode must be one of {SocialGymEnv.metadata['render_modes']}, got {render_mode!r}")
-    return SocialGymEnv(cls, resolve_config(cls, config), render_mode=render_mode)
+    return SocialGymEnv(cls, _resolve_config_cached(cls, config), render_mode=render_mode)
 
 
 def _register_with_pettingzoo(game_id: str) -> None:

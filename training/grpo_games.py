@@ -188,11 +188,11 @@ def main(argv=None, preloaded=None) -> dict:
     from trl import GRPOTrainer
 
     from agents.runner import PolicyPool
-    from training.common import cpu_grpo_args, finish_run, load_trainable, lora_config, parse_config
+    from training.common import cpu_grpo_args, finish_run, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
     out = Path(config.out)
     started = time.time()
-    model, tokenizer = preloaded or load_trainable(config.model, config.threads)
+    model, tokenizer = preloaded or load_base(config.model, config.threads)
     pool = PolicyPool(seed=config.seed)          # opponents, built once (a frozen model loads once)
 
     # 1. the base policy's win rate

@@ -122,11 +122,11 @@ def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from trl import GRPOTrainer
 
-    from training.common import cpu_grpo_args, finish_run, load_trainable, lora_config, parse_config
+    from training.common import cpu_grpo_args, finish_run, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
     out = Path(config.out)
     started = time.time()
-    model, tokenizer = preloaded or load_trainable(config.model, config.threads)
+    model, tokenizer = preloaded or load_base(config.model, config.threads)
     train = puzzles(config.train_size, config.seed, config.preset, config.variant)
     held_out = puzzles(config.eval_size, config.seed + 1000, config.preset, config.variant)
 

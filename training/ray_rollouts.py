@@ -25,8 +25,8 @@ class RolloutActor:
     def __init__(self, model: str, adapter: Optional[str], max_new_tokens: int, temperature: float,
                  prompt: str = "full", reply_prefix: str = "", threads: int = 1):
         from agents.runner import PolicyPool
-        from training.common import load_trainable
-        self.model, self.tokenizer = load_trainable(model, threads)
+        from training.common import load_base
+        self.model, self.tokenizer = load_base(model, threads)
         if adapter:
             from peft import PeftModel
             self.model = PeftModel.from_pretrained(self.model, adapter).merge_and_unload()

@@ -41,7 +41,8 @@ s = N/100 in [0, 1]. The env keeps, per (observer, target), S_t = α·s_t + (1�
 ratings are private (never posted); each seat sees its own running scores in its private
 information; everything is in ``metrics`` (hence the episode log): ``suspicion``
 (observer → target → S), ``peer_suspicion`` (target → mean S over its observers) and
-``statements`` (speaker, kind, text, self label, confidence, ratings). An invalid label or
+``statements`` (speaker, kind, text, self label, confidence, ratings); ``vote_log``, ``death_log`` and
+``exile_log`` hold every vote, night death and exile by day. An invalid label or
 rating is recorded as missing and leaves S unchanged.
 
 Reward: team outcome with explicit winners (the Jester alone, or the village team, or the
@@ -486,7 +487,12 @@ class TriadicWerewolf(Game):
                 "bid_rounds": [dict(b, bids=dict(b["bids"])) for b in g.bid_rounds],
                 "night_kills": sum(1 for d in g.deaths if d["agent"]),
                 "exiles": sum(1 for e in g.exiles if e["agent"]),
-                "jester_killed_at_night": any(d["agent"] and state.role(d["agent"]) == JESTER for d in g.deaths)}
+                "jester_killed_at_night": any(d["agent"] and state.role(d["agent"]) == JESTER for d in g.deaths),
+                # Who voted for whom (first vote and revote of each day), night deaths and exiles by
+                # day: the study's behavioural fingerprints (benchmarks.triadic.analysis) read these.
+                "vote_log": [dict(v, votes=dict(v["votes"])) for v in g.votes],
+                "death_log": [dict(d) for d in g.deaths],
+                "exile_log": [dict(e) for e in g.exiles]}
 
 
 GAME = TriadicWerewolf

@@ -12,9 +12,10 @@ Every released instance is certified by exhaustive hypothesis checking
 (:mod:`.verifier`) to have exactly one consistent (Criminal, Player 1 role) answer,
 and is tagged high- or low-evidence (does a true Investigator talk about Player 1?).
 
-Importing this package registers the Gymnasium env ``socialgym/HiddenRoleDeduction-v0``.
-The subpackage is self-contained: it needs numpy, gymnasium and (for the CLI) typer,
-and nothing else from ``socialgym_env``.
+Importing this package registers the Gymnasium envs ``socialgym/HiddenRoleDeduction-v0`` and
+``socialgym/FindTheSpy-v0`` (:mod:`.spy`, the Find the Spy observer task). Hidden Role
+Deduction needs numpy, gymnasium and (for the CLI) typer and nothing else from
+``socialgym_env``; Find the Spy reads the Undercover word bank.
 
     >>> from socialgym_env.socialmaze import MazeConfig, generate_instance, score_answer
     >>> inst = generate_instance(MazeConfig.from_preset("easy", "full"), seed=0)
@@ -38,8 +39,10 @@ from .instance import (
 from .scoring import ParsedAnswer, ScoreResult, parse_answer, score_answer
 from .task import ENV_ID, HiddenRoleDeductionEnv, register
 from .verifier import Verification, solve_exact, verify
+from . import spy
 
 register()
+spy.register()
 
 __all__ = [
     "ENV_ID",
@@ -58,6 +61,7 @@ __all__ = [
     "exact_answer",
     "generate_dataset",
     "generate_instance",
+    "spy",
     "heuristic_answer",
     "parse_answer",
     "read_jsonl",

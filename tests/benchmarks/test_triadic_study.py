@@ -1,0 +1,160 @@
+"""The Jester self-learning loop: lessons parsing and de-duplication (MiniLM), the OFF/ON
+protocol (game k's Jester reads lessons of games 1..k-1 of its own cell only), per-model
+isolation, resume, and the lessons reaching an LLM policy's prompt through the playbook slot."""
+import json
+
+import numpy as np
+import pytest
+
+from agents.llm.backend import Reply
+from agents.llm.config import LLMConfig
+from agents.llm.policy import LLMPolicy
+from agents.runner import PolicyPool
+from benchmarks.triadic import lessons as L
+from benchmarks.triadic.study import StudyConfig, cell_name, run_study
+from benchmarks.triadic.cli import register
+from socialgym_env.logs import read_episodes
+
+TINY = {"max_debate_turns": 1, "max_explanation_turns": 0, "max_days": 2, "measure": False}
+
+
+class ExactEncoder:
+    """Identical texts have similarity 1, different ones 0 (a stand-in for MiniLM)."""
+
+    def __init__(self):
+        self.index = {}
+
+    def __call__(self, texts):
+        for t in texts:
+            self.index.setdefault(t, len(self.index))
+        out = np.zeros((len(texts), 64))
+        for row, t in enumerate(texts):
+            out[row, self.index[t] % 64] = 1.0
+        return out
+
+
+class CountingReflector:
+    """Game-numbered lessons, plus one repeated lesson that de-duplication must drop."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def __call__(self, prompt, seed):
+        self.prompts.append(prompt)
+        k = len(self.prompts)
+        return "Sure! " + json.dumps({"to_do": [f"lesson from game {k}", "always the same"], "to_not_do": [],
+                                      "winning_tactics": []})
+
+
+def jester_playbook(record):
+    seat = record["tags"]["jester"]
+    return next(s["playbook"] for s in record["roster"] if s["agent"] == seat)
+
+
+def test_parse_lessons_is_tolerant():
+    got, err = L.parse_lessons('noise {"to_do": ["a", 3, " b  c "], "winning_tactics": "w"} tail')
+    assert err is None and got == {"to_do": ["a", "b c"], "to_not_do": [], "winning_tactics": ["w"]}
+    got, err = L.parse_lessons("no json here")
+    assert got == L.empty_lessons() and "no JSON" in err
+
+
+def test_minilm_drops_paraphrases_keeps_new_advice():
+    encoder = L.MiniLMEncoder()
+    kept = ["Bid high early on day one so everyone hears you first."]
+    accepted, dropped = L.drop_near_duplicates(
+        ["Bid high early on the first day so everyone hears you first.",   # paraphrase
+         "Never claim to be the Doctor.",                                   # new
+         "Never claim to be the Doctor!"],                                  # duplicate of the new one
+        kept, encoder, threshold=L.DEFAULT_THRESHOLD)
+    assert accepted == ["Never claim to be the Doctor."]
+    assert [d[0] for d in dropped] == ["Bid high early on the first day so everyone hears you first.",
+                                      "Never claim to be the Doctor!"]
+    assert all(sim >= L.DEFAULT_THRESHOLD for _, _, sim in dropped)
+
+
+def test_off_on_protocol_isolation_and_resume(tmp_path):
+    models = ["scripted:heuristic", "scripted:random"]
+    cfg = StudyConfig(models=models, games=3, out=str(tmp_path), config=TINY)
+    reflector = CountingReflector()
+    results = run_study(cfg, encoder=ExactEncoder(), reflector=reflector, progress=lambda s: None)
+    assert list(results) == [cell_name(m, c) for m in models for c in ("OFF", "ON")]
+    for model in models:
+        off, on = results[cell_name(model, "OFF")], results[cell_name(model, "ON")]
+        assert [jester_playbook(r) for r in off] == [None, None, None]
+        assert not (tmp_path / "lessons" / f"{cell_name(model, 'OFF')}.json").exists()
+        # Paired design: game k of OFF and ON is the same deal.
+        assert [r["seed"] for r in off] == [r["seed"] for r in on]
+        assert jester_playbook(on[0]) is None           # game 1 has nothing to read yet
+        book = json.loads((tmp_path / "lessons" / f"{cell_name(model, 'ON')}.json").read_text())
+        assert book["model"] == model and sorted(book["reflections"]) == ["1", "2", "3"]
+        assert [d["text"] for d in book["dropped"]] == ["always the same", "always the same"]
+    # Reflections counted per cell: the second model's ON cell starts from its own empty file.
+    assert len(reflector.prompts) == 6
+    assert "(none yet)" in reflector.prompts[3]
+    # Each model's game k reads exactly the lessons of its own games 1..k-1.
+    for model in models:
+        on = results[cell_name(model, "ON")]
+        start = 0 if model == models[0] else 3
+        assert f"lesson from game {start + 1}" in jester_playbook(on[1])
+        assert f"lesson from game {start + 2}" not in jester_playbook(on[1])
+        assert f"lesson from game {start + 2}" in jester_playbook(on[2])
+        assert jester_playbook(on[2]).count("always the same") == 1
+        assert [r["tags"]["lessons_in_prompt"] for r in on] == [0, 2, 3]
+    # Resume: nothing replayed, nothing reflected twice.
+    again = run_study(cfg, encoder=ExactEncoder(), reflector=reflector, progress=lambda s: None)
+    assert len(reflector.prompts) == 6
+    assert [r["episode_id"] for r in again[cell_name(models[0], "ON")]] == \
+        [r["episode_id"] for r in results[cell_name(models[0], "ON")]]
+    log = tmp_path / "logs" / f"{cell_name(models[0], 'ON')}.jsonl"
+    assert len(list(read_episodes(log))) == 3
+
+
+class ScriptedBackend:
+    kind, model_name = "fake", "fake"
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    def complete(self, items):
+        return [Reply(self.reply) for _ in items]
+
+
+def test_lessons_reach_the_llm_jester_prompt(tmp_path):
+    """With an LLM policy the lessons go through the playbook slot into the Jester's prompt only."""
+    play = LLMPolicy(ScriptedBackend('{"action_type": "pass", "argument": ""}'), LLMConfig(max_retries=0), "fake")
+    reflect = LLMPolicy(ScriptedBackend('{"to_do": ["Accuse the quietest player loudly."]}'), LLMConfig(), "fake")
+    pool = PolicyPool(prebuilt={"fake": play, "fake?max_new_tokens=400&context=0": reflect})
+    cfg = StudyConfig(models=["fake"], games=2, conditions=["ON"], out=str(tmp_path), config=TINY)
+    on = run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)["fake-ON"]
+    jester = on[1]["tags"]["jester"]
+    prompts = {t["agent"]: t["agent_meta"]["attempts"][0]["prompt"] for t in on[1]["turns"] if t.get("agent_meta")}
+    assert L.PLAYBOOK_HEADER in prompts[jester] and "Accuse the quietest player loudly." in prompts[jester]
+    assert all(L.PLAYBOOK_HEADER not in p for agent, p in prompts.items() if agent != jester)
+
+
+def test_cli_rejects_bad_condition_and_analyzes(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    bad = runner.invoke(app, ["jester", "run", "--conditions", "MAYBE", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "valid values are OFF, ON" in bad.output
+    missing = runner.invoke(app, ["analyze", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    ok = runner.invoke(app, ["jester", "run", "--models", "scripted:heuristic", "--games", "1", "--conditions", "OFF",
+                             "--out", str(tmp_path), "-c", "max_days=1", "-c", "measure=false"])
+    assert ok.exit_code == 0, ok.output
+    done = runner.invoke(app, ["analyze", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    assert "Jester wins" in done.output and (tmp_path / "analysis" / "win_rates.csv").exists()
+
+
+def test_another_model_can_write_the_lessons(tmp_path):
+    reflect = LLMPolicy(ScriptedBackend('{"winning_tactics": ["Stay vague about your role."]}'), LLMConfig(), "fake")
+    pool = PolicyPool(prebuilt={"fake?max_new_tokens=400&context=0": reflect})
+    cfg = StudyConfig(models=["scripted:heuristic"], games=1, conditions=["ON"], out=str(tmp_path), config=TINY,
+                      reflector="fake")
+    run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)
+    book = json.loads((tmp_path / "lessons" / "scripted_heuristic-ON.json").read_text())
+    assert book["lessons"]["winning_tactics"] == ["Stay vague about your role."]
