@@ -19,12 +19,13 @@ setup-test: setup
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 demo: setup
-	# SmolLM2 against the per-game scripted baselines, every game, short episodes (--quick);
-	# max_new_tokens=40 fits a JSON action. Add scripted:random or more models for a fuller run.
-	$(PYTHON) -m socialgym_env.cli tournament --quick --agents "smollm2?max_new_tokens=40,scripted:heuristic" --out $(OUT)
+	# The main job: SmolLM2 (constrained decoding: every reply a legal action) against the per-game
+	# scripted baselines and the random anchor on every game, short per-game configs, every
+	# episode played to its real end (--preset demo).
+	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2,scripted:heuristic,scripted:random" --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q
 
 bench:
-	$(PYTHON) benchmarks/perf/env_throughput.py
+	$(PYTHON) benchmarks/perf/env_vs_textarena.py --games all

@@ -23,7 +23,7 @@ resolves). Records are byte-identical to the sequential loop for policies whose 
 seat (all of ours); only the log order differs (episodes are appended as they finish).
 
 A job whose env or policy raises, or whose policy returns ``Decision.error`` (a model server
-down after its retries), is recorded with :func:`agents.runner.failed_record`; the other
+down after its retries), is recorded with :func:`agents.jobs.failed_record`; the other
 episodes go on.
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ import socialgym_env
 from socialgym_env.logs import append_episode
 
 from .base import Request
+from .jobs import failed_record, set_playbook
 
 DEFAULT_MAX_CONCURRENT_EPISODES = 64
 
@@ -58,7 +59,6 @@ def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
 
 
 def _start(index: int, job, pool) -> _Live:
-    from .runner import _set_playbook
     env = socialgym_env.make(job.game, **job.config)
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
@@ -69,7 +69,7 @@ def _start(index: int, job, pool) -> _Live:
         live.policies[agent] = policy
         key = (job.episode_id, agent)
         policy.reset(key, job.seed)
-        _set_playbook(policy, key, job.playbooks.get(agent))
+        set_playbook(policy, key, job.playbooks.get(agent))
     _skip_dead(env)
     return live
 
@@ -95,65 +95,88 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
     giving one) as soon as its episode ends."""
-    from .runner import failed_record
-    limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
-    queue = list(enumerate(jobs))[::-1]
-    live: list[_Live] = []
-    records: dict = {}
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(jobs), desc="episodes", unit="ep")
+    run = _BatchRun(jobs, pool, log_path, progress, max_concurrent_episodes, on_record)
+    try:
+        while run.queue or run.live:
+            run.fill()
+            requests = run.gather()          # 1. every due decision, grouped by policy
+            decided, broken = run.decide(requests)   # 2. one act_batch per policy
+            run.advance(decided, broken)     # 3. step every env in AEC order
+    finally:
+        if run.bar:
+            run.bar.close()
+    return [run.records[i] for i in sorted(run.records)]
 
-    def finish(index, job, record, entry=None):
+
+class _BatchRun:
+    """The state of one :func:`run_batched` call: the queue, the live episodes, the records."""
+
+    def __init__(self, jobs, pool, log_path, progress, max_concurrent_episodes, on_record):
+        self.pool, self.log_path, self.on_record = pool, log_path, on_record
+        self.limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
+        self.queue = list(enumerate(jobs))[::-1]
+        self.live: list[_Live] = []
+        self.records: dict = {}
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
+            self.bar = tqdm(total=len(jobs), desc="episodes", unit="ep")
+
+    def finish(self, index, job, record, entry=None) -> None:
         if entry is not None:
             _release(entry)
-        if log_path:
-            append_episode(log_path(record) if callable(log_path) else log_path, record)
-        records[index] = record
-        if on_record:
-            on_record(record)
-        if bar:
-            bar.update(1)
+        if self.log_path:
+            append_episode(self.log_path(record) if callable(self.log_path) else self.log_path, record)
+        self.records[index] = record
+        if self.on_record:
+            self.on_record(record)
+        if self.bar:
+            self.bar.update(1)
 
-    def fail(index, job, err, entry=None):
+    def fail(self, index, job, err, entry=None) -> None:
         try:
             raise err
         except Exception as raised:   # so failed_record sees the traceback
-            finish(index, job, failed_record(job, raised), entry)
+            self.finish(index, job, failed_record(job, raised), entry)
 
-    while queue or live:
-        while queue and len(live) < limit:
-            # Two jobs with one episode id never run at once (they would share seat caches).
-            live_ids = {entry.job.episode_id for entry in live}
-            ready = [i for i in range(len(queue) - 1, -1, -1) if queue[i][1].episode_id not in live_ids]
+    def fill(self) -> None:
+        """Start queued jobs up to the limit; two jobs with one episode id never run at once
+        (they would share seat caches)."""
+        while self.queue and len(self.live) < self.limit:
+            live_ids = {entry.job.episode_id for entry in self.live}
+            ready = [i for i in range(len(self.queue) - 1, -1, -1) if self.queue[i][1].episode_id not in live_ids]
             if not ready:
                 break
-            index, job = queue.pop(ready[0])
+            index, job = self.queue.pop(ready[0])
             try:
-                live.append(_start(index, job, pool))
+                self.live.append(_start(index, job, self.pool))
             except Exception as err:
-                fail(index, job, err)
-        # 1. gather every due decision, grouped by policy
-        by_policy: dict = defaultdict(list)        # id(policy) -> [(live, agent, request)]
-        policies: dict = {}
-        for entry in list(live):
+                self.fail(index, job, err)
+
+    def gather(self) -> dict:
+        """id(policy) -> (policy, [(live, agent, request)]) for every pending decision."""
+        by_policy: dict = {}
+        for entry in list(self.live):
             try:
                 for offset, agent in enumerate(entry.env.pending_actors()):
                     policy = entry.policies[agent]
-                    policies[id(policy)] = policy
-                    by_policy[id(policy)].append((entry, agent, _request(entry.env, entry, agent, policy, offset)))
+                    request = _request(entry.env, entry, agent, policy, offset)
+                    by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
             except Exception as err:
-                live.remove(entry)
-                fail(entry.index, entry.job, err, entry)
-        # 2. one act_batch per policy
-        decided: dict = defaultdict(list)           # id(live) -> [(agent, decision)]
-        broken: dict = {}                            # id(live) -> exception
-        for pid, items in by_policy.items():
+                self.live.remove(entry)
+                self.fail(entry.index, entry.job, err, entry)
+        return by_policy
+
+    @staticmethod
+    def decide(by_policy: dict) -> tuple[dict, dict]:
+        """(id(live) -> [(agent, decision)], id(live) -> the exception its policy raised)."""
+        decided: dict = defaultdict(list)
+        broken: dict = {}
+        for policy, items in by_policy.values():
             try:
-                decisions = policies[pid].act_batch([request for _, _, request in items])
+                decisions = policy.act_batch([request for _, _, request in items])
                 if len(decisions) != len(items):
-                    raise RuntimeError(f"{policies[pid].policy_id}: act_batch returned {len(decisions)} "
+                    raise RuntimeError(f"{policy.policy_id}: act_batch returned {len(decisions)} "
                                        f"decisions for {len(items)} requests")
             except Exception as err:
                 for entry, _, _ in items:
@@ -161,33 +184,35 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
                 continue
             for (entry, agent, _), decision in zip(items, decisions):
                 decided[id(entry)].append((agent, decision))
-        # 3. step every env in AEC order
-        for entry in list(live):
-            env = entry.env
+        return decided, broken
+
+    def advance(self, decided: dict, broken: dict) -> None:
+        for entry in list(self.live):
             try:
                 if id(entry) in broken:
                     raise broken[id(entry)]
-                order = {a: i for i, a in enumerate(env.pending_actors())}
-                for agent, decision in sorted(decided.get(id(entry), []), key=lambda ad: order.get(ad[0], 0)):
-                    if not env.agents or env.agent_selection != agent or env.terminations[agent] \
-                            or env.truncations[agent]:
-                        break                       # the game ended (or moved on) mid-phase
-                    if decision.error is not None:
-                        raise decision.error
-                    env.step(decision.action)
-                    if decision.meta:
-                        env.annotate_last_turn(agent_meta=decision.meta)
-                _skip_dead(env)
+                _apply(entry.env, decided.get(id(entry), []))
             except Exception as err:
-                live.remove(entry)
-                fail(entry.index, entry.job, err, entry)
+                self.live.remove(entry)
+                self.fail(entry.index, entry.job, err, entry)
                 continue
-            if not env.agents:
-                live.remove(entry)
+            if not entry.env.agents:
+                self.live.remove(entry)
                 job = entry.job
-                record = env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
-                                            extra={"tags": job.tags})
-                finish(entry.index, job, record, entry)
-    if bar:
-        bar.close()
-    return [records[i] for i in sorted(records)]
+                record = entry.env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
+                                                  extra={"tags": job.tags}, playbook_ids=job.playbook_ids)
+                self.finish(entry.index, job, record, entry)
+
+
+def _apply(env, decisions: list) -> None:
+    """Step one env with its decisions in AEC order; stop where the game ended or moved on."""
+    order = {a: i for i, a in enumerate(env.pending_actors())}
+    for agent, decision in sorted(decisions, key=lambda ad: order.get(ad[0], 0)):
+        if not env.agents or env.agent_selection != agent or env.terminations[agent] or env.truncations[agent]:
+            break                       # the game ended (or moved on) mid-phase
+        if decision.error is not None:
+            raise decision.error
+        env.step(decision.action)
+        if decision.meta:
+            env.annotate_last_turn(agent_meta=decision.meta)
+    _skip_dead(env)

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
-from socialgym_env.logs import append_episode
 
-from .runner import EpisodeJob, PolicyPool, play_episode
+from .registry import PolicySpecError, check_spec
+from .runner import EpisodeJob, PolicyPool, run_jobs
 
 console = Console()
 
@@ -51,13 +51,21 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
         seats = seats * len(env.possible_agents)
     if len(seats) != len(env.possible_agents):
         raise typer.BadParameter(f"{game} has {len(env.possible_agents)} seats; --agents gave {len(seats)}")
+    pool = PolicyPool(seed=seed)
+    for spec in set(seats):                # a bad spec is a bad argument, found before playing
+        try:
+            check_spec(spec)
+        except PolicySpecError as err:
+            raise typer.BadParameter(str(err), param_hint="--agents") from None
     job = EpisodeJob(game, seed, seats, config=parse_config(config))
     with console.status(f"playing {game} (seed {seed})..."):
-        try:
-            record = play_episode(job, PolicyPool(seed=seed))
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
-    append_episode(log, record)
+        # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged
+        # as a failed record with its reason, as in a tournament -- never a bad CLI argument.
+        record = run_jobs([job], pool, log_path=log, resume=False)[0]
+    if record.get("failed"):
+        console.print(f"episode failed: {record['error']}", markup=False, highlight=False)
+        console.print(f"log: {log} (episode {record['episode_id']}, logged as failed)")
+        raise typer.Exit(1)
     if not quiet:
         for line in record["transcript"]:
             console.print(line, markup=False, highlight=False)

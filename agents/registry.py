@@ -11,10 +11,19 @@
 """
 from __future__ import annotations
 
+from socialgym_env.errors import SocialGymError
+
 from .baselines import HeuristicPolicy
 from .scripted import SCRIPTED, ConstantPolicy
 
 _EXTRA_KINDS: dict = {}
+# Built by agents.llm / agents.human, imported only when such a spec is used (one-way: neither
+# module imports this one).
+LLM_KINDS = ("smollm2", "hf", "openai")
+
+
+class PolicySpecError(SocialGymError, ValueError):
+    """A policy spec string that names no policy; the message lists the valid forms."""
 
 
 def register_kind(prefix: str, factory) -> None:
@@ -23,7 +32,7 @@ def register_kind(prefix: str, factory) -> None:
 
 
 def make_policy(spec: str, seed: int = 0):
-    """Build a policy from its spec string; unknown specs raise ValueError listing the valid ones."""
+    """Build a policy from its spec string; unknown specs raise PolicySpecError (a ValueError) listing the valid ones."""
     kind, _, rest = spec.partition(":")
     if "?" in kind:   # options straight after a bare kind: "smollm2?temperature=0.7"
         kind, _, query = kind.partition("?")
@@ -32,26 +41,34 @@ def make_policy(spec: str, seed: int = 0):
         name, _, arg = rest.partition(":")
         if name == "constant":
             if not arg:
-                raise ValueError("scripted:constant needs an action, e.g. scripted:constant:defect")
+                raise PolicySpecError("scripted:constant needs an action, e.g. scripted:constant:defect")
             return ConstantPolicy(arg, seed=seed)
         if name == "heuristic":
             return HeuristicPolicy(seed=seed)
         if name in SCRIPTED:
             return SCRIPTED[name](seed=seed)
         valid = sorted(list(SCRIPTED) + ["constant:<action>", "heuristic"])
-        raise ValueError(f"unknown scripted policy {rest!r}; valid: {', '.join('scripted:' + v for v in valid)}")
+        raise PolicySpecError(f"unknown scripted policy {rest!r}; valid: {', '.join('scripted:' + v for v in valid)}")
     if kind in _EXTRA_KINDS:
         return _EXTRA_KINDS[kind](rest, seed)
-    _load_optional_kinds()
-    if kind in _EXTRA_KINDS:
-        return _EXTRA_KINDS[kind](rest, seed)
-    raise ValueError(f"unknown policy spec {spec!r}; valid forms: scripted:<name>, "
-                     + ", ".join(f"{k}:..." for k in sorted(_EXTRA_KINDS)))
+    if kind in LLM_KINDS:
+        from .llm import make_llm_policy
+        return make_llm_policy(kind, rest, seed)
+    if kind == "human":
+        from .human import HumanPolicy
+        return HumanPolicy(seed=seed)
+    raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: {_valid_forms()}")
 
 
-def _load_optional_kinds() -> None:
-    """LLM backends register their prefixes when their module is importable."""
-    try:
-        import agents.llm  # noqa: F401  (registers smollm2 / hf / openai)
-    except ImportError:
-        pass
+def _valid_forms() -> str:
+    return "scripted:<name>, " + ", ".join(f"{k}:..." for k in sorted(set(_EXTRA_KINDS) | set(LLM_KINDS) | {"human"}))
+
+
+def check_spec(spec: str) -> None:
+    """Raise PolicySpecError unless ``spec`` names a known policy. Scripted specs are built
+    (free); model specs are checked for a known kind only, without loading any weights."""
+    kind = spec.partition(":")[0].partition("?")[0]
+    if kind == "scripted":
+        make_policy(spec)
+    elif kind not in _EXTRA_KINDS and kind not in LLM_KINDS and kind != "human":
+        raise PolicySpecError(f"unknown policy spec {spec!r}; valid forms: {_valid_forms()}")

@@ -9,50 +9,16 @@ the reference the batched runner is tested against.
 """
 from __future__ import annotations
 
-import traceback
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import socialgym_env
 from socialgym_env.logs import completed_episode_ids
 
 from .base import Decision, Request
-from .registry import make_policy
+from .batched import run_batched
+from .jobs import EpisodeJob, PolicyPool, failed_record, set_playbook
 
-
-@dataclass
-class EpisodeJob:
-    """One episode to play: the game, its seed and config, and a policy spec per seat."""
-
-    game: str
-    seed: int
-    seats: Sequence[str]
-    config: dict = field(default_factory=dict)
-    episode_id: Optional[str] = None
-    playbooks: dict = field(default_factory=dict)   # seat -> playbook text
-    tags: dict = field(default_factory=dict)        # free-form (tournament round, matchup)
-
-    def __post_init__(self):
-        if self.episode_id is None:
-            self.episode_id = f"{self.game}-{self.seed}-" + "+".join(self.seats)
-
-
-class PolicyPool:
-    """Policies by spec, built once and shared by every episode (so an LLM loads once)."""
-
-    def __init__(self, seed: int = 0, prebuilt: Optional[dict] = None):
-        self.seed = seed
-        self.policies = dict(prebuilt or {})
-
-    def get(self, spec: str):
-        if spec not in self.policies:
-            self.policies[spec] = make_policy(spec, seed=self.seed)
-        return self.policies[spec]
-
-
-def _set_playbook(policy, key, playbook):
-    if playbook and hasattr(policy, "set_playbook"):
-        policy.set_playbook(key, playbook)
+__all__ = ["EpisodeJob", "PolicyPool", "failed_record", "play_episode", "run_jobs"]
 
 
 def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] = None) -> dict:
@@ -66,7 +32,7 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
         policy = pool.get(spec)
         key = (job.episode_id, agent)
         policy.reset(key, job.seed)
-        _set_playbook(policy, key, job.playbooks.get(agent))
+        set_playbook(policy, key, job.playbooks.get(agent))
     for agent in env.agent_iter():
         _, _, terminated, truncated, info = env.last(observe=False)
         if terminated or truncated:
@@ -87,18 +53,8 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
         policy = pool.get(spec)
         if hasattr(policy, "release"):
             policy.release((job.episode_id, agent))
-    return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags})
-
-
-def failed_record(job: EpisodeJob, error: BaseException) -> dict:
-    """A log record for an episode that could not be completed, with the reason."""
-    from socialgym_env.env import LOG_SCHEMA
-    return {"schema": LOG_SCHEMA, "episode_id": job.episode_id, "game": job.game, "seed": job.seed,
-            "config": job.config, "roster": [{"agent": f"player_{i}", "policy": s} for i, s in enumerate(job.seats)],
-            "turns": [], "scores": None, "rewards": None, "finished": False, "failed": True,
-            "error": f"{type(error).__name__}: {error}",
-            "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=5)),
-            "tags": job.tags}
+    return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags},
+                              playbook_ids=job.playbook_ids)
 
 
 def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_path=None,
@@ -110,7 +66,6 @@ def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_
     the batched runner; each is appended to ``log_path`` as soon as it ends. With
     ``max_concurrent_episodes=1`` the jobs run one after another, in order. ``log_path`` may be
     a function of the record (one log per game); ``on_record`` is called as each one ends."""
-    from .batched import run_batched
     pool = pool or PolicyPool()
     # With a per-record log function the caller resumes (it knows every log); here only a path.
     done = completed_episode_ids(log_path) if (log_path and resume and not callable(log_path)) else set()

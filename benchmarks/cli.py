@@ -29,17 +29,24 @@ def _split(values: Optional[List[str]]) -> Optional[list]:
 
 def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
-                           ray_address=None, bootstrap=1000, progress=True) -> dict:
+                           ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
+                           preset=None) -> dict:
     """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
-                             ray_address=ray_address, n_boot=bootstrap)
+                             ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
+                             preset=preset)
     print_leaderboard(result.summary)
-    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, {result.played} played now")
+    retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
+    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
+          f"{result.played} played now{retries}")
     print(f"logs: {result.log_dir}")
-    print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json)")
+    replays = result.summary.get("replays") or {}
+    if replays:
+        print(f"replay: {Path(out) / next(iter(replays.values()))} (one page per game in {Path(out) / 'replays'})")
     print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
+    print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json; links each game's replay)")
     return result.summary
 
 
@@ -47,29 +54,36 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
 def tournament_cmd(
     games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
     agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
-    episodes: Optional[int] = typer.Option(None, "--episodes", help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(Path("runs/tournament"), "--out", help="folder for logs/ and the leaderboard"),
     backend: str = typer.Option("local", "--backend", help="local | ray"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="processes (local) or actors (ray); default: CPU count"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="processes (local) or actors (ray); default: CPU count"),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="skip episodes already in OUT/logs (--no-resume moves old logs aside)"),
     config_override: Optional[List[str]] = typer.Option(None, "--config-override", "-c", help="game.key=value or *.key=value (repeatable)"),
-    quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped"),
+    quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped, 12-decision cap"),
+    preset: Optional[str] = typer.Option(None, "--preset", help="quick | demo (the main job: short per-game configs, every episode to its real end)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="bootstrap resamples for the CIs"),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="bootstrap resamples for the CIs"),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
+                                      help="on resume, play episodes logged as failed again (default)"),
 ):
     """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
     if backend not in ("local", "ray"):
         raise typer.BadParameter("--backend must be local or ray")
+    if preset is not None and preset not in tour.PRESETS:
+        typer.echo(f"error: unknown --preset {preset!r}; valid: {', '.join(tour.PRESETS)}", err=True)
+        raise typer.Exit(2)
     run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
-                           quick=quick, ray_address=ray_address, bootstrap=bootstrap)
+                           quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
+                           preset=preset)
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                     out: Path = typer.Option(Path("leaderboard"), "--out"),
-                    bootstrap: int = typer.Option(1000, "--bootstrap"),
+                    bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
                     by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle")):
     """Rebuild the leaderboard files from logs alone."""
     summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by)
@@ -79,10 +93,18 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
 
 @app.command("replay")
 def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the episode"),
-               episode: str = typer.Option(..., "--episode", help="episode id"),
+               episode: Optional[str] = typer.Option(None, "--episode", help="episode id (default: the first episode)"),
+               index: int = typer.Option(0, "--index", help="without --episode: which episode of the log (0 = first)"),
                out: Path = typer.Option(Path("replay.html"), "--out")):
-    """Write a self-contained HTML replay of one episode."""
-    path = write_replay(log, episode, out)
+    """Write a self-contained HTML replay of one episode (the first one unless told otherwise)."""
+    if not log.is_file():
+        typer.echo(f"error: no log file at {log}", err=True)
+        raise typer.Exit(2)
+    try:
+        path = write_replay(log, episode, out, index=index)
+    except KeyError as err:
+        typer.echo(f"error: {err.args[0]}", err=True)
+        raise typer.Exit(2)
     print(f"replay: {path} (open it in a browser; add #seat=player_0 for a seat's private view)")
 
 

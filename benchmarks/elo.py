@@ -191,9 +191,12 @@ def fit_bt(wins: np.ndarray, C: float = C_DEFAULT) -> np.ndarray:
     return to_elo(result.x)
 
 
-def fit_bt_batch(wins: np.ndarray, C: float = C_DEFAULT, iters: int = 100, tol: float = 1e-10) -> np.ndarray:
+def fit_bt_batch(wins: np.ndarray, C: float = C_DEFAULT, iters: int = 100, tol: float = 1e-10,
+                 start: Optional[np.ndarray] = None) -> np.ndarray:
     """Elo ratings for a batch of win-count matrices ``wins[b, i, j]`` at once (damped Newton;
-    the objective is strictly convex, so this is the same optimum as :func:`fit_bt`)."""
+    the objective is strictly convex, so this is the same optimum as :func:`fit_bt`).
+    ``start``: Elo ratings to start from (bootstrap resamples start at the point fit, which
+    saves Newton steps but not accuracy: the stopping rule is the same)."""
     wins = np.asarray(wins, dtype=float)
     B, k, _ = wins.shape
     if k == 0:
@@ -202,15 +205,30 @@ def fit_bt_batch(wins: np.ndarray, C: float = C_DEFAULT, iters: int = 100, tol: 
     w_ij, w_ji = wins[:, i, j], wins[:, j, i]
     n = w_ij + w_ji
     beta = np.zeros((B, k))
-    eye = np.eye(k)
+    if start is not None:
+        beta += (np.asarray(start, dtype=float) - ANCHOR) / SCALE
     incidence = np.zeros((i.size, k))              # pair -> (+1 at i, -1 at j)
     incidence[np.arange(i.size), i] = 1.0
     incidence[np.arange(i.size), j] = -1.0
-    outer = np.einsum("pa,pb->pab", incidence, incidence).reshape(i.size, k * k)
+    touches = np.abs(incidence)                    # pair -> 1 at i and at j
+    upper, lower = i * k + j, j * k + i            # flat (i, j) and (j, i) cells of a k x k matrix
+
+    def hessian(h):
+        """sum over pairs of h_p * (e_i - e_j)(e_i - e_j)^T, plus the identity of the L2 term:
+        the pair weights on the diagonal, minus them off it (scattered, O(B k^2) instead of
+        the O(B k^4) product with every pair's outer product)."""
+        hess = np.zeros((B, k * k))
+        hess[:, upper] = -h
+        hess[:, lower] = -h
+        hess = hess.reshape(B, k, k)
+        hess[:, np.arange(k), np.arange(k)] = h @ touches + 1.0
+        return hess
 
     def objective(b):
+        # w_ij log(1 + e^-d) + w_ji log(1 + e^d) = n softplus(d) - w_ij d, one softplus per pair
         d = LN_BASE * (b[:, i] - b[:, j])
-        return 0.5 * (b * b).sum(1) + C * (w_ij * np.logaddexp(0.0, -d) + w_ji * np.logaddexp(0.0, d)).sum(1)
+        softplus = np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
+        return 0.5 * (b * b).sum(1) + C * (n * softplus - w_ij * d).sum(1)
 
     f = objective(beta)
     active = np.ones(B, dtype=bool)
@@ -220,7 +238,7 @@ def fit_bt_batch(wins: np.ndarray, C: float = C_DEFAULT, iters: int = 100, tol: 
         g = n * p - w_ij
         grad = beta + C * LN_BASE * (g @ incidence)
         h = C * LN_BASE ** 2 * n * p * (1.0 - p)
-        hess = (h @ outer).reshape(B, k, k) + eye
+        hess = hessian(h)
         active = np.abs(grad).max(1) > tol * np.maximum(1.0, C * n.sum(1))
         if not active.any():
             break
@@ -279,7 +297,21 @@ def bootstrap_wins(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episo
     if total == 0:
         return np.zeros((n_boot, k, k))
     draws = rng.multinomial(total, counts / total, size=n_boot)      # (n_boot, patterns)
-    return (draws @ patterns).reshape(n_boot, k, k).astype(float)
+    return _sum_patterns(draws, patterns).reshape(n_boot, k, k)
+
+
+def _sum_patterns(draws: np.ndarray, patterns: np.ndarray) -> np.ndarray:
+    """``draws @ patterns`` as floats, without an integer matrix product (NumPy has no BLAS
+    for integers: that product was almost all of a 50-competitor bootstrap). Battle
+    resampling and one-battle episodes give one-hot patterns (distinct rows, so distinct
+    cells): the product is then a scatter of the draws into their cells. Other patterns go
+    through a float64 product, exact while every sum stays below 2**53."""
+    nonzero = patterns != 0
+    if nonzero.sum(1).max(initial=0) == 1 and (patterns[nonzero] == 1).all():
+        out = np.zeros((draws.shape[0], patterns.shape[1]))
+        out[:, nonzero.argmax(1)] = draws
+        return out
+    return draws.astype(np.float64) @ patterns.astype(np.float64)
 
 
 @dataclass
@@ -308,7 +340,7 @@ def rate(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episode", seed:
     k = len(battles.players)
     elo = fit_bt(wins, C) if k else np.zeros(0)
     if n_boot and k and battles.n:
-        samples = fit_bt_batch(bootstrap_wins(battles, n_boot, by, seed), C)
+        samples = fit_bt_batch(bootstrap_wins(battles, n_boot, by, seed), C, start=elo)
         alpha = (1.0 - level) / 2.0
         lo, hi = np.percentile(samples, [100 * alpha, 100 * (1 - alpha)], axis=0)
     else:

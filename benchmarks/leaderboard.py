@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import iter_log_dir
 
 from . import elo as bt
@@ -59,18 +60,36 @@ def game_info(game: str) -> dict:
 
 
 def load_records(logdir) -> tuple[list, dict]:
-    """Finished records, and counts of what was skipped (failed, unfinished)."""
-    records, skipped = [], {"failed": 0, "unfinished": 0}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for record in iter_log_dir(logdir):
-            if record.get("failed"):
-                skipped["failed"] += 1
-            elif not record.get("finished", True) or record.get("rewards") is None:
-                skipped["unfinished"] += 1
-            else:
-                records.append(record)
+    """Finished records, and what was skipped: failed and unfinished episodes, and bad lines
+    (corrupt, truncated or foreign) counted by why."""
+    records, skipped = [], {"failed": 0, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
+
+    def skip_line(message: str, why: str) -> None:
+        skipped["bad_lines"] += 1
+        skipped["bad_line_reasons"][why] = skipped["bad_line_reasons"].get(why, 0) + 1
+
+    failed_ids = set()
+    for record in iter_log_dir(logdir, on_skip=skip_line):
+        if record.get("failed"):
+            failed_ids.add(record.get("episode_id"))
+        elif not record.get("finished", True) or record.get("rewards") is None:
+            skipped["unfinished"] += 1
+        else:
+            records.append(record)
+    # A failed episode that a resume played again successfully is not a failure any more.
+    skipped["failed"] = len(failed_ids - {r.get("episode_id") for r in records})
     return records, skipped
+
+
+def skipped_note(skipped: dict) -> str:
+    """One line on what was skipped, or "" when nothing was."""
+    parts = []
+    if skipped.get("failed") or skipped.get("unfinished"):
+        parts.append(f"{skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episode records")
+    if skipped.get("bad_lines"):
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped["bad_line_reasons"].items()))
+        parts.append(f"{skipped['bad_lines']} bad log lines ({reasons})")
+    return ("Skipped " + "; ".join(parts) + ".") if parts else ""
 
 
 def is_hidden_role(info: dict) -> bool:
@@ -146,9 +165,23 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
                       | {"episodes": len(by_game[g]), "hidden_role": is_hidden_role(infos[g])}
                       for g in games},
     }
-
-    # overall (competitive games pooled) and per game
     comp_records = [r for g in competitive for r in by_game[g]]
+    overall = _overall_table(comp_records, policies, opts)
+    summary["overall"] = overall
+    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
+    summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
+    summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
+    summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
+    summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
+    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+    summary["roles"] = {g: _role_table(_fit(by_game[g], f"roles:{g}", opts, label=side_label(infos[g])))
+                        for g in hidden}
+    summary["roles_overall"] = _pooled_roles(hidden, by_game, infos, opts)
+    return summary
+
+
+def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
+    """Elo over the competitive games pooled, with each policy's win rate and episode count."""
     overall = _fit(comp_records, "overall", opts, players=policies)
     rates_all = bt.win_rates(comp_records)
     episodes_per_policy = defaultdict(int)
@@ -160,30 +193,28 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         w = rates_all.get(p, {"rate": None, "lo": None, "hi": None, "seats": 0, "wins": 0})
         row.update(win_rate=w["rate"], win_lo=w["lo"], win_hi=w["hi"], seats=w["seats"], wins=w["wins"],
                    episodes=episodes_per_policy.get(p, 0))
-    summary["overall"] = overall
-    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
-    summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
-    summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
+    return overall
 
-    # cooperative games: win rate and coordination
-    coop = {}
-    for g in cooperative:
-        table = {}
-        coordination = defaultdict(list)
-        for r in by_game[g]:
-            value = (r.get("metrics") or {}).get("coordination")
-            if value is None:
-                continue
-            for p in {s.get("policy") for s in r.get("roster", [])}:
-                coordination[p].append(float(value))
-        for p, w in summary["win_rates"][g].items():
-            values = coordination.get(p, [])
-            table[p] = dict(w, coordination=(float(np.mean(values)) if values else None),
-                            coordination_episodes=len(values))
-        coop[g] = table
-    summary["cooperative"] = coop
 
-    # capability profiles: refit per group of competitive games
+def _cooperative_table(records: list, win_rates: dict) -> dict:
+    """A cooperative game: win rate and mean coordination per policy."""
+    coordination = defaultdict(list)
+    for r in records:
+        value = (r.get("metrics") or {}).get("coordination")
+        if value is None:
+            continue
+        for p in {s.get("policy") for s in r.get("roster", [])}:
+            coordination[p].append(float(value))
+    table = {}
+    for p, w in win_rates.items():
+        values = coordination.get(p, [])
+        table[p] = dict(w, coordination=(float(np.mean(values)) if values else None),
+                        coordination_episodes=len(values))
+    return table
+
+
+def _profiles(competitive: list, by_game: dict, infos: dict, policies: list, opts: dict) -> dict:
+    """Capability profiles: one refit per group of competitive games along each axis."""
     grouped = defaultdict(list)
     for g in competitive:
         for r in by_game[g]:
@@ -192,26 +223,22 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     profiles: dict = {axis: {} for axis in AXES}
     for (axis, group), recs in sorted(grouped.items()):
         profiles[axis][group] = _fit(recs, f"profile:{axis}:{group}", opts, players=policies)
-    summary["profiles"] = profiles
+    return profiles
 
-    # role-conditioned Elo (hidden-role games): competitors are policy|side
-    roles = {}
-    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+
+def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
+    """One role-conditioned fit over all hidden-role games, each episode labelled by its own
+    game's sides (competitors are policy|main and policy|alt)."""
+    if not hidden:
+        return {}
+    pooled = []
     for g in hidden:
-        roles[g] = _role_table(_fit(by_game[g], f"roles:{g}", opts, label=side_label(infos[g])))
-    summary["roles"] = roles
-    if hidden:
-        pooled = []
-        for g in hidden:
-            label = side_label(infos[g])
-            pooled.extend(dict(r, _label=label) for r in by_game[g])
-        # one fit over all hidden-role games, each episode labelled by its own game's sides
-        battles = _battles_mixed(pooled)
-        fit = bt.rate(battles, n_boot=n_boot, by=by, seed=_seed(seed, "roles:all"), C=C).as_dict()
-        summary["roles_overall"] = _role_table({p: v for p, v in fit.items() if v["battles"] > 0})
-    else:
-        summary["roles_overall"] = {}
-    return summary
+        label = side_label(infos[g])
+        pooled.extend(dict(r, _label=label) for r in by_game[g])
+    battles = _battles_mixed(pooled)
+    fit = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], "roles:all"),
+                  C=opts["C"]).as_dict()
+    return _role_table({p: v for p, v in fit.items() if v["battles"] > 0})
 
 
 def _battles_mixed(records):
@@ -344,9 +371,12 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ok = [i for i, e in enumerate(elos) if e is not None]
     if ok:
         e = np.array([elos[i] for i in ok])
-        lo = np.array([summary["overall"][policies[i]]["lo"] for i in ok])
-        hi = np.array([summary["overall"][policies[i]]["hi"] for i in ok])
-        ax2.errorbar(e, ys[ok], xerr=[e - lo, hi - e], fmt="o", color="tab:blue", capsize=3)
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v) for i, v in zip(ok, e)])
+        # A policy that wins everything can sit outside its own bootstrap interval (the fit is
+        # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
+        xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
+        ax2.errorbar(e, ys[ok], xerr=xerr, fmt="o", color="tab:blue", capsize=3)
         for i, v in zip(ok, e):
             ax2.annotate(f"{v:.0f}", (v, ys[i]), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax2.axvline(1000, color="grey", linestyle=":")
@@ -452,18 +482,43 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
     return out
 
 
+def _or(value, default):
+    return default if value is None else value
+
+
+def md_cell(value) -> str:
+    """A table cell safe in Markdown: no column break, no raw HTML, one line."""
+    return (str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", " "))
+
+
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by {summary['settings']['bootstrap_by']}).",
              *notes, ""]
     for title, header, rows in _tables(summary):
-        lines += [f"## {title}", "", "| " + " | ".join(map(str, header)) + " |",
+        lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
         lines.append("")
     lines += ["![per-game Elo](elo_heatmap.png)", "", "![role gap](role_gap.png)", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def write_game_replays(records: list, outdir: Path) -> dict:
+    """One replay page per game (its first logged episode, by episode id) under
+    ``outdir/replays/<game>.html``; returns {game: path relative to outdir}."""
+    from .replay import write_record_replay
+    first: dict = {}
+    for record in sorted(records, key=lambda r: str(r.get("episode_id"))):
+        first.setdefault(record.get("game"), record)
+    pages = {}
+    for game in sorted(first, key=str):
+        name = f"replays/{game}.html"
+        write_record_replay(first[game], outdir / name)
+        pages[game] = name
+    return pages
 
 
 def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
@@ -477,6 +532,11 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by "
              f"{html.escape(summary['settings']['bootstrap_by'])}).</p>"]
     parts += [f"<p>{html.escape(n)}</p>" for n in notes]
+    replays = summary.get("replays") or {}
+    if replays:
+        parts.append("<h2>Replays</h2><p>One episode of each game: "
+                     + " · ".join(f"<a href='{html.escape(page)}'>{html.escape(game)}</a>"
+                                  for game, page in replays.items()) + "</p>")
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
@@ -497,12 +557,13 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     records, skipped = load_records(logdir)
+    if not records:
+        raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
     summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare)
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
-    notes = []
-    if skipped["failed"] or skipped["unfinished"]:
-        notes.append(f"Skipped {skipped['failed']} failed and {skipped['unfinished']} unfinished episode records.")
+    notes = [note] if (note := skipped_note(skipped)) else []
+    summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")
@@ -554,6 +615,6 @@ def print_leaderboard(summary: dict, console=None) -> None:
         for g, t in summary["cooperative"].items():
             per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]))
         console.print(per_game)
-    skipped = summary.get("skipped") or {}
-    if skipped.get("failed") or skipped.get("unfinished"):
-        console.print(f"skipped {skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episodes")
+    note = skipped_note(summary.get("skipped") or {})
+    if note:
+        console.print(note, markup=False, highlight=False)

@@ -18,7 +18,9 @@ import html
 import json
 import warnings
 from pathlib import Path
+from typing import Optional
 
+from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import read_episodes
 
 MODERATOR = "Moderator"
@@ -30,7 +32,20 @@ def find_episode(log_path, episode_id: str) -> dict:
         for record in read_episodes(log_path):
             if record.get("episode_id") == episode_id:
                 return record
-    raise KeyError(f"episode {episode_id!r} is not in {log_path}")
+    raise LogFormatError(f"episode {episode_id!r} is not in {log_path}")
+
+
+def nth_episode(log_path, index: int = 0) -> dict:
+    """The ``index``-th episode record of a log (0 = the first; failed records are skipped)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        played = [r for r in read_episodes(log_path) if not r.get("failed")]
+    if not played:
+        raise KeyError(f"{log_path} holds no played episode")
+    if not -len(played) <= index < len(played):
+        raise KeyError(f"--index {index} is out of range: {log_path} holds {len(played)} played episodes "
+                       f"(valid: 0 to {len(played) - 1})")
+    return played[index]
 
 
 def message_line(message: dict, names: dict) -> str:
@@ -150,15 +165,23 @@ def render_replay(record: dict) -> str:
                      for k in ("name", "agent", "role", "team", "policy", "score", "outcome")) + "</tr>")
     parts.append(f"</table><p>End: {esc(str(data['reason']))}"
                  f"{' (turn cap: truncated)' if data['truncated'] else ''}</p></details>")
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # No "<" may appear raw inside a script element ("<!--<script" or "</script" in a message
+    # would end or corrupt it): JSON's \u003c escape reads back as the same text.
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     parts.append(f"<script type='application/json' id='episode-data'>{payload}</script>")
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts)
 
 
-def write_replay(log_path, episode_id: str, out_html) -> Path:
-    """Write the replay page of ``episode_id`` from ``log_path`` to ``out_html``."""
+def write_replay(log_path, episode_id: Optional[str], out_html, index: int = 0) -> Path:
+    """Write the replay page of ``episode_id`` (or, without one, of the ``index``-th episode)
+    from ``log_path`` to ``out_html``."""
+    record = find_episode(log_path, episode_id) if episode_id else nth_episode(log_path, index)
+    return write_record_replay(record, out_html)
+
+
+def write_record_replay(record: dict, out_html) -> Path:
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_replay(find_episode(log_path, episode_id)), encoding="utf-8")
+    out.write_text(render_replay(record), encoding="utf-8")
     return out

@@ -45,7 +45,7 @@ from typing import Iterable, Optional, Sequence
 
 import socialgym_env
 from agents.runner import EpisodeJob, PolicyPool, run_jobs
-from socialgym_env.logs import append_episode, completed_episode_ids
+from socialgym_env.logs import append_episode, completed_episode_ids, failed_episode_ids
 
 DEFAULT_AGENTS = ("smollm2", "scripted:heuristic", "scripted:random")
 DEFAULT_EPISODES = 10
@@ -62,6 +62,22 @@ QUICK_KEY_WORDS = ("round",)   # any other int key naming rounds is capped at 2
 # --quick also caps every episode at this many decisions (the engine's turn cap: reaching it is a
 # truncation scored by the game's cap rule). A small LLM on 2 CPU cores makes ~1-2 decisions/s.
 QUICK_MAX_STEPS = 12
+
+
+# The demo preset (``make demo``): per-game configs that keep every episode short while each
+# game still ends by its own rules (no decision budget, no truncation; a test plays them all).
+DEMO_EPISODES = 6
+DEMO_CONFIGS = {
+    "prisoners_dilemma": {"rounds": 3}, "chicken": {"rounds": 3}, "battle_of_the_sexes": {"rounds": 2},
+    "stag_hunt": {"rounds": 2}, "minority_game": {"rounds": 2}, "rock_paper_scissors": {"rounds": 3},
+    "public_goods": {"rounds": 2}, "centipede": {"subgames": 2}, "bargaining": {"rounds": 2},
+    "liars_dice": {"dice": 2}, "sheriff_of_nottingham": {"rounds": 1}, "dead_last": {"max_point_rounds": 1},
+    # chess from a king-and-pawn ending: it ends (mate or a draw by the rules) within a few plies
+    "chess": {"fen": "8/8/8/8/8/2k5/1p6/1K6 w - - 0 1"}, "insider": {"questions": 5},
+    "spyfall": {"rounds": 1}, "undercover": {"rounds": 2},
+    "triadic_werewolf": {"max_debate_turns": 2, "max_explanation_turns": 1},
+}
+PRESETS = ("quick", "demo")
 
 
 # ----------------------------------------------------------------------------- games
@@ -115,15 +131,25 @@ def quick_config(game: str) -> dict:
     return config
 
 
-def game_configs(games: Sequence[str], overrides: Optional[dict] = None, quick: bool = False) -> dict:
-    """Per-game config: --quick preset, then ``*.key`` overrides, then ``game.key`` overrides."""
+def demo_config(game: str) -> dict:
+    """The demo preset's config for one game (empty for games that are short already)."""
+    return dict(DEMO_CONFIGS.get(game, {}))
+
+
+def game_configs(games: Sequence[str], overrides: Optional[dict] = None, quick: bool = False,
+                 preset: Optional[str] = None) -> dict:
+    """Per-game config: the preset (--quick or demo), then ``*.key`` overrides, then ``game.key``
+    overrides."""
     overrides = overrides or {}
     unknown = set(overrides) - set(games) - {"*"}
     if unknown:
         raise ValueError(f"config overrides for games not in this tournament: {sorted(unknown)}")
     out = {}
     for game in games:
-        config = quick_config(game) if quick else {}
+        if preset == "demo":
+            config = demo_config(game)
+        else:
+            config = quick_config(game) if quick or preset == "quick" else {}
         cls = socialgym_env.game_class(game)
         from socialgym_env.env import ENGINE_CONFIG
         valid = set(cls.config_defaults) | set(ENGINE_CONFIG) | {"num_players"}
@@ -219,11 +245,16 @@ def shard_log(log_dir: Path, game: str) -> Path:
     return Path(log_dir) / f"{game}.jsonl"
 
 
-def logged_ids(log_dir: Path) -> set:
+def logged_ids(log_dir: Path, retry_failed: bool = True) -> set:
+    """Ids of the episodes a resume skips (failed ones too unless ``retry_failed``)."""
     done = set()
     for path in sorted(Path(log_dir).glob("*.jsonl")):
-        done |= completed_episode_ids(path)
+        done |= completed_episode_ids(path, retry_failed=retry_failed)
     return done
+
+
+def failed_ids(log_dir: Path) -> set:
+    return set().union(*(failed_episode_ids(p) for p in sorted(Path(log_dir).glob("*.jsonl"))))
 
 
 def _die_with_parent() -> None:
@@ -409,15 +440,17 @@ class TournamentResult:
     already_logged: int
     played: int
     games: list
+    retried: int = 0                    # episodes logged as failed before and played again now
     summary: dict = field(default_factory=dict)
 
 
 def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", workers: int = 1,
                    resume: bool = True, progress: bool = True, pool_seed: int = 0,
                    ray_address: Optional[str] = None, leaderboard: bool = True,
-                   n_boot: int = 1000) -> TournamentResult:
-    """Play the planned jobs not yet logged under ``out_dir/logs``, then rebuild the
-    leaderboard in ``out_dir`` (unless ``leaderboard=False``)."""
+                   n_boot: int = 1000, retry_failed: bool = True) -> TournamentResult:
+    """Play the planned jobs not yet logged under ``out_dir/logs`` (episodes logged only as
+    failed are played again unless ``retry_failed=False``), then rebuild the leaderboard in
+    ``out_dir`` (unless ``leaderboard=False``)."""
     out_dir = Path(out_dir)
     log_dir = out_dir / "logs"
     if not resume and log_dir.exists():
@@ -425,8 +458,9 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
         shutil.move(str(log_dir), str(backup))
         print(f"--no-resume: moved the old logs to {backup}", file=sys.stderr)
     log_dir.mkdir(parents=True, exist_ok=True)
-    done = logged_ids(log_dir)
+    done = logged_ids(log_dir, retry_failed=retry_failed)
     todo = [j for j in jobs if j.episode_id not in done]
+    retried = len({j.episode_id for j in todo} & failed_ids(log_dir)) if retry_failed else 0
     shards: dict = OrderedDict()
     for job in todo:
         shards.setdefault(job.game, []).append(job)
@@ -440,7 +474,7 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
         else:
             raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,
-                              sorted({j.game for j in jobs}))
+                              sorted({j.game for j in jobs}), retried=retried)
     if leaderboard:
         from .leaderboard import build_leaderboard
         result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot)
@@ -451,33 +485,38 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                episodes: Optional[int] = None, seed: int = 0, out="runs/tournament",
                backend: str = "local", workers: Optional[int] = None, resume: bool = True,
                config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
-               ray_address: Optional[str] = None, n_boot: int = 1000) -> TournamentResult:
+               ray_address: Optional[str] = None, n_boot: int = 1000,
+               retry_failed: bool = True, preset: Optional[str] = None) -> TournamentResult:
     """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
 
-    ``quick`` plays 2 episodes per combination (rounded up so sides stay balanced) with round
-    counts capped (QUICK_LIMITS); explicit ``episodes`` and overrides still win."""
+    ``quick`` (= ``preset="quick"``) plays 2 episodes per combination (rounded up so sides stay
+    balanced) with round counts capped (QUICK_LIMITS) and a 12-decision cap; ``preset="demo"``
+    plays DEMO_EPISODES per combination with DEMO_CONFIGS, every episode to its real end.
+    Explicit ``episodes`` and overrides still win."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
+    quick = quick or preset == "quick"
     games = available_games(games)
     if not games:
         raise ValueError("no playable games selected")
     agents = list(dict.fromkeys(a.strip() for a in agents if a.strip()))
     if episodes is None:
-        episodes = QUICK_EPISODES if quick else DEFAULT_EPISODES
-    configs = game_configs(games, parse_overrides(config_overrides), quick=quick)
+        episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
+    _check_policies(agents)
+    configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs)
     if workers is None:
         # A model policy is compute-bound and batches across games in one process; scripted
         # policies are cheap and spread over processes.
         scripted_only = all(a.startswith("scripted:") for a in agents)
         workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
-    _check_policies(agents)
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
-                          pool_seed=seed, ray_address=ray_address, n_boot=n_boot)
+                          pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed)
 
 
 def _check_policies(agents: Sequence[str]) -> None:
     """Fail before playing when a spec is unknown (building scripted policies is free; LLM specs
     are only checked for a known prefix here and loaded by the workers)."""
-    from agents.registry import make_policy
+    from agents.registry import check_spec
     for spec in agents:
-        if spec.startswith("scripted:"):
-            make_policy(spec)
+        check_spec(spec)

@@ -28,12 +28,27 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 ENUMERATION_LIMIT = 5000
 
 
+# Caps applied before parsing (GAMES.md "Invalid actions": junk never crashes an env).
+MAX_ACTION_CHARS = 4000     # the longest legal action is a 600-character talk line in JSON
+MAX_JSON_DEPTH = 8          # {"action_type": ..., "argument": [...]} needs 2
+MAX_INT_DIGITS = 18         # every Int range in the games fits; avoids int() on huge digit strings
+
+
 class ActionError(ValueError):
     """An action string that does not parse or is not legal; ``str(err)`` is the reason."""
 
 
 def _clean_token(token: str) -> str:
     return token.strip(_EDGE_PUNCTUATION)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD, so a
+    model reply or action carrying one never breaks a transcript, a print or a log line."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def fold(text: str) -> str:
@@ -164,7 +179,9 @@ class Int(Arg):
         token, rest = _next_token(rest)
         cleaned = _clean_token(token)
         if not _INT_RE.match(cleaned):
-            raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token!r})")
+            raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token[:40]!r})")
+        if len(cleaned) > MAX_INT_DIGITS:
+            raise ActionError(f"{self.name} must be from {self.low} to {self.high} (got a {len(cleaned)}-digit number)")
         value = int(cleaned)
         if not self.low <= value <= self.high:
             raise ActionError(f"{self.name} must be from {self.low} to {self.high} (got {value})")
@@ -200,7 +217,8 @@ class Word(Arg):
         return f"{self.name} a single word"
 
     def schema(self):
-        return {"type": "string", "maxLength": self.max_length}
+        # the pattern tells constrained decoders that spaces and commas end the word
+        return {"type": "string", "maxLength": self.max_length, "pattern": r"^[^\s,]+$"}
 
     def sample(self, rng):
         return rng.choice(_SAMPLE_WORDS)
@@ -262,6 +280,9 @@ class ActionSpec:
     unordered: bool = False
     check: Optional[Callable[[tuple], Optional[str]]] = field(default=None, compare=False)
     sampler: Optional[Callable[[random.Random], tuple]] = field(default=None, compare=False)
+    # Extra JSON-schema keywords for the argument (e.g. {"x-sum": 100}), so that a constrained
+    # decoder can honour a rule that ``check`` enforces.
+    schema_extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def slots(self) -> tuple:
@@ -352,9 +373,61 @@ class ActionSpec:
         else:
             argument = {"type": "array", "items": [slot.schema() for slot in slots],
                         "minItems": len(slots), "maxItems": len(slots)}
+        argument.update(self.schema_extra)
         return {"type": "object",
                 "properties": {"action_type": {"const": self.type}, "argument": argument},
                 "required": ["action_type"] + (["argument"] if slots else [])}
+
+
+# What a spec without callables (no check, no sampler) gives is a pure function of its
+# compared fields, and phases rebuild equal specs at every decision (the same moves, the same
+# candidates): its description and enumeration are memoised by equality, in a bounded table.
+_SPEC_FACTS: dict = {}
+_SPEC_FACTS_MAX = 4096
+
+
+def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
+    if spec.check is not None or spec.sampler is not None:
+        return None
+    try:
+        facts = _SPEC_FACTS.get(spec)
+    except TypeError:                     # an argument holding a list: not hashable, not memoised
+        return None
+    if facts is None:
+        if len(_SPEC_FACTS) >= _SPEC_FACTS_MAX:
+            _SPEC_FACTS.clear()
+        facts = _SPEC_FACTS[spec] = {}
+    return facts
+
+
+def _describe(spec: "ActionSpec") -> str:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.describe()
+    if "describe" not in facts:
+        facts["describe"] = spec.describe()
+    return facts["describe"]
+
+
+def _enumerate(spec: "ActionSpec") -> Optional[list]:
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return spec.enumerate()
+    if "enumerate" not in facts:
+        facts["enumerate"] = spec.enumerate()
+    return facts["enumerate"]
+
+
+def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[list]:
+    """The canonical texts of ``legal`` (the spec's enumeration); memoised like it."""
+    if legal is None:
+        return None
+    facts = _pure_spec_facts(spec)
+    if facts is None:
+        return [spec.render(values) for values in legal]
+    if "texts" not in facts:
+        facts["texts"] = [spec.render(values) for values in legal]
+    return facts["texts"]
 
 
 class Grammar:
@@ -365,10 +438,16 @@ class Grammar:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
         self.by_type = {fold(spec.type): spec for spec in self.specs}
+        # Derived once per Grammar (the env reuses one Grammar per seat until the state
+        # changes); callers get copies, so these are never mutated from outside.
+        self._descriptions: Optional[list] = None
+        self._legal_values: dict = {}
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
-        return [spec.describe() for spec in self.specs]
+        if self._descriptions is None:
+            self._descriptions = [_describe(spec) for spec in self.specs]
+        return list(self._descriptions)
 
     def action_types(self) -> list[str]:
         return [spec.type for spec in self.specs]
@@ -383,9 +462,12 @@ class Grammar:
             raise ActionError("no action given")
         if not isinstance(raw, str):
             raise ActionError(f"an action must be a string, not {type(raw).__name__}")
-        text = raw.strip()
+        text = encodable(raw).strip()
         if not text:
             raise ActionError("empty action")
+        if len(text) > MAX_ACTION_CHARS:
+            # Capped before any parsing: no over-long integer or deep JSON reaches the parsers.
+            raise ActionError(f"action too long: {len(text)} characters, at most {MAX_ACTION_CHARS}")
         if text.startswith("{"):
             action_type, rest = _split_json(text)
         else:
@@ -409,27 +491,68 @@ class Grammar:
         specs = list(self.specs)
         rng.shuffle(specs)
         for spec in specs:
+            if spec.sampler is None:
+                # spec.sample without re-enumerating: the same RNG calls, the same result
+                legal = self._legal(spec)
+                if legal is not None:
+                    if not legal:
+                        continue
+                    values = rng.choice(legal)
+                    return Action(spec.type, values, spec.render(values))
             values = spec.sample(rng)
             if values is not None:
                 return Action(spec.type, values, spec.render(values))
         raise ActionError("no legal action could be sampled")
 
+    def _legal(self, spec: ActionSpec) -> Optional[list[tuple]]:
+        """``spec.enumerate()``, once per spec of this grammar."""
+        key = id(spec)
+        if key not in self._legal_values:
+            self._legal_values[key] = _enumerate(spec)
+        return self._legal_values[key]
+
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
         out = []
         for spec in self.specs:
-            legal = spec.enumerate()
-            if legal is None:
+            texts = _enumerated_texts(spec, self._legal(spec))
+            if texts is None:
                 return None
-            out.extend(spec.render(values) for values in legal)
+            out.extend(texts)
         return out
 
 
+def _json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, strings skipped (a cheap scan, no parse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def _split_json(text: str) -> tuple[str, str]:
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise ActionError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as err:
         raise ActionError(f"invalid JSON: {err.msg}") from None
+    except (ValueError, RecursionError) as err:      # e.g. an integer past Python's digit limit
+        raise ActionError(f"invalid JSON: {str(err)[:80]}") from None
     if not isinstance(payload, dict) or "action_type" not in payload:
         raise ActionError('JSON action needs an "action_type" key')
     action_type = payload["action_type"]

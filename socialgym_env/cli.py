@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import sys
 from importlib.metadata import entry_points
+from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
+from socialgym_env.errors import SocialGymError
 
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
@@ -84,9 +86,25 @@ _mount_maze()
 _load_plugins()
 
 
-def main() -> None:
-    _explain_unknown_command(sys.argv[1:])
-    app()
+# Bad input a user can fix: an unknown game, policy or config key, a corrupt or missing log, a
+# path that is not there. Shown as one line with exit code 2; --debug shows the traceback.
+USER_ERRORS = (SocialGymError, OSError)
+
+
+def main(argv: Optional[list] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    if debug:
+        argv.remove("--debug")
+    _explain_unknown_command(argv)
+    try:
+        app(args=argv, prog_name="socialgym")
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = " ".join(str(err).split()) or type(err).__name__
+        typer.echo(f"socialgym: error: {message} (run with --debug for the traceback)", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ the episode log. It contains no game-specific code.
 """
 from __future__ import annotations
 
+import bisect
 import copy
+import functools
 import json
 import random
 import re
@@ -15,15 +17,15 @@ from typing import Optional
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from .actions import Action, ActionError, Grammar
+from .actions import MAX_ACTION_CHARS, Action, ActionError, Grammar, encodable
 from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
 from .game import TEAM, TWO_PLAYER, Game, outcome_label, outcome_rewards
+from .lazy import LazyInfo
 from .names import NAME_POOL
 from .state import MODERATOR, PRIVATE, PUBLIC, TEAM as TEAM_VIS, Message, Result, Seat, State
 
 LOG_SCHEMA = "socialgym.episode/1"
 MAX_OBSERVATION_CHARS = 200_000
-MAX_ACTION_CHARS = 4_000
 # Every character an observation may hold: printable Unicode below the CJK block plus
 # newline and tab. Characters outside it are shown as "?" in observations (never in logs).
 CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if c != 0x7F)
@@ -32,8 +34,21 @@ INVALID_MODES = ("fallback", "forfeit", "raise")
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": True}
 
 
+_SANITIZED: dict = {}
+_SANITIZED_MAX = 8192
+
+
 def _sanitize(text: str) -> str:
-    return _OUTSIDE_CHARSET.sub("?", text)
+    """``text`` with characters outside CHARSET shown as "?". The substitution works character
+    by character, so sanitising the pieces of a text and joining them equals sanitising the
+    joined text: observations sanitise each piece (memoised: most pieces, such as rules and
+    goals, repeat every step) and each history line once, when it first appears."""
+    clean = _SANITIZED.get(text)
+    if clean is None:
+        if len(_SANITIZED) >= _SANITIZED_MAX:
+            _SANITIZED.clear()
+        clean = _SANITIZED[text] = _OUTSIDE_CHARSET.sub("?", text)
+    return clean
 
 
 def render_message(message: Message, state: State, viewer: Optional[str] = None) -> str:
@@ -67,7 +82,7 @@ class SocialGymEnv(AECEnv):
         self.game_info = game_cls.info
         self.config = config
         self.render_mode = render_mode
-        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v0",
+        self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v{self.game_info.version}",
                              is_parallelizable=self.game_info.simultaneous)
         self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
@@ -77,6 +92,86 @@ class SocialGymEnv(AECEnv):
         self._action_spaces: dict = {}
         self.state: Optional[State] = None
         self.agents = []
+        self._clear_views()
+
+    # ------------------------------------------------------------------ view caches
+    # Everything an agent is shown is a function of the state, and the state only changes
+    # inside reset() and step(). So between two changes ("a view epoch") a seat's grammar and
+    # observation text are built at most once, and the infos are LazyInfo views built only when
+    # read. _touch() ends an epoch: it seals the issued infos (built now if someone outside
+    # still holds them, so they keep describing the state they were issued for) and drops the
+    # per-epoch caches. Code that changes env.state any other way (a snapshot restore, a test
+    # poking at the board) must call invalidate_views() just before.
+    # The per-seat transcripts (_seat_lines, _seat_clean, _board_lines) are not per-epoch: messages are
+    # immutable and only appended, so the rendered history grows incrementally and stays valid.
+    # copy.deepcopy / pickle of the env drop the per-epoch caches (__getstate__): a cached
+    # Grammar may hold closures over the original env's state; LazyInfo values copy as built
+    # plain dicts; the transcripts are plain data and copy consistently.
+    def _clear_views(self) -> None:
+        self._grammars: dict = {}
+        self._observations: dict = {}
+        self._instruction_texts: dict = {}
+        self._pending_view: Optional[list] = None
+        self._issued: list = []
+
+    def _touch(self, build_all: bool = False) -> None:
+        """End the current view epoch: seal the issued infos (or, ``build_all``, build every
+        one: for callers after which no transition replaces ``env.infos``), forget cached
+        views. step() and reset() replace every info right after, so there an info only the
+        env holds is dropped unbuilt."""
+        issued = self._issued
+        if issued:
+            current = {id(info) for info in self.infos.values()}
+            for info in issued:      # the same loop as lazy._references_while_sealing
+                if build_all:
+                    info._fill()
+                else:
+                    info.seal(id(info) in current)
+            issued.clear()
+        self._grammars.clear()
+        self._observations.clear()
+        self._instruction_texts.clear()
+        self._pending_view = None
+
+    def invalidate_views(self) -> None:
+        """Forget every view built from the current state. Call it just before changing
+        ``env.state`` other than through ``step``/``reset`` (e.g. restoring a snapshot): infos
+        already handed out and still held are built first, from the state they were issued
+        for, and grammars and observations are rebuilt from the new state when next asked."""
+        self._touch(build_all=True)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for info in self._issued:
+            info._fill()
+        state.update(_grammars={}, _observations={}, _instruction_texts={}, _pending_view=None, _issued=[])
+        return state
+
+    def _seat_history(self, agent: str) -> tuple[list, list]:
+        """The seat's visible messages so far, rendered, with their board indices. New
+        messages are appended when first asked for; history is never re-rendered, and every
+        seat (any viewer) gets the same line from render_message, so each message is rendered
+        once and the line shared."""
+        lines, indices, upto = self._seat_lines[agent]
+        messages = self.state.messages
+        if upto < len(messages):
+            board, state = self._board_lines, self.state
+            for message in messages[len(board):]:
+                board.append(render_message(message, state, message.receivers[0]))
+            for message in messages[upto:]:
+                if agent in message.receivers:
+                    lines.append(board[message.index])
+                    indices.append(message.index)
+            self._seat_lines[agent] = (lines, indices, len(messages))
+        return lines, indices
+
+    def _clean_history(self, agent: str) -> list:
+        """The seat's history lines sanitised (each line once, when first shown)."""
+        lines = self._seat_history(agent)[0]
+        clean = self._seat_clean[agent]
+        if len(clean) < len(lines):
+            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
+        return clean
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent):
@@ -93,6 +188,8 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
         options = options or {}
+        if self.state is not None:
+            self._touch()
         if seed is None:
             # Draw a seed so that even an unseeded episode is reproducible from its log.
             seed = random.SystemRandom().randrange(2**31)
@@ -113,6 +210,10 @@ class SocialGymEnv(AECEnv):
         self._seen_upto = {a: 0 for a in self.possible_agents}
         self._last_invalid: dict = {a: None for a in self.possible_agents}
         self._record: Optional[dict] = None
+        self._seat_lines = {a: ([], [], 0) for a in self.possible_agents}
+        self._seat_clean = {a: [] for a in self.possible_agents}
+        self._board_lines: list = []
+        self._clear_views()
 
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
@@ -164,18 +265,31 @@ class SocialGymEnv(AECEnv):
         phase their decisions are independent, so a runner may ask for all of them at once."""
         if self.state is None or self.state.finished or not self.agents:
             return []
-        phase = self.game.phase(self.state.phase)
-        rest = [a for a in self._phase_actors[self._cursor:]
-                if phase.allow_eliminated or self.state.seat[a].alive]
-        return rest if phase.simultaneous else rest[:1]
+        pending = self._pending_view
+        if pending is None:
+            phase = self.game.phase(self.state.phase)
+            rest = [a for a in self._phase_actors[self._cursor:]
+                    if phase.allow_eliminated or self.state.seat[a].alive]
+            pending = self._pending_view = rest if phase.simultaneous else rest[:1]
+        return list(pending)
 
     # ------------------------------------------------------------------ views
     def grammar(self, agent: str) -> Grammar:
-        return Grammar(self.game.phase(self.state.phase).grammar(self.state, agent))
+        grammar = self._grammars.get(agent)
+        if grammar is None:
+            grammar = self._grammars[agent] = Grammar(self.game.phase(self.state.phase).grammar(self.state, agent))
+        return grammar
 
     def _instructions(self, agent: str) -> str:
-        text = self.game.phase(self.state.phase).instructions
-        return text(self.state, agent) if callable(text) else text
+        text = self._instruction_texts.get(agent)
+        if text is None:
+            text = self.game.phase(self.state.phase).instructions
+            text = self._instruction_texts[agent] = text(self.state, agent) if callable(text) else text
+        return text
+
+    def _new_messages(self, agent: str) -> list[str]:
+        lines, indices = self._seat_history(agent)
+        return lines[bisect.bisect_left(indices, self._seen_upto[agent]):]
 
     def decision_view(self, agent: str) -> dict:
         """The structured view of one seat now (what ``infos[agent]`` holds when it acts)."""
@@ -183,12 +297,10 @@ class SocialGymEnv(AECEnv):
         seat = state.seat[agent]
         role, team = self.game.known_role(state, agent)
         acting = agent in self.pending_actors()
-        visible = state.visible_to(agent)
-        new = [render_message(m, state, agent) for m in visible if m.index >= self._seen_upto[agent]]
         view = {
             "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
-            "acting": acting, "new_messages": new,
+            "acting": acting, "new_messages": self._new_messages(agent),
             "invalid_action": self._last_invalid[agent],
             "game_state": self.game.public_data(state, agent),
         }
@@ -215,43 +327,50 @@ class SocialGymEnv(AECEnv):
             "goal": self.game.goal(state, agent),
             "secret": self.game.secret(state, agent),
             "status": self.game.status(state, agent),
-            "history": [render_message(m, state, agent) for m in state.visible_to(agent)],
+            "history": list(self._seat_history(agent)[0]),
         }
 
     def observe(self, agent):
         return {"text": self.observation_text(agent)}
 
     def observation_text(self, agent: str) -> str:
+        text = self._observations.get(agent)
+        if text is None:
+            text = self._observations[agent] = self._render_observation(agent)
+        return text
+
+    def _render_observation(self, agent: str) -> str:
         state = self.state
-        parts = self.prompt_parts(agent)
+        game = self.game
         seat = state.seat[agent]
-        lines = [f"=== {self.game_info.name} ===", parts["description"], "",
-                 f"You are {seat.name} ({agent})." + (f" Your role: {self.game.known_role(state, agent)[0]}."
-                                                      if self.game_info.roles else "")
-                 + ("" if seat.alive else " You have been eliminated and only watch."),
-                 f"Your goal: {parts['goal']}"]
-        if parts["secret"]:
+        lines = [_sanitize(f"=== {self.game_info.name} ===\n{game.description(state)}\n"),
+                 _sanitize(f"You are {seat.name} ({agent})."
+                           + (f" Your role: {game.known_role(state, agent)[0]}." if self.game_info.roles else "")
+                           + ("" if seat.alive else " You have been eliminated and only watch.")),
+                 _sanitize(f"Your goal: {game.goal(state, agent)}")]
+        secret = game.secret(state, agent)
+        if secret:
             lines.append("Your private information:")
-            lines.extend(f"- {line}" for line in parts["secret"])
-        if parts["status"]:
+            lines.extend(_sanitize(f"- {line}") for line in secret)
+        status = game.status(state, agent)
+        if status:
             lines.append("Status:")
-            lines.extend(f"- {line}" for line in parts["status"])
+            lines.extend(_sanitize(f"- {line}") for line in status)
         lines.append("--- What you have seen ---")
-        history = parts["history"] or ["(nothing yet)"]
-        lines.extend(history)
+        lines.extend(self._clean_history(agent) or ["(nothing yet)"])
         lines.append("--- Now ---")
         if self.agents and agent in self.pending_actors():
             grammar = self.grammar(agent)
-            lines.append(f"Phase: {state.phase}. {self._instructions(agent)}".rstrip())
+            lines.append(_sanitize(f"Phase: {state.phase}. {self._instructions(agent)}".rstrip()))
             lines.append("Legal actions:")
-            lines.extend(f"- {line}" for line in grammar.legal_actions())
+            lines.extend(_sanitize(f"- {line}") for line in grammar.legal_actions())
             lines.append('Answer with one action: JSON {"action_type": "...", "argument": "..."} '
                          'or plain text "<action_type> <argument>".')
         elif state.result is not None:
-            lines.append(f"The game is over: {state.result.reason}.")
+            lines.append(_sanitize(f"The game is over: {state.result.reason}."))
         else:
-            lines.append(f"Phase: {state.phase}. You have no decision to make now.")
-        text = _sanitize("\n".join(lines))
+            lines.append(_sanitize(f"Phase: {state.phase}. You have no decision to make now."))
+        text = "\n".join(lines)
         if len(text) > MAX_OBSERVATION_CHARS:
             # Keep the newest history: drop from the front with a marker.
             text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]
@@ -279,18 +398,21 @@ class SocialGymEnv(AECEnv):
         phase = self.game.phase(state.phase)
         grammar = self.grammar(agent)
         observation = self.observation_text(agent) if self.config.get("log_observations", True) else None
-        raw = action if isinstance(action, str) else repr(action)
+        raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:
             parsed, reason = None, str(err)
+        mode = self.config.get("invalid_action", "fallback")
+        if reason is not None and mode == "raise":
+            raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
+        # Nothing has changed so far (a raised action leaves the env as it was, views
+        # included); from here on the state does, so the views of the state before end here.
+        self._touch()
         turn = {"step": state.step, "round": state.round, "phase": state.phase, "agent": agent,
                 "observation": observation, "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
         if reason is not None:
-            mode = self.config.get("invalid_action", "fallback")
             record = {"raw": raw[:500], "reason": reason, "phase": state.phase, "step": state.step}
-            if mode == "raise":
-                raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
             self._last_invalid[agent] = record
             self.invalid_counts[agent] += 1
             turn["reason"] = reason
@@ -361,10 +483,15 @@ class SocialGymEnv(AECEnv):
             self._finalize()
         if state.result is not None:
             return
-        self.agent_selection = self._current_actor()
+        self.agent_selection = selected = self._current_actor()
+        infos, issued = self.infos, self._issued
         for agent in self.agents:
-            self.infos[agent] = self._basic_info(agent)
-        self.infos[self.agent_selection] = self.decision_view(self.agent_selection)
+            if agent == selected:
+                info = LazyInfo(functools.partial(self.decision_view, agent), "game", self.game_info.id)
+            else:
+                info = LazyInfo(functools.partial(self._basic_info, agent), "agent", agent)
+            infos[agent] = info
+            issued.append(info)
 
     def _basic_info(self, agent: str) -> dict:
         seat = self.state.seat[agent]
@@ -396,17 +523,27 @@ class SocialGymEnv(AECEnv):
         self._accumulate_rewards()
         self.agent_selection = self.agents[0]
 
+    # ------------------------------------------------------------------ snapshot
+    def clone(self) -> "SocialGymEnv":
+        """An independent copy of the env in its current state: board, FSM position, turn log,
+        rewards and the RNG. Stepping the copy never affects this env, and the copy continued
+        with the same actions gives the same episode record (branching rollouts rely on it).
+        Generic on purpose: a deep copy of everything except the (immutable, costly) spaces."""
+        memo = {id(self._observation_spaces): {}, id(self._action_spaces): {}}
+        return copy.deepcopy(self, memo)
+
     # ------------------------------------------------------------------ log
     def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
-                       extra: Optional[dict] = None) -> dict:
+                       extra: Optional[dict] = None, playbook_ids: Optional[dict] = None) -> dict:
         """The JSONL episode record (DESIGN.md "Logs are the product's data")."""
         state = self.state
         policies = policies or {}
         playbooks = playbooks or {}
+        playbook_ids = playbook_ids or {}
         result = state.result
         roster = [{"agent": s.agent, "name": s.name, "role": s.role, "team": s.team,
                    "policy": policies.get(s.agent), "playbook": playbooks.get(s.agent),
-                   "alive_at_end": s.alive} for s in state.seats]
+                   "playbook_id": playbook_ids.get(s.agent), "alive_at_end": s.alive} for s in state.seats]
         record = {
             "schema": LOG_SCHEMA,
             "episode_id": self.episode_id,

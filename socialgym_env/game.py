@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 from .actions import Action, ActionSpec
+from .errors import EngineError
 from .state import State
 
 # Outcome rules of GAMES.md "Outcome reward".
@@ -120,6 +121,11 @@ class Game:
     def __init__(self, config: dict):
         self.config = config
         self._phases = {phase.name: phase for phase in self.phases()}
+        all_simultaneous = all(phase.simultaneous for phase in self._phases.values())
+        if self.info.simultaneous and not all_simultaneous:
+            # is_parallelizable (PettingZoo) and the tournament trust this flag.
+            serial = sorted(name for name, phase in self._phases.items() if not phase.simultaneous)
+            raise EngineError(f"{self.info.id}: GameInfo.simultaneous=True but phases {serial} are not simultaneous")
 
     # -- to implement -------------------------------------------------------------------
     def setup(self, state: State) -> None:
@@ -186,7 +192,11 @@ class Game:
 
     # -- used by the engine -------------------------------------------------------------
     def phase(self, name: str) -> Phase:
-        return self._phases[name]
+        try:
+            return self._phases[name]
+        except KeyError:
+            raise EngineError(f"{self.info.id}: no phase {name!r} (state.goto); the phases are "
+                              f"{', '.join(self._phases)}") from None
 
     @property
     def num_players(self) -> int:

@@ -11,8 +11,9 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Callable, Iterator, Optional, Union
 
+from .actions import encodable
 from .env import LOG_SCHEMA
 from .errors import LogFormatError
 
@@ -20,10 +21,17 @@ REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "sco
 PathLike = Union[str, os.PathLike]
 
 
+def encode_line(record: dict) -> bytes:
+    """One record as a UTF-8 JSON line. Text that UTF-8 cannot encode (a lone surrogate in a model
+    reply, an action or a name) becomes U+FFFD, so one such string never aborts a run or makes
+    a resume fail on the same episode forever."""
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    return encodable(line).encode("utf-8")
+
+
 def append_episode(path: PathLike, record: dict) -> None:
     """Append one episode record as one line."""
-    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
-    data = line.encode("utf-8")
+    data = encode_line(record)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -53,9 +61,12 @@ def validate_record(record) -> None:
         raise LogFormatError(f"unknown log schema {record['schema']!r} (this version reads {LOG_SCHEMA!r})")
 
 
-def read_episodes(path: PathLike, strict: bool = False) -> Iterator[dict]:
-    """Yield the valid episode records of a JSONL log. A corrupt or truncated line raises
-    LogFormatError when ``strict``, else it is skipped with a warning naming the line."""
+def read_episodes(path: PathLike, strict: bool = False,
+                  on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
+    """Yield the valid episode records of a JSONL log. A corrupt, truncated or foreign line
+    raises LogFormatError when ``strict``; else it is skipped: ``on_skip(message, why)`` is
+    called if given (``why`` is a short category such as "not JSON"), otherwise a warning
+    names the line."""
     with open(path, "r", encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -63,27 +74,60 @@ def read_episodes(path: PathLike, strict: bool = False) -> Iterator[dict]:
             try:
                 record = json.loads(line)
                 validate_record(record)
-            except (json.JSONDecodeError, LogFormatError) as err:
-                message = f"{path}:{number}: skipped a bad episode line ({err})"
-                if strict:
-                    raise LogFormatError(message) from None
-                warnings.warn(message, stacklevel=2)
+            except LogFormatError as err:
+                why, detail = _skip_category(err), err
+            except (ValueError, RecursionError) as err:    # bad JSON, huge numbers, deep nesting
+                why, detail = "not JSON (corrupt or truncated)", err
+            else:
+                yield record
                 continue
-            yield record
+            message = f"{path}:{number}: skipped a bad episode line ({str(detail)[:200]})"
+            if strict:
+                raise LogFormatError(message) from None
+            if on_skip is not None:
+                on_skip(message, why)
+            else:
+                warnings.warn(message, stacklevel=2)
 
 
-def completed_episode_ids(path: PathLike) -> set[str]:
-    """Episode ids already in the log (for resuming a killed run)."""
+def _skip_category(err: LogFormatError) -> str:
+    text = str(err)
+    if "lacks" in text or "JSON object" in text:
+        return "not an episode record"
+    if "schema" in text:
+        return "another log schema"
+    return "invalid record"
+
+
+def completed_episode_ids(path: PathLike, retry_failed: bool = True) -> set[str]:
+    """Episode ids already in the log (for resuming a killed run). With ``retry_failed`` (the
+    default) an episode logged only as failed (a server down, a policy crash) does not count,
+    so a resume plays it again; its failure record stays in the log for the audit trail."""
     if not Path(path).exists():
         return set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {r["episode_id"] for r in read_episodes(path)}
+        return {r["episode_id"] for r in read_episodes(path) if not (retry_failed and r.get("failed"))}
 
 
-def iter_log_dir(path: PathLike, strict: bool = False) -> Iterator[dict]:
+def failed_episode_ids(path: PathLike) -> set[str]:
+    """Episode ids whose only records in the log are failures."""
+    if not Path(path).exists():
+        return set()
+    failed, done = set(), set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for record in read_episodes(path):
+            (failed if record.get("failed") else done).add(record["episode_id"])
+    return failed - done
+
+
+def iter_log_dir(path: PathLike, strict: bool = False,
+                 on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
     """Every episode of a log file, or of every ``*.jsonl`` file under a folder (sorted)."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no log file or folder at {path}")
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     for file in files:
-        yield from read_episodes(file, strict=strict)
+        yield from read_episodes(file, strict=strict, on_skip=on_skip)

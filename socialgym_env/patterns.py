@@ -38,11 +38,6 @@ def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Playe
     return Player(tuple((a, state.name(a)) for a in agents), name=name)
 
 
-def choice_specs(*choices: str, help: Optional[dict] = None) -> list[ActionSpec]:
-    help = help or {}
-    return [ActionSpec(c, help=help.get(c, "")) for c in choices]
-
-
 def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> list[ActionSpec]:
     specs = [ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak")]
     if allow_pass:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Optional
 
 import pettingzoo
@@ -9,6 +10,8 @@ import pettingzoo
 from .env import ENGINE_CONFIG, INVALID_MODES, SocialGymEnv
 from .errors import ConfigError, UnknownGameError
 from .game import Game
+
+_ENV_ID = re.compile(r"socialgym/(.+)-v(\d+)")
 
 # game id -> module under socialgym_env.games that defines ``GAME`` (its Game subclass).
 GAME_MODULES = {
@@ -38,28 +41,37 @@ GAME_MODULES = {
 }
 
 
-def register_game(game: "type[Game] | str") -> None:
+def register_game(game: "type[Game] | str", replace: bool = False) -> None:
     """Add a game from outside the package: a Game subclass, or a dotted module path whose
-    module defines ``GAME``. It then works with ``make``, ``list_games`` and PettingZoo."""
-    if isinstance(game, str):
-        module = importlib.import_module(game)
-        GAME_MODULES[module.GAME.info.id] = game
-        _register_with_pettingzoo(module.GAME.info.id)
-    else:
-        GAME_MODULES[game.info.id] = game
-        _register_with_pettingzoo(game.info.id)
+    module defines ``GAME``. It then works with ``make``, ``list_games`` and PettingZoo
+    (``socialgym/<id>-v<version>``). A built-in game is only replaced with ``replace=True``."""
+    cls = importlib.import_module(game).GAME if isinstance(game, str) else game
+    game_id = cls.info.id
+    if game_id in GAME_MODULES and not replace:
+        raise ConfigError(f"a game {game_id!r} is already registered; pass replace=True to replace it")
+    _unregister_with_pettingzoo(game_id)
+    GAME_MODULES[game_id] = game if isinstance(game, str) else cls
+    _register_with_pettingzoo(game_id)
 
 
 def unregister_game(game_id: str) -> None:
     """Remove a game added with :func:`register_game` (tests use it to clean up)."""
+    _unregister_with_pettingzoo(game_id)
     GAME_MODULES.pop(game_id, None)
-    pettingzoo.aec_registry.pop(f"socialgym/{game_id}-v0", None)
+
+
+def env_id(game_id: str) -> str:
+    """The PettingZoo id of a game, carrying its version: ``socialgym/werewolves-v0``."""
+    return f"socialgym/{game_id}-v{game_class(game_id).info.version}"
 
 
 def game_class(game_id: str) -> type[Game]:
+    wanted_version = None
     if game_id not in GAME_MODULES:
-        # Accept the PettingZoo-style id too.
-        stripped = game_id.removeprefix("socialgym/").removesuffix("-v0")
+        # Accept the PettingZoo-style id too: socialgym/<id>-v<version>.
+        match = _ENV_ID.fullmatch(game_id)
+        stripped = match.group(1) if match else game_id
+        wanted_version = int(match.group(2)) if match else None
         if stripped not in GAME_MODULES:
             close = [g for g in GAME_MODULES if stripped.replace("-", "_").lower() in g]
             hint = f" Did you mean {', '.join(close)}?" if close else ""
@@ -67,9 +79,14 @@ def game_class(game_id: str) -> type[Game]:
         game_id = stripped
     module_name = GAME_MODULES[game_id]
     if isinstance(module_name, type):
-        return module_name
-    module = importlib.import_module(module_name if "." in module_name else f"socialgym_env.games.{module_name}")
-    return module.GAME
+        cls = module_name
+    else:
+        module = importlib.import_module(module_name if "." in module_name else f"socialgym_env.games.{module_name}")
+        cls = module.GAME
+    if wanted_version is not None and wanted_version != cls.info.version:
+        raise UnknownGameError(f"{game_id} is at version {cls.info.version} here, not {wanted_version} "
+                               f"(use socialgym/{game_id}-v{cls.info.version})")
+    return cls
 
 
 def list_games() -> list[dict]:
@@ -125,18 +142,45 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
     return merged
 
 
+# Checked configs by (game class, given keys, value types and values): make() is called once
+# per episode by runners, and checking a config costs as much as a short episode's reset.
+# Bounded; configs holding other than plain scalars are checked every time. The value's type
+# is part of the key, so 1, 1.0 and True (equal as dict keys) are checked apart.
+_RESOLVED: dict = {}
+_RESOLVED_MAX = 1024
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _resolve_config_cached(cls: type[Game], config: dict) -> dict:
+    if not all(type(value) in _SCALARS for value in config.values()):
+        return resolve_config(cls, config)
+    key = (cls, tuple(sorted((k, type(v).__name__, v) for k, v in config.items())))
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = resolve_config(cls, config)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[key] = resolved
+    return dict(resolved)                 # each env owns its config dict
+
+
 def make(game_id: str, render_mode: Optional[str] = None, **config) -> SocialGymEnv:
     """Create the AEC env of a game: ``socialgym_env.make("werewolves", invalid_action="raise")``."""
     cls = game_class(game_id)
     if render_mode is not None and render_mode not in SocialGymEnv.metadata["render_modes"]:
         raise ConfigError(f"render_mode must be one of {SocialGymEnv.metadata['render_modes']}, got {render_mode!r}")
-    return SocialGymEnv(cls, resolve_config(cls, config), render_mode=render_mode)
+    return SocialGymEnv(cls, _resolve_config_cached(cls, config), render_mode=render_mode)
 
 
 def _register_with_pettingzoo(game_id: str) -> None:
-    env_id = f"socialgym/{game_id}-v0"
-    if env_id not in pettingzoo.aec_registry:
-        pettingzoo.register("aec", env_id, entry_point=make, kwargs={"game_id": game_id})
+    name = env_id(game_id)
+    if name not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", name, entry_point=make, kwargs={"game_id": game_id})
+
+
+def _unregister_with_pettingzoo(game_id: str) -> None:
+    for name in [n for n in pettingzoo.aec_registry if n.startswith(f"socialgym/{game_id}-v")]:
+        pettingzoo.aec_registry.pop(name)
 
 
 def register_all() -> None:

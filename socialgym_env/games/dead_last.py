@@ -151,7 +151,7 @@ class DeadLast(Game):
     def _offer_specs(self, state, agent):
         k = len(state.g.survivors)
         return [ActionSpec("offer", (Int(0, TOTAL, name="SHARE"),), repeat=k, check=shares_reason,
-                           sampler=lambda rng: random_split(rng, k),
+                           sampler=lambda rng: random_split(rng, k), schema_extra={"x-sum": TOTAL},
                            help=f"shares of {TOTAL} for {state.names(state.g.survivors)} in this order, "
                                 f"summing to {TOTAL}")]
 

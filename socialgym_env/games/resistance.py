@@ -111,7 +111,6 @@ class Resistance(Game):
         g.successes = 0
         g.failures = 0
         g.rejections = 0
-        g.proposal_no = 0
         g.team = ()
         g.proposals = []      # {"mission", "leader", "team", "votes", "approved"}
         g.results = []        # {"mission", "team", "fails", "success"}
@@ -125,7 +124,6 @@ class Resistance(Game):
 
     def _start_proposal(self, state: State) -> None:
         g = state.g
-        g.proposal_no += 1
         state.goto("discussion")
         state.announce(f"Mission {g.mission} (team of {mission_size(g.mission)}), proposal "
                        f"{g.rejections + 1} of {MAX_REJECTIONS}: {state.name(g.leader)} leads.")

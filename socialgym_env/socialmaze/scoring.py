@@ -118,73 +118,88 @@ def _collect(patterns: list[re.Pattern[str]], text: str) -> list[str]:
 
 def parse_answer(answer: Any, n_players: int) -> ParsedAnswer:
     """Extract (criminal, Player 1's role) from a free-text or mapping answer."""
-    problems: list[str] = []
-    criminals: set[int] = set()
-    roles: set[Role] = set()
-
     if isinstance(answer, Mapping):
         obj: dict[str, Any] | None = {str(k).strip().lower(): v for k, v in answer.items()}
         text = ""
     elif isinstance(answer, str):
-        marks = list(_MARKER.finditer(answer))
-        text = answer[marks[-1].end():] if marks and answer[marks[-1].end():].strip() else answer
+        text = answer_region(answer)
         obj = _from_json(text)
     else:
         return ParsedAnswer(None, None, f"answer must be text, got {type(answer).__name__}")
 
-    if obj is not None:
-        if "criminal" in obj:
-            c = _player_number(obj["criminal"])
-            if c is None:
-                problems.append(f"criminal value {obj['criminal']!r} is not a player number")
-            else:
-                criminals.add(c)
-        for key in _JSON_ROLE_KEYS:
-            if key in obj:
-                try:
-                    roles.add(parse_role(obj[key]))
-                except ValueError:
-                    problems.append(f"role value {obj[key]!r} is not a role")
-                break
-    else:
-        criminals |= {int(x) for x in _collect(_CRIMINAL_PATTERNS, text)}
-        if _SELF_CRIMINAL.search(text):
-            criminals.add(1)
-        roles |= {parse_role(r) for r in _collect(_ROLE_PATTERNS, text)}
-        if not criminals:
-            m = _TERSE.match(text)
-            if m:
-                criminals.add(int(m.group(1)))
-                if m.group(2):
-                    roles.add(parse_role(m.group(2)))
-
+    problems: list[str] = []
+    criminals, roles = _claims_from_json(obj, problems) if obj is not None else _claims_from_text(text)
     # "Player 1 is the criminal" and "my role is Criminal" are the same claim.
     if criminals == {1} and not roles:
         roles.add(Role.CRIMINAL)
     if roles == {Role.CRIMINAL} and not criminals:
         criminals.add(1)
+    criminal = single_player(criminals, n_players, "criminal", problems)
+    role = _single_role(roles, problems)
+    return ParsedAnswer(criminal, role, "; ".join(problems) or None)
 
-    criminal: int | None = None
-    if len(criminals) > 1:
-        problems.append(f"several criminals named: {sorted(criminals)}")
-    elif criminals:
-        c = criminals.pop()
-        if 1 <= c <= n_players:
-            criminal = c
+
+def _claims_from_json(obj: dict, problems: list) -> tuple[set, set]:
+    criminals: set[int] = set()
+    roles: set[Role] = set()
+    if "criminal" in obj:
+        c = _player_number(obj["criminal"])
+        if c is None:
+            problems.append(f"criminal value {obj['criminal']!r} is not a player number")
         else:
-            problems.append(f"player {c} is out of range 1..{n_players}")
-    elif not any(p.startswith("criminal value") for p in problems):
-        problems.append("no criminal found")
+            criminals.add(c)
+    key = next((k for k in _JSON_ROLE_KEYS if k in obj), None)
+    if key is not None:
+        try:
+            roles.add(parse_role(obj[key]))
+        except ValueError:
+            problems.append(f"role value {obj[key]!r} is not a role")
+    return criminals, roles
 
-    role: Role | None = None
+
+def _claims_from_text(text: str) -> tuple[set, set]:
+    criminals = {int(x) for x in _collect(_CRIMINAL_PATTERNS, text)}
+    if _SELF_CRIMINAL.search(text):
+        criminals.add(1)
+    roles = {parse_role(r) for r in _collect(_ROLE_PATTERNS, text)}
+    if not criminals:
+        terse = _TERSE.match(text)
+        if terse:
+            criminals.add(int(terse.group(1)))
+            if terse.group(2):
+                roles.add(parse_role(terse.group(2)))
+    return criminals, roles
+
+
+def answer_region(answer: str) -> str:
+    """The text after the last "Final answer" / "Answer:" marker, or the whole answer."""
+    marks = list(_MARKER.finditer(answer))
+    return answer[marks[-1].end():] if marks and answer[marks[-1].end():].strip() else answer
+
+
+def single_player(found: set, n_players: int, what: str, problems: list, plural: str = "") -> int | None:
+    """The one player an answer names as ``what`` (the criminal, the spy), else None with the
+    problem noted: several named, out of range, or none (unless its value was already bad)."""
+    if len(found) > 1:
+        problems.append(f"several {plural or what + 's'} named: {sorted(found)}")
+    elif found:
+        c = next(iter(found))
+        if 1 <= c <= n_players:
+            return c
+        problems.append(f"player {c} is out of range 1..{n_players}")
+    elif not any(p.startswith(f"{what} value") for p in problems):
+        problems.append(f"no {what} found")
+    return None
+
+
+def _single_role(roles: set, problems: list) -> Role | None:
     if len(roles) > 1:
         problems.append(f"several roles named: {sorted(r.value for r in roles)}")
     elif roles:
-        role = roles.pop()
+        return next(iter(roles))
     elif not any(p.startswith("role value") for p in problems):
         problems.append("no role found")
-
-    return ParsedAnswer(criminal, role, "; ".join(problems) or None)
+    return None
 
 
 def score_answer(answer: Any, instance: MazeInstance) -> ScoreResult:

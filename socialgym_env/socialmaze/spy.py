@@ -45,6 +45,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from ..games.undercover import word_pairs
+from .scoring import answer_region, single_player
 
 ENV_ID = "socialgym/FindTheSpy-v0"
 SPY, CIVILIAN = "Spy", "Civilian"
@@ -176,7 +177,6 @@ def spy_perspectives(n: int, seed: int, share: float = SPY_PERSPECTIVE_SHARE) ->
 
 
 # ----------------------------------------------------------------------------- scoring
-_MARKER = re.compile(r"final\s+answer|\banswer\s*:", re.I)
 _JSON = re.compile(r"\{[^{}]*\}", re.S)
 _PLAYER = re.compile(r"^\s*(?:player|p)?\s*#?\s*(\d+)\s*$", re.I)
 _SPY_PATTERNS = [
@@ -215,59 +215,66 @@ def _player(value) -> Optional[int]:
 
 def parse_spy_answer(answer: Any, n_players: int) -> tuple[Optional[int], Optional[str], Optional[str]]:
     """(spy, role, reason why something is missing or None) from a text or mapping answer."""
-    spies, roles, problems = set(), set(), []
-    obj = None
+    problems: list = []
     if isinstance(answer, Mapping):
-        obj = {str(k).lower(): v for k, v in answer.items()}
+        obj, text = {str(k).lower(): v for k, v in answer.items()}, ""
     elif isinstance(answer, str):
-        marks = list(_MARKER.finditer(answer))
-        text = answer[marks[-1].end():] if marks and answer[marks[-1].end():].strip() else answer
-        for raw in _JSON.findall(text):
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(data, dict) and ({"spy", "role", "my_role"} & {str(k).lower() for k in data}):
-                obj = {str(k).lower(): v for k, v in data.items()}
+        text = answer_region(answer)
+        obj = _spy_json(text)
     else:
         return None, None, f"answer must be text, got {type(answer).__name__}"
-    if obj is not None:
-        if "spy" in obj:
-            p = _player(obj["spy"])
-            spies.add(p) if p is not None else problems.append(f"spy value {obj['spy']!r} is not a player")
-        role = obj.get("role", obj.get("my_role"))
-        if role is not None:
-            if str(role).strip().lower() in ("spy", "civilian"):
-                roles.add(str(role).strip().capitalize())
-            else:
-                problems.append(f"role value {role!r} is not Civilian or Spy")
-    else:
-        spies |= {int(m.group(1)) for p in _SPY_PATTERNS for m in p.finditer(text)}
-        roles |= {m.group(1).capitalize() for p in _ROLE_PATTERNS for m in p.finditer(text)}
-        if not spies and (m := _TERSE.match(text)):
-            spies.add(int(m.group(1)))
-    if spies == {1} and not roles:
+    spies, roles = _claims_from_json(obj, problems) if obj is not None else _claims_from_text(text)
+    if spies == {1} and not roles:         # "Player 1 is the spy" and "I am the spy" are one claim
         roles.add(SPY)
     if roles == {SPY} and not spies:
         spies.add(1)
-    spy = role = None
-    if len(spies) > 1:
-        problems.append(f"several spies named: {sorted(spies)}")
-    elif spies:
-        candidate = spies.pop()
-        if 1 <= candidate <= n_players:
-            spy = candidate
-        else:
-            problems.append(f"player {candidate} is out of range 1..{n_players}")
-    elif not problems:
-        problems.append("no spy found")
+    spy = single_player(spies, n_players, "spy", problems, plural="spies")
+    role = None
     if len(roles) > 1:
         problems.append("both roles named")
     elif roles:
-        role = roles.pop()
+        role = next(iter(roles))
     else:
         problems.append("no role found")
     return spy, role, "; ".join(problems) or None
+
+
+def _spy_json(text: str) -> Optional[dict]:
+    """The last JSON object in ``text`` with a spy or role key (keys case-insensitive)."""
+    found = None
+    for raw in _JSON.findall(text):
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and ({"spy", "role", "my_role"} & {str(k).lower() for k in data}):
+            found = {str(k).lower(): v for k, v in data.items()}
+    return found
+
+
+def _claims_from_json(obj: dict, problems: list) -> tuple[set, set]:
+    spies, roles = set(), set()
+    if "spy" in obj:
+        player = _player(obj["spy"])
+        if player is None:
+            problems.append(f"spy value {obj['spy']!r} is not a player")
+        else:
+            spies.add(player)
+    role = obj.get("role", obj.get("my_role"))
+    if role is not None:
+        if str(role).strip().lower() in ("spy", "civilian"):
+            roles.add(str(role).strip().capitalize())
+        else:
+            problems.append(f"role value {role!r} is not Civilian or Spy")
+    return spies, roles
+
+
+def _claims_from_text(text: str) -> tuple[set, set]:
+    spies = {int(m.group(1)) for p in _SPY_PATTERNS for m in p.finditer(text)}
+    roles = {m.group(1).capitalize() for p in _ROLE_PATTERNS for m in p.finditer(text)}
+    if not spies and (terse := _TERSE.match(text)):
+        spies.add(int(terse.group(1)))
+    return spies, roles
 
 
 def score_spy_answer(answer: Any, inst: SpyInstance) -> SpyScore:

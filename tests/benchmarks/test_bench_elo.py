@@ -1,11 +1,10 @@
 """Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (benchmarks.elo)."""
-import math
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 from benchmarks import elo as bt
+from benchmarks.perf.elo_fit import sklearn_aggregated_fit
 
 
 def rec(policies, rewards, teams=None, **extra):
@@ -53,19 +52,7 @@ def test_role_labels():
 
 # ----------------------------------------------------------------------------- fit
 def sklearn_elo(wins):
-    k = wins.shape[0]
-    X, y, w = [], [], []
-    for i in range(k):
-        for j in range(i + 1, k):
-            for target, weight in ((1, wins[i, j]), (0, wins[j, i])):
-                if weight > 0:
-                    row = np.zeros(k)
-                    row[i], row[j] = math.log(10), -math.log(10)
-                    X.append(row), y.append(target), w.append(weight)
-    lr = LogisticRegression(fit_intercept=False, C=0.1, tol=1e-12, max_iter=100_000)
-    lr.fit(np.array(X), np.array(y), sample_weight=np.array(w, dtype=float))
-    elo = 400 * lr.coef_[0]
-    return elo - elo.mean() + 1000
+    return sklearn_aggregated_fit(wins, tol=1e-12)
 
 
 @pytest.mark.parametrize("k,seed", [(2, 0), (3, 1), (5, 2), (8, 3)])
@@ -160,3 +147,42 @@ def test_wilson_empty_and_win_rates():
     rates = bt.win_rates([rec(["A", "B"], [1, -1]), rec(["A", "B"], [0, 0]), rec(["B", "A"], [1, -1])])
     assert rates["A"]["wins"] == 1 and rates["A"]["seats"] == 3 and rates["A"]["draws"] == 1
     assert rates["A"]["rate"] == pytest.approx(1 / 3)
+
+
+# ----------------------------------------------------------------------------- speed work (issue 12)
+def _integer_product(battles, n_boot, by, seed):
+    """The bootstrap's win matrices as first written: an integer ``draws @ patterns``."""
+    k = len(battles.players)
+    rng = np.random.default_rng(seed)
+    if by == "episode":
+        patterns, counts = bt._group_rows(bt.episode_cell_counts(battles))
+    else:
+        cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
+        nz = np.flatnonzero(cells)
+        patterns = np.zeros((nz.size, k * k), dtype=np.int64)
+        patterns[np.arange(nz.size), nz] = 1
+        counts = cells[nz]
+    total = int(counts.sum())
+    draws = rng.multinomial(total, counts / total, size=n_boot)
+    return (draws @ patterns).reshape(n_boot, k, k).astype(float)
+
+
+@pytest.mark.parametrize("by", ["battle", "episode"])
+def test_bootstrap_wins_identical_to_the_integer_product(by):
+    from benchmarks.perf.elo_fit import make_battles
+    rng = np.random.default_rng(4)
+    records = [rec(list(rng.permutation(["A", "B", "C", "D"])), list(rng.permutation([1, 0, 0, -1])))
+               for _ in range(80)]
+    for battles in (bt.collect_battles(records), make_battles(5000, 12, seed=1)):
+        assert np.array_equal(bt.bootstrap_wins(battles, 300, by=by, seed=9), _integer_product(battles, 300, by, 9))
+
+
+@pytest.mark.parametrize("k,n", [(7, 20_000), (50, 20_000)])
+def test_bootstrap_ratings_equal_sklearn_aggregated_within_a_hundredth_elo(k, n):
+    from benchmarks.perf.elo_fit import make_battles, sklearn_aggregated_fit
+    battles = make_battles(n, k, seed=k)
+    ratings = bt.rate(battles, n_boot=40, by="battle", seed=2, keep_samples=True)
+    resamples = bt.bootstrap_wins(battles, 4, by="battle", seed=2)
+    assert np.abs(ratings.elo - sklearn_aggregated_fit(battles.win_matrix(), tol=1e-12)).max() < 0.01
+    for sample, wins in zip(ratings.samples, resamples):
+        assert np.abs(sample - sklearn_aggregated_fit(wins, tol=1e-12)).max() < 0.01

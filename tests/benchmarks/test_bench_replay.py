@@ -9,6 +9,7 @@ import pytest
 
 from agents.runner import EpisodeJob, run_jobs
 from benchmarks.replay import write_replay
+from socialgym_env.errors import LogFormatError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
@@ -78,5 +79,24 @@ def test_replay_in_headless_chromium(episode, tmp_path):
 
 def test_replay_unknown_episode(episode, tmp_path):
     log, _ = episode
-    with pytest.raises(KeyError):
+    with pytest.raises(LogFormatError, match="episode 'nope' is not in"):
         write_replay(log, "nope", tmp_path / "x.html")
+
+
+def test_replay_command_defaults_to_the_first_episode(tmp_path, toy_spy):
+    import typer
+    from typer.testing import CliRunner
+
+    from benchmarks.cli import app
+    log = tmp_path / "two.jsonl"
+    seats = ["scripted:random"] * 4
+    run_jobs([EpisodeJob(toy_spy, seed=s, seats=seats, episode_id=f"ep{s}") for s in (1, 2)], log_path=log)
+    runner = CliRunner()
+    assert isinstance(app, typer.Typer)
+    first = runner.invoke(app, ["replay", str(log), "--out", str(tmp_path / "a.html")])
+    assert first.exit_code == 0, first.output
+    assert '"episode_id": "ep1"' in (tmp_path / "a.html").read_text()
+    second = runner.invoke(app, ["replay", str(log), "--index", "1", "--out", str(tmp_path / "b.html")])
+    assert second.exit_code == 0 and '"episode_id": "ep2"' in (tmp_path / "b.html").read_text()
+    bad = runner.invoke(app, ["replay", str(log), "--index", "5", "--out", str(tmp_path / "c.html")])
+    assert bad.exit_code == 2 and "valid: 0 to 1" in bad.output and "Traceback" not in bad.output

@@ -125,9 +125,14 @@ def test_leaderboard_rebuilt_from_logs(tmp_path, toy_spy, capsys):
     for key in ("overall", "per_game", "win_rates", "cooperative", "profiles", "roles", "roles_overall", "policies",
                 "skipped", "settings", "game_info"):
         assert key in data, key
-    assert data["skipped"] == {"failed": 1, "unfinished": 0}
+    assert data["skipped"] == {"failed": 1, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
     assert data["episodes"] == len(jobs)
     assert set(data["policies"]) == set(AGENTS)
+    # one replay page per game, linked from the HTML leaderboard
+    html_page = (board / "leaderboard.html").read_text()
+    for game in games:
+        assert (board / "replays" / f"{game}.html").stat().st_size > 0
+        assert f"href='replays/{game}.html'" in html_page
     assert data["competitive_games"] and "stag_hunt" in data["cooperative_games"]
     assert "stag_hunt" not in data["per_game"]
     assert abs(sum(v["elo"] for v in data["overall"].values()) / 3 - 1000) < 1e-6

@@ -85,3 +85,18 @@ def test_overrides_and_quick_preset():
 def test_available_games_lists_registered_playable_games():
     games = tour.available_games()
     assert "prisoners_dilemma" in games and set(games) <= set(socialgym_env.game_ids())
+
+
+def test_demo_preset_finishes_every_game_without_truncation():
+    """The main job's configs (``--preset demo``) end every episode by the game's own rules."""
+    import socialgym_env
+    from agents.runner import PolicyPool, run_jobs
+    from benchmarks.tournament import DEMO_CONFIGS, game_configs, plan_tournament
+    games = socialgym_env.game_ids()
+    configs = game_configs(games, preset="demo")
+    assert configs["chess"] == DEMO_CONFIGS["chess"] and "max_steps" not in configs["coup"]
+    jobs = plan_tournament(games, ["scripted:heuristic", "scripted:random", "scripted:win_stay_lose_shift"],
+                           2, seed=0, configs=configs)
+    records = run_jobs(jobs, PolicyPool())
+    assert {r["game"] for r in records} == set(games)
+    assert all(r["finished"] and not r.get("failed") and not r.get("truncated") for r in records)

@@ -1,0 +1,57 @@
+"""Episode jobs, the shared policy pool and the failed-episode record: what both runners
+(the sequential :mod:`agents.runner` and the batched :mod:`agents.batched`) need, kept here so
+that neither imports the other's internals."""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from .registry import make_policy
+
+
+@dataclass
+class EpisodeJob:
+    """One episode to play: the game, its seed and config, and a policy spec per seat."""
+
+    game: str
+    seed: int
+    seats: Sequence[str]
+    config: dict = field(default_factory=dict)
+    episode_id: Optional[str] = None
+    playbooks: dict = field(default_factory=dict)   # seat -> playbook text
+    playbook_ids: dict = field(default_factory=dict)  # seat -> playbook id (SPaRTan), logged in the roster
+    tags: dict = field(default_factory=dict)        # free-form (tournament round, matchup)
+
+    def __post_init__(self):
+        if self.episode_id is None:
+            self.episode_id = f"{self.game}-{self.seed}-" + "+".join(self.seats)
+
+
+class PolicyPool:
+    """Policies by spec, built once and shared by every episode (so an LLM loads once)."""
+
+    def __init__(self, seed: int = 0, prebuilt: Optional[dict] = None):
+        self.seed = seed
+        self.policies = dict(prebuilt or {})
+
+    def get(self, spec: str):
+        if spec not in self.policies:
+            self.policies[spec] = make_policy(spec, seed=self.seed)
+        return self.policies[spec]
+
+
+def set_playbook(policy, key, playbook):
+    if playbook and hasattr(policy, "set_playbook"):
+        policy.set_playbook(key, playbook)
+
+
+def failed_record(job: EpisodeJob, error: BaseException) -> dict:
+    """A log record for an episode that could not be completed, with the reason."""
+    from socialgym_env.env import LOG_SCHEMA
+    return {"schema": LOG_SCHEMA, "episode_id": job.episode_id, "game": job.game, "seed": job.seed,
+            "config": job.config, "roster": [{"agent": f"player_{i}", "policy": s} for i, s in enumerate(job.seats)],
+            "turns": [], "scores": None, "rewards": None, "finished": False, "failed": True,
+            "error": f"{type(error).__name__}: {error}",
+            "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=5)),
+            "tags": job.tags}

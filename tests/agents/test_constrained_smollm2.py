@@ -1,0 +1,63 @@
+"""The embedded SmolLM2 with constrained decoding and in the scoring mode: every decision legal."""
+import pytest
+
+import socialgym_env
+from agents import make_policy
+from agents.base import Request
+from agents.llm.constraint import reply_grammar
+from agents.runner import EpisodeJob, PolicyPool, run_jobs
+
+# free-text talk (battle_of_the_sexes "say"), numeric arguments (public_goods, bargaining),
+# two-part arguments (liars_dice bids), plain choices (prisoners_dilemma)
+GAMES = {"prisoners_dilemma": {"rounds": 1}, "battle_of_the_sexes": {"rounds": 1},
+         "public_goods": {"rounds": 1}, "bargaining": {"rounds": 1}, "liars_dice": {"dice": 1}}
+
+
+def _llm_turns(records):
+    return [t for r in records for t in r["turns"] if "agent_meta" in t]
+
+
+@pytest.mark.parametrize("options", ["max_new_tokens=24", "mode=score&max_new_tokens=24"])
+def test_constrained_smollm2_plays_with_no_invalid_action(smollm2_available, options):
+    policy = make_policy(f"smollm2?{options}&max_retries=0")
+    jobs = [EpisodeJob(game, seed, ["llm"] * len(socialgym_env.make(game).possible_agents), config=config)
+            for game, config in GAMES.items() for seed in range(3)]
+    records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}))
+    assert all(r["finished"] and not r.get("failed") for r in records)
+    assert sum(sum(r["invalid_actions"].values()) for r in records) == 0
+    turns = _llm_turns(records)
+    assert turns and all(t["valid"] and t["agent_meta"]["valid"] for t in turns)
+    assert all(len(t["agent_meta"]["attempts"]) == 1 for t in turns)      # legal on the first try
+    talk = [t for t in turns if t["phase"] == "talk"]
+    assert talk                                                           # free text was generated
+    if "score" in options:
+        scored = [t for t in turns if "scores" in t["agent_meta"]["attempts"][0]]
+        assert scored and all(len(t["agent_meta"]["attempts"][0]["scores"]) >= 2 for t in scored
+                              if t["phase"] != "talk")
+
+
+def test_scoring_picks_the_argmax_of_independent_log_probabilities(smollm2_available):
+    import torch
+    policy = make_policy("smollm2?mode=score")
+    backend = policy.backend
+    env = socialgym_env.make("rock_paper_scissors", rounds=1)
+    env.reset(seed=5)
+    agent = env.agent_selection
+    request = Request(("fixed", agent), env.observe(agent), env.infos[agent], env.prompt_parts(agent))
+    decision = policy.act_batch([request])[0]
+    record = decision.meta["attempts"][0]
+    candidates = reply_grammar(request.info).finite
+    prompt_ids = backend.encode([{"role": "user", "content": record["prompt"]}])
+    independent = []
+    with torch.inference_mode():
+        for text in candidates:      # the full sequence, one plain forward pass, no cache
+            reply_ids = backend.tokenizer.encode(text, add_special_tokens=False)
+            logits = backend.model(input_ids=torch.tensor([prompt_ids + reply_ids])).logits[0].float()
+            logprobs = torch.log_softmax(logits[len(prompt_ids) - 1:-1], dim=-1)
+            independent.append(float(logprobs[torch.arange(len(reply_ids)), torch.tensor(reply_ids)].sum()))
+    best = max(range(len(candidates)), key=lambda i: independent[i])
+    assert record["reply"] == candidates[best]
+    assert decision.action.replace(" ", "") == candidates[best].replace(" ", "")
+    logged = dict(record["scores"])
+    # same ranking; values agree up to the tokenization of the shared prefix
+    assert sorted(candidates, key=lambda c: logged[c]) == sorted(candidates, key=lambda c: independent[candidates.index(c)])

@@ -1,0 +1,36 @@
+"""The engine benchmark script runs end to end (tiny budget) and says how to set up TextArena
+when it is missing."""
+from benchmarks.perf import env_vs_textarena
+
+
+def test_env_benchmark_runs_and_skips_a_missing_textarena(capsys):
+    results = env_vs_textarena.main(["--games", "prisoners_dilemma,werewolves", "--modes", "render,bare,reset",
+                                     "--reps", "2", "--seconds", "0.05", "--textarena-python", "/nonexistent/python"])
+    out = capsys.readouterr().out
+    assert "TextArena not found: comparison skipped" in out and "pip install textarena" in out
+    for mode in ("render", "bare"):
+        runs = results[(mode, "werewolves", "socialgym")]
+        assert len(runs) == 2 and all(r["steps"] > 0 and r["episodes"] >= 1 for r in runs)
+    assert all(r["episodes"] >= 1 and r["steps"] == 0 for r in results[("reset", "prisoners_dilemma", "socialgym")])
+    assert "prisoners_dilemma" in out and "steps/s" in out and "resets/s" in out
+
+
+def test_textarena_agents_play_legal_moves():
+    """The TextArena random agents' moves parse under TextArena's own rules (checked without
+    TextArena by the move shapes its regexes accept)."""
+    import random
+    import re
+
+    class Core:
+        pass
+
+    core = Core()
+    core.state = Core()
+    core.state.game_state = {"phase": "decision", "current_bid": {"quantity": 2, "face_value": 3},
+                             "alive_players": [0, 1, 2, 3]}
+    rng = random.Random(0)
+    assert env_vs_textarena.textarena_action(core, "prisoners_dilemma", 0, rng) in ("[Cooperate]", "[Defect]")
+    for _ in range(50):
+        bid = env_vs_textarena.textarena_action(core, "liars_dice", 0, rng)
+        match = re.search(r"\[bid\s*:?\s*(\d+)[,\s]+(\d+)\]", bid, re.IGNORECASE)
+        assert bid == "[Call]" or (match and (int(match[1]), int(match[2])) > (2, 3) and int(match[2]) >= 3)

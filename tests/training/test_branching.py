@@ -1,0 +1,57 @@
+"""Branching rollouts find a planted better action: in the Prisoner's Dilemma against tit-for-tat,
+defecting never loses and in the last round it wins outright (tit-for-tat cannot answer)."""
+import json
+
+from training.branching import BranchConfig, branch_decision, branching_pairs
+import socialgym_env
+from agents.runner import PolicyPool
+
+ROUNDS = 3
+
+
+def test_last_round_defect_is_chosen_against_tit_for_tat():
+    pairs = branching_pairs("prisoners_dilemma", ["scripted:random", "scripted:tit_for_tat"], seeds=[0, 1],
+                            learner="player_0", branch=BranchConfig(candidates=2, rollouts=6),
+                            config={"rounds": ROUNDS})
+    assert pairs
+    last = [p for p in pairs if p["round"] == ROUNDS]
+    assert len(last) == 2                          # one per episode: the last round always separates
+    for pair in pairs:
+        assert pair["variant"] == "branching" and pair["p_value"] < 0.05
+        assert pair["chosen_action"] == "defect" and pair["rejected_action"] == "cooperate"
+        assert json.loads(pair["chosen"][0]["content"])["action_type"] == "defect"
+        assert pair["chosen_reward"] > pair["rejected_reward"]
+        assert pair["prompt"][0]["role"] == "user" and "Imagine you are playing the game as" in pair["prompt"][0]["content"]
+
+
+def test_branching_leaves_the_env_alone_and_is_deterministic():
+    env = socialgym_env.make("prisoners_dilemma", rounds=ROUNDS)
+    env.reset(seed=4)
+    before = json.dumps(env.episode_record(), sort_keys=True)
+    pool = PolicyPool()
+    policies = {"player_0": pool.get("scripted:random"), "player_1": pool.get("scripted:tit_for_tat")}
+    first = branch_decision(env, "player_0", policies, BranchConfig(candidates=2, rollouts=3), "t", seed=1)
+    again = branch_decision(env, "player_0", policies, BranchConfig(candidates=2, rollouts=3), "t", seed=1)
+    assert json.dumps(env.episode_record(), sort_keys=True) == before
+    assert first == again
+    assert {a for a, _, _ in first["candidates"]} == {"cooperate", "defect"}
+
+
+def test_policy_sampled_candidates_keep_the_replies():
+    from agents.llm.config import LLMConfig
+    from agents.llm.policy import LLMPolicy
+
+    from conftest import SeededChoiceBackend
+    llm = LLMPolicy(SeededChoiceBackend(), LLMConfig(max_retries=1), "fake-llm")
+    pool = PolicyPool(prebuilt={"fake-llm": llm})
+    env = socialgym_env.make("prisoners_dilemma", rounds=1)
+    env.reset(seed=2)
+    policies = {"player_0": llm, "player_1": pool.get("scripted:tit_for_tat")}
+    outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=6, rollouts=4, source="policy"),
+                              "p", seed=3)
+    actions = [a for a, _, _ in outcome["candidates"]]
+    assert len(actions) == len(set(actions)) >= 2                  # distinct sampled actions
+    for action, reply, rewards in outcome["candidates"]:
+        assert json.loads(reply)["action_type"] in ("cooperate", "defect") and len(rewards) == 4
+    chosen, _, _ = outcome["candidates"][outcome["chosen"]]
+    assert json.loads(chosen)["action_type"] == "defect" and outcome["p_value"] < 0.05

@@ -1,0 +1,280 @@
+"""Datasets from episode logs: one row per decision, in the chat format TRL trains on.
+
+Python API (stable; the GRPO and detector scripts build on it)::
+
+    from training.export import ExportFilter, decision_rows, sft_dataset, dpo_dataset, grpo_dataset, save_dataset
+    records = list(load_records(["runs/full/logs"]))
+    rows = decision_rows(records, ExportFilter(games=["prisoners_dilemma"], outcomes=["win"], legal_only=True))
+    data = sft_dataset(rows, test_fraction=0.1, seed=0)          # DatasetDict: train / test
+    save_dataset(data, "exports/pd_sft")                          # save_to_disk + train.jsonl, test.jsonl
+
+A **decision row** (:func:`decision_rows`) is one turn of an LLM seat (a turn whose log entry has
+``agent_meta`` with the prompt: scripted seats have no prompt and give no row):
+
+| column | holds |
+|--------|-------|
+| ``prompt`` | ``[{"role": "user", "content": <the exact prompt the seat saw>}]`` (``agent_meta.attempts[0].prompt``) |
+| ``completion`` | ``[{"role": "assistant", "content": <the reply whose action was played>}]`` (the last attempt's reply) |
+| ``messages`` | ``prompt + completion`` (TRL's conversational "messages" format) |
+| ``game``, ``role``, ``team``, ``seat``, ``name``, ``policy`` | who decided (roster) |
+| ``round``, ``phase``, ``step``, ``turn_index`` | when (``turn_index``: position in ``turns``) |
+| ``action``, ``valid``, ``fallback``, ``reasks`` | what the env made of it; re-asks before the accepted reply |
+| ``outcome``, ``reward`` | the seat's final outcome (win/draw/loss) and reward |
+| ``episode_id``, ``seed``, ``config`` | the episode (``config`` as JSON: enough to rebuild the env, see :func:`restore_env`) |
+
+When the policy had to re-ask, the completion is the reply it finally played (given after the
+re-ask); ``reasks`` says so, and ``legal_only`` drops such rows as well as invalid ones.
+
+Exports (each a ``datasets.DatasetDict`` with ``train`` / ``test`` split **by episode**: every
+decision of one episode is on one side):
+
+- **SFT** (:func:`sft_dataset`): the decision rows.
+- **DPO** (:func:`dpo_dataset`): preference pairs ``prompt`` / ``chosen`` / ``rejected`` (TRL's
+  conversational preference format) plus ``variant``. ``"cross_episode"`` (here, cheap) pairs a
+  winning seat's decision with a losing seat's decision of the same game, role, phase and round
+  in another episode whose action differs and is legal at the winner's decision point (checked
+  by replaying the episode); the credit is episode-level, so these pairs are noisy. Verifiable
+  pairs from branching rollouts come from :mod:`training.branching` (``variant="branching"``).
+- **GRPO** (:func:`grpo_dataset`): the prompts only, with what a reward function needs to
+  rebuild the exact decision point (``episode_id``, ``seed``, ``config``, ``turn_index``,
+  ``prefix_actions``: the raw actions of every earlier turn) -- :func:`restore_env` does it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence
+
+from socialgym_env.logs import iter_log_dir
+
+EXPORT_KINDS = ("sft", "dpo", "grpo")
+OUTCOMES = ("win", "draw", "loss")
+
+
+@dataclass
+class ExportFilter:
+    """Which decisions to keep. Empty lists keep everything; ``policies`` are glob patterns
+    over the policy spec (``"smollm2*"``)."""
+
+    games: list = field(default_factory=list)
+    roles: list = field(default_factory=list)
+    policies: list = field(default_factory=list)
+    outcomes: list = field(default_factory=list)     # win / draw / loss of the deciding seat
+    phases: list = field(default_factory=list)
+    legal_only: bool = False                          # valid first-try replies only
+
+    def __post_init__(self):
+        bad = [o for o in self.outcomes if o not in OUTCOMES]
+        if bad:
+            raise ValueError(f"unknown outcome(s) {bad}; valid: {', '.join(OUTCOMES)}")
+
+    def keeps(self, row: dict) -> bool:
+        return ((not self.games or row["game"] in self.games)
+                and (not self.roles or row["role"] in self.roles)
+                and (not self.policies or any(fnmatch.fnmatchcase(row["policy"] or "", p) for p in self.policies))
+                and (not self.outcomes or row["outcome"] in self.outcomes)
+                and (not self.phases or row["phase"] in self.phases)
+                and (not self.legal_only or (row["valid"] and not row["fallback"] and row["reasks"] == 0)))
+
+
+def load_records(paths: Iterable) -> Iterator[dict]:
+    """Every finished episode of the given log files or folders (failed episodes are skipped)."""
+    for path in paths:
+        if not Path(path).exists():
+            raise FileNotFoundError(f"no log file or folder at {path}")
+        for record in iter_log_dir(path):
+            if record.get("finished") and not record.get("failed"):
+                yield record
+
+
+def _final_reply(meta: dict) -> Optional[tuple[str, int]]:
+    """(the reply whose action was played, number of re-asks before it), or None."""
+    attempts = [a for a in meta.get("attempts") or [] if "reply" in a]
+    if not attempts or "prompt" not in (meta.get("attempts") or [{}])[0]:
+        return None
+    return attempts[-1]["reply"], len(attempts) - 1
+
+
+def decision_rows(records: Iterable[dict], keep: Optional[ExportFilter] = None) -> list[dict]:
+    """One row per LLM decision of the given episodes (see the module doc), filtered by ``keep``."""
+    keep = keep or ExportFilter()
+    rows = []
+    for record in records:
+        roster = {seat["agent"]: seat for seat in record["roster"]}
+        outcomes = record.get("outcomes") or {}
+        rewards = record.get("rewards") or {}
+        config = json.dumps(record.get("config") or {}, sort_keys=True)
+        for index, turn in enumerate(record["turns"]):
+            meta = turn.get("agent_meta") or {}
+            final = _final_reply(meta)
+            if final is None:
+                continue
+            reply, reasks = final
+            seat = roster.get(turn["agent"], {})
+            prompt = [{"role": "user", "content": meta["attempts"][0]["prompt"]}]
+            completion = [{"role": "assistant", "content": reply}]
+            row = {"prompt": prompt, "completion": completion, "messages": prompt + completion,
+                   "game": record["game"], "role": seat.get("role"), "team": seat.get("team"),
+                   "seat": turn["agent"], "name": seat.get("name"), "policy": seat.get("policy") or meta.get("policy"),
+                   "round": turn.get("round"), "phase": turn.get("phase"), "step": turn.get("step"),
+                   "turn_index": index, "action": turn.get("action"), "valid": bool(turn.get("valid")),
+                   "fallback": bool(turn.get("fallback")), "reasks": reasks,
+                   "outcome": outcomes.get(turn["agent"]), "reward": float(rewards.get(turn["agent"], 0.0)),
+                   "episode_id": record["episode_id"], "seed": record["seed"], "config": config}
+            if keep.keeps(row):
+                rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------- splits and saving
+def split_episodes(episode_ids: Iterable[str], test_fraction: float, seed: int = 0) -> set:
+    """The episode ids that go to the test split: a seeded shuffle of the sorted unique ids,
+    ``round(test_fraction * n)`` of them (at least one when the fraction is > 0 and n > 1)."""
+    if not 0 <= test_fraction < 1:
+        raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
+    unique = sorted(set(episode_ids))
+    random.Random(seed).shuffle(unique)
+    n_test = round(test_fraction * len(unique))
+    if test_fraction > 0 and len(unique) > 1:
+        n_test = min(max(n_test, 1), len(unique) - 1)
+    return set(unique[:n_test])
+
+
+def to_dataset_dict(rows: Sequence[dict], test_fraction: float = 0.1, seed: int = 0, group: str = "episode_id"):
+    """``DatasetDict(train=..., test=...)`` with every ``group`` (episode) on one side only."""
+    from datasets import Dataset, DatasetDict
+    if not rows:
+        raise ValueError("nothing to export: no decision matched (only LLM seats log prompts; DPO pairs "
+                         "need winners and losers of the same game, role, phase and round)")
+    test_ids = split_episodes((r[group] for r in rows), test_fraction, seed)
+    everything = Dataset.from_list(list(rows))
+    train = [i for i, r in enumerate(rows) if r[group] not in test_ids]
+    test = [i for i, r in enumerate(rows) if r[group] in test_ids]
+    return DatasetDict(train=everything.select(train), test=everything.select(test))
+
+
+def save_dataset(data, out, meta: Optional[dict] = None) -> dict:
+    """``data.save_to_disk(out)`` plus ``out/<split>.jsonl`` and ``out/export.json`` (row counts
+    and ``meta``); returns the summary."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data.save_to_disk(str(out))
+    for name, split in data.items():
+        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for row in split:
+                handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    summary = {"rows": {name: len(split) for name, split in data.items()},
+               "episodes": {name: len(set(split["episode_id"])) if len(split) else 0 for name, split in data.items()},
+               **(meta or {})}
+    (out / "export.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+# ---------------------------------------------------------------------- replay
+def restore_env(game: str, config, seed: int, episode_id: str, prefix_actions: Sequence[str]):
+    """The env at a logged decision point: made with the episode's config, reset with its seed
+    and stepped with the raw actions of every earlier turn (the engine is deterministic, so this
+    is the state the seat saw). ``config`` may be the JSON string of a row."""
+    import socialgym_env
+    if isinstance(config, str):
+        config = json.loads(config)
+    env = socialgym_env.make(game, **config)
+    env.reset(seed=seed, options={"episode_id": episode_id})
+    for action in prefix_actions:
+        _skip_dead(env)
+        env.step(action)
+    _skip_dead(env)
+    return env
+
+
+def _skip_dead(env) -> None:
+    while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+        env.step(None)
+
+
+def _prefix_actions(record: dict, turn_index: int) -> list:
+    return [turn["raw"] for turn in record["turns"][:turn_index]]
+
+
+# ---------------------------------------------------------------------- the three exports
+def sft_dataset(rows: Sequence[dict], test_fraction: float = 0.1, seed: int = 0):
+    """The decision rows, split by episode."""
+    return to_dataset_dict(rows, test_fraction, seed)
+
+
+def grpo_dataset(rows: Sequence[dict], records: Sequence[dict], test_fraction: float = 0.1, seed: int = 0):
+    """Prompts plus what rebuilds their decision point (``prefix_actions``; see :func:`restore_env`)."""
+    by_id = {r["episode_id"]: r for r in records}
+    out = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if k not in ("completion", "messages")}
+        row["prefix_actions"] = _prefix_actions(by_id[row["episode_id"]], row["turn_index"])
+        out.append(row)
+    return to_dataset_dict(out, test_fraction, seed)
+
+
+def cross_episode_pairs(rows: Sequence[dict], records: Sequence[dict], max_per_prompt: int = 1,
+                        seed: int = 0) -> list[dict]:
+    """The cheap DPO variant: a winner's decision (chosen) against a loser's differing decision of
+    the same game / role / phase / round in another episode (rejected), kept only when the
+    loser's action is legal at the winner's decision point (replayed)."""
+    by_id = {r["episode_id"]: r for r in records}
+    groups: dict = {}
+    for row in rows:
+        if row["valid"] and not row["fallback"]:
+            groups.setdefault((row["game"], row["role"], row["phase"], row["round"]), []).append(row)
+    rng = random.Random(seed)
+    pairs = []
+    for key in sorted(groups, key=str):
+        members = groups[key]
+        winners = [r for r in members if r["outcome"] == "win"]
+        losers = [r for r in members if r["outcome"] == "loss"]
+        for chosen in winners:
+            record = by_id[chosen["episode_id"]]
+            env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
+                              _prefix_actions(record, chosen["turn_index"]))
+            legal = set(env.infos[chosen["seat"]].get("legal_action_list") or [])
+            candidates = [r for r in losers if r["episode_id"] != chosen["episode_id"]
+                          and r["action"] != chosen["action"] and r["action"] in legal]
+            rng.shuffle(candidates)
+            for rejected in candidates[:max_per_prompt]:
+                pairs.append(_pair(chosen, chosen["completion"], rejected["completion"], "cross_episode",
+                                   chosen_reward=chosen["reward"], rejected_reward=rejected["reward"],
+                                   rejected_episode_id=rejected["episode_id"]))
+    return pairs
+
+
+def _pair(row: dict, chosen: list, rejected: list, variant: str, **extra) -> dict:
+    columns = ("game", "role", "team", "seat", "name", "policy", "round", "phase", "step", "turn_index",
+               "episode_id", "seed", "config")
+    return {"prompt": row["prompt"], "chosen": chosen, "rejected": rejected, "variant": variant,
+            **{c: row[c] for c in columns}, **extra}
+
+
+def dpo_dataset(pairs: Sequence[dict], test_fraction: float = 0.1, seed: int = 0):
+    """Preference pairs (from :func:`cross_episode_pairs` or :mod:`training.branching`), split by episode."""
+    return to_dataset_dict(pairs, test_fraction, seed)
+
+
+def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None, test_fraction: float = 0.1,
+           seed: int = 0) -> dict:
+    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json."""
+    if kind not in EXPORT_KINDS:
+        raise ValueError(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
+    keep = keep or ExportFilter()
+    records = list(load_records(paths))
+    rows = decision_rows(records, keep)
+    if kind == "sft":
+        data = sft_dataset(rows, test_fraction, seed)
+    elif kind == "grpo":
+        data = grpo_dataset(rows, records, test_fraction, seed)
+    else:
+        # Pairs need both outcomes: filter everything but the outcome, then pair winners with losers.
+        both = ExportFilter(**{**asdict(keep), "outcomes": []})
+        data = dpo_dataset(cross_episode_pairs(decision_rows(records, both), records, seed=seed), test_fraction, seed)
+    meta = {"kind": kind, "logs": [str(p) for p in paths], "filter": asdict(keep), "test_fraction": test_fraction,
+            "seed": seed, "episodes_read": len(records)}
+    return save_dataset(data, out, meta)

@@ -1,0 +1,230 @@
+"""Multi-turn RLVR: GRPO with LoRA over whole game episodes, through TRL's ``rollout_func``.
+
+    PYTHONPATH=$PWD python training/grpo_games.py --game rock_paper_scissors --seat player_0 \\
+        --opponents scripted:constant:rock --rounds 3 --steps 20 --out runs/grpo_rps
+
+One training example is one episode spec (game, config, seed, learner seat or role, fixed
+opponents). TRL's sampler repeats each example ``num_generations`` times in a row, so a GRPO
+group is ``num_generations`` episodes of the same game, seed and seat against the same
+opponents (scripted, or a frozen model such as ``smollm2``), differing only in the learner's
+sampled replies: advantages compare like with like. The rollout function
+(:mod:`training.multiturn`) plays all episodes of a batch together (opponents batched per tick
+by :class:`agents.single_agent.SingleAgentVecEnv`) and returns each episode as one sequence
+whose ``env_mask`` marks the learner's reply tokens: TRL takes the loss on those only, across
+every turn. Reward: the terminal outcome (+1 / 0 / -1) minus ``invalid_penalty`` per invalid
+learner action. ``--prompt compact`` shows the learner a short first view instead of the full
+observation text (:func:`training.multiturn.compact_first_text`).
+
+Writes to ``--out``:
+
+| file | holds |
+|------|-------|
+| ``adapter/`` | the LoRA adapter |
+| ``reward_curve.csv`` / ``.png`` | per step: mean episode reward (TRL's log) |
+| ``rollouts.csv`` | per step and learner role: mean outcome reward, episodes, invalid actions, learner/env token counts |
+| ``mask_example.json`` | one episode of the first step as (text, in_loss) spans: what the loss sees |
+| ``metrics.json`` | config, win rate over ``eval_episodes`` seeded episodes before/after with 95% Wilson intervals, timing |
+
+Evaluation plays held-out seeds (``seed + 10_000`` on) with the same sampling temperature as
+training, so the win rate is the rate of the policy that was trained.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from training.multiturn import (episode_specs, hf_generate_fn, play_episodes, role_summary, rollout_output,
+                                vllm_generate_fn)
+
+
+@dataclass
+class Config:
+    game: str = "rock_paper_scissors"
+    seat: str = "player_0"              # a seat id, index or role (e.g. "werewolf")
+    opponents: str = "scripted:constant:rock"   # comma-separated specs, one per other seat or one for all
+    rounds: int = 3                     # game config "rounds" (0 = the game's default)
+    max_steps_per_episode: int = 0      # engine turn cap (0 = the game's own)
+    model: str = "smollm2"
+    seed: int = 0
+    steps: int = 20                     # GRPO optimiser steps
+    episodes_per_step: int = 2          # distinct seeds per step
+    num_generations: int = 6            # episodes per seed (one GRPO group)
+    learning_rate: float = 2e-4
+    lora_r: int = 16
+    lora_alpha: int = 32
+    max_new_tokens: int = 24            # per learner reply
+    prompt: str = "full"                # learner's view: full observation text, or compact (~half the tokens)
+    reply_prefix: str = ""              # forced start of every reply, e.g. '{"action_type": "' (not in the loss)
+    temperature: float = 1.0
+    invalid_penalty: float = 0.0        # subtracted per invalid learner action
+    max_turns: int = 32                 # learner turns per episode before it is cut
+    eval_episodes: int = 100
+    eval_batch: int = 25                # episodes per generation batch (and per Ray shard)
+    eval_actors: int = 0                # > 0: evaluate on that many Ray actors (local instance)
+    use_vllm: bool = False              # TRL's vLLM generation (GPU); see README "Scale-out"
+    vllm_mode: str = "server"
+    eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
+    threads: int = 2
+    out: str = "runs/grpo_games"
+
+
+def game_config(config: Config) -> dict:
+    out = {}
+    if config.rounds:
+        out["rounds"] = config.rounds
+    if config.max_steps_per_episode:
+        out["max_steps"] = config.max_steps_per_episode
+    return out
+
+
+def training_dataset(config: Config, n_rows: int):
+    from datasets import Dataset
+    specs = episode_specs(config.game, config.seat, config.opponents.split(","),
+                          range(config.seed, config.seed + n_rows), game_config(config))
+    return Dataset.from_list([{"prompt": spec.prompt()} for spec in specs])
+
+
+def episode_reward(completions, episode_reward, **kwargs) -> list:
+    """The shaped terminal reward computed during the rollout (TRL forwards it)."""
+    return [float(r) for r in episode_reward]
+
+
+class RolloutLog:
+    """Per step and role: mean outcome reward, invalid actions, tokens in and out of the loss."""
+
+    def __init__(self, out: Path):
+        self.path = out / "rollouts.csv"
+        self.mask_path = out / "mask_example.json"
+        self.mask_written = False
+        out.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", newline="") as handle:
+            csv.writer(handle).writerow(["step", "role", "mean_outcome_reward", "episodes", "invalid_actions",
+                                         "learner_tokens", "env_tokens"])
+
+    def add(self, step: int, episodes, tokenizer) -> None:
+        with open(self.path, "a", newline="") as handle:
+            writer = csv.writer(handle)
+            for role, (mean, count) in role_summary(episodes).items():
+                mine = [e for e in episodes if (e.role or "?") == role]
+                writer.writerow([step, role, round(mean, 4), count, sum(e.invalid_actions for e in mine),
+                                 sum(sum(e.env_mask) for e in mine),
+                                 sum(len(e.env_mask) - sum(e.env_mask) for e in mine)])
+        if not self.mask_written and episodes:       # the first episode of the run
+            self.mask_path.write_text(json.dumps(mask_spans(episodes[0], tokenizer), indent=1) + "\n")
+            self.mask_written = True
+
+
+def mask_spans(episode, tokenizer) -> list:
+    """The episode as consecutive (text, in_loss) spans: prompt (never in the loss), then the
+    completion split where the env mask changes."""
+    spans = [{"text": tokenizer.decode(episode.prompt_ids), "in_loss": False}]
+    start = 0
+    for i in range(1, len(episode.env_mask) + 1):
+        if i == len(episode.env_mask) or episode.env_mask[i] != episode.env_mask[start]:
+            spans.append({"text": tokenizer.decode(episode.completion_ids[start:i]),
+                          "in_loss": bool(episode.env_mask[start])})
+            start = i
+    return spans
+
+
+def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
+    """TRL ``rollout_func(prompts, trainer)``: ``prompts`` is the per-process batch, each episode
+    spec already repeated ``num_generations`` times (TRL's RepeatSampler); one episode each."""
+    from training.multiturn import EpisodeSpec
+
+    def rollout(prompts, trainer):
+        specs = [EpisodeSpec.from_prompt(p) for p in prompts]
+        if config.use_vllm:
+            generate = vllm_generate_fn(trainer)
+        else:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=config.seed * 1_000_003 + trainer.state.global_step)
+        episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns,
+                                 prompt=config.prompt, reply_prefix=config.reply_prefix)
+        log.add(trainer.state.global_step, episodes, tokenizer)
+        return rollout_output(episodes, config.invalid_penalty)
+
+    return rollout
+
+
+def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
+    """Win / draw / loss rates over ``eval_episodes`` held-out seeds, with 95% intervals. Shards of
+    ``eval_batch`` episodes; with ``eval_actors`` they run on Ray actors that load the base model
+    plus ``adapter`` (same sampling seeds per shard, so the same episodes as in process)."""
+    from training.common import rate_with_interval
+    specs = episode_specs(config.game, config.seat, config.opponents.split(","),
+                          range(config.seed + 10_000, config.seed + 10_000 + config.eval_episodes),
+                          game_config(config))
+    if config.eval_actors:
+        from training.ray_rollouts import ray_play_episodes
+        episodes = ray_play_episodes(specs, config.model, adapter, config.eval_actors, config.eval_batch,
+                                     config.max_new_tokens, config.temperature, seed=config.seed + 777,
+                                     prompt=config.prompt, reply_prefix=config.reply_prefix)
+    else:
+        episodes = []
+        for shard, start in enumerate(range(0, len(specs), config.eval_batch)):
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=config.seed + 777 + shard)
+            episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
+                                      max_turns=config.max_turns, prompt=config.prompt,
+                                      reply_prefix=config.reply_prefix)
+    n = len(episodes)
+    return {"win": rate_with_interval(sum(e.reward > 0 for e in episodes), n),
+            "draw": rate_with_interval(sum(e.reward == 0 for e in episodes), n),
+            "loss": rate_with_interval(sum(e.reward < 0 for e in episodes), n),
+            "mean_reward": sum(e.reward for e in episodes) / max(n, 1),
+            "invalid_actions_per_episode": sum(e.invalid_actions for e in episodes) / max(n, 1),
+            "per_role": {role: {"mean_reward": mean, "episodes": count}
+                         for role, (mean, count) in role_summary(episodes).items()},
+            "first_actions": [e.actions[:3] for e in episodes[:3]]}
+
+
+def main(argv=None, preloaded=None) -> dict:
+    """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from trl import GRPOTrainer
+
+    from agents.runner import PolicyPool
+    from training.common import cpu_grpo_args, finish_run, load_base, lora_config, parse_config
+    config = parse_config(Config, argv)
+    out = Path(config.out)
+    started = time.time()
+    model, tokenizer = preloaded or load_base(config.model, config.threads)
+    pool = PolicyPool(seed=config.seed)          # opponents, built once (a frozen model loads once)
+
+    # 1. the base policy's win rate
+    before = evaluate(model, tokenizer, config, pool) if config.eval_before else None
+    if before:
+        print("before:", json.dumps({k: before[k] for k in ("win", "mean_reward")}))
+    if config.steps == 0:                          # evaluation only
+        return finish_run(out, config, before, started=started)
+
+    # 2. GRPO over whole episodes
+    log = RolloutLog(out)
+    args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
+                         per_device_train_batch_size=config.episodes_per_step * config.num_generations,
+                         num_generations=config.num_generations, temperature=config.temperature,
+                         max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
+                         use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
+    trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
+                          train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
+                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          rollout_func=make_rollout_func(config, tokenizer, log, pool))
+    trained_at = time.time()
+    trainer.train()
+    train_seconds = time.time() - trained_at
+
+    # 3. the trained policy's win rate; adapter, curves, metrics
+    trainer.model.save_pretrained(out / "adapter")
+    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"))
+    print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
+    return finish_run(out, config, before, after, trainer, started, train_seconds,
+                      ["reward", "rewards/episode_reward/mean"],
+                      f"GRPO {config.game} as {config.seat} vs {config.opponents}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""Whole-episode rollouts of one learner seat as single token sequences, for multi-turn GRPO.
+
+An episode is one chat: the learner's first observation (the game's prompt-ready text) is the
+user prompt; each of the learner's replies is an assistant turn; between two replies the env's
+news (new messages since the learner last acted plus the "--- Now ---" block with the legal
+actions) is a new user turn. The episode becomes
+
+    prompt_ids      = chat template of the first user turn, with the assistant header
+    completion_ids  = reply 1 | env turn 2 | reply 2 | env turn 3 | ... | reply k
+    env_mask        = 1 on reply tokens, 0 on env-turn tokens
+
+which is exactly the token sequence the model read while playing (the chat template is
+append-only, checked by :meth:`ChatAssembler.check_append_only`), so TRL's GRPO loss, masked
+with ``env_mask``, covers the learner's own tokens across all its turns and nothing else.
+
+The opponents are fixed policies played by :class:`agents.single_agent.SingleAgentVecEnv`
+(their model calls batched per tick); the learner's replies for all live episodes of a batch
+are generated together by a ``generate(contexts) -> replies`` function (token ids in, token
+ids out), so the same code serves training (the trainer's model, sampled) and evaluation.
+A reply is turned into an action by the LLM policy's JSON parser; an unparsable reply goes to
+the env as raw text, where the game's invalid-action rule (fallback by default) decides.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from agents.llm.parsing import ReplyError, action_string, parse_reply
+from agents.single_agent import SingleAgentVecEnv
+
+_REPLY = "@@REPLY-SENTINEL@@"
+_USER = "@@USER-SENTINEL@@"
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """What a GRPO group shares: the game, its config, the seed, the learner's seat or role and
+    the opponents. Serialised as the dataset's prompt string (TRL passes only prompts to a
+    rollout function)."""
+
+    game: str
+    seed: int
+    seat: str
+    opponents: tuple
+    config: tuple = ()            # sorted (key, value) pairs
+
+    def prompt(self) -> str:
+        return json.dumps({"game": self.game, "seed": self.seed, "seat": self.seat,
+                           "opponents": list(self.opponents), "config": dict(self.config)}, sort_keys=True)
+
+    @classmethod
+    def from_prompt(cls, text: str) -> "EpisodeSpec":
+        data = json.loads(text)
+        return cls(data["game"], int(data["seed"]), data["seat"], tuple(data["opponents"]),
+                   tuple(sorted(data.get("config", {}).items())))
+
+    def env_key(self) -> tuple:
+        """Episodes with equal keys can share one vector env (everything but the seed)."""
+        return (self.game, self.seat, self.opponents, self.config)
+
+
+def episode_specs(game: str, seat: str, opponents: Sequence[str], seeds: Sequence[int], config: dict) -> list:
+    return [EpisodeSpec(game, int(seed), seat, tuple(opponents), tuple(sorted(config.items()))) for seed in seeds]
+
+
+class ChatAssembler:
+    """Token ids of the first prompt and of each env turn, from the tokenizer's chat template."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.eos_id = tokenizer.eos_token_id
+        base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": _REPLY}]
+        text = tokenizer.apply_chat_template(base + [{"role": "user", "content": _USER}], tokenize=False,
+                                             add_generation_prompt=True)
+        after_reply = text[text.index(_REPLY) + len(_REPLY):]
+        self.close_reply, self.after_user = after_reply.split(_USER)
+        # close_reply = "<|im_end|>\n<|im_start|>user\n" for ChatML: the reply's end marker,
+        # then the user header; after_user = "<|im_end|>\n<|im_start|>assistant\n".
+        self.eos_text = tokenizer.decode([self.eos_id]) if self.eos_id is not None else ""
+
+    def first(self, text: str) -> list:
+        out = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=True,
+                                                 add_generation_prompt=True)
+        if hasattr(out, "keys") and "input_ids" in out:
+            out = out["input_ids"]
+        return list(out)
+
+    def env_turn(self, text: str, reply_ids: Sequence[int]) -> list:
+        """Tokens after a reply: its end marker (unless the model generated it) and the next user turn."""
+        close = self.close_reply
+        if reply_ids and reply_ids[-1] == self.eos_id and close.startswith(self.eos_text):
+            close = close[len(self.eos_text):]
+        return self.tokenizer(close + text + self.after_user, add_special_tokens=False)["input_ids"]
+
+    def check_append_only(self, turns: Sequence[str], replies: Sequence[str]) -> bool:
+        """True if assembling turn by turn gives the template's own rendering of the chat."""
+        ids = self.first(turns[0])
+        messages = [{"role": "user", "content": turns[0]}]
+        for reply, turn in zip(replies, turns[1:]):
+            reply_ids = self.tokenizer(reply, add_special_tokens=False)["input_ids"]
+            ids += reply_ids + self.env_turn(turn, reply_ids)
+            messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": turn}]
+        whole = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.decode(ids) == whole
+
+
+def news_text(observation_text: str, info: dict) -> str:
+    """What a later turn shows: the messages since the learner last acted, then the "Now" block
+    (phase, instructions, legal actions, answer format) of the observation."""
+    now = observation_text[observation_text.rfind("--- Now ---"):] if "--- Now ---" in observation_text else ""
+    lines = list(info.get("new_messages") or []) or ["(no new messages)"]
+    return "\n".join(lines + ([now] if now else []))
+
+
+def legal_text(info: dict) -> str:
+    """The legal actions on one line and the reply format, with the first legal action as the
+    example (as the LLM policy's re-ask does)."""
+    listed = info.get("legal_action_list")
+    legal = listed or info.get("legal_actions") or []
+    first = listed[0] if listed else (info.get("action_types") or [""])[0]
+    action_type, _, argument = first.partition(" ")
+    example = json.dumps({"action_type": action_type, "argument": argument}, ensure_ascii=False)
+    return "Legal actions: " + " | ".join(legal) + f". Reply with one JSON object only, for example: {example}"
+
+
+def compact_first_text(parts: dict, info: dict, game_name: str) -> str:
+    """A short first view (``--prompt compact``): who you are, goal, private facts, status, the
+    messages so far, and the legal actions on one line; about a quarter of the full text's tokens.
+    The game's description is left out, so use it for games the policy already knows."""
+    role = f", role {info['role']}" if info.get("role") else ""
+    lines = [f"{game_name}. You are {parts['agent']}{role}. Goal: {parts['goal']}"]
+    lines += list(parts.get("secret") or []) + list(parts.get("status") or [])
+    lines += list(info.get("new_messages") or [])
+    lines.append(f"{info.get('instructions', '')} {legal_text(info)}".strip())
+    return "\n".join(lines)
+
+
+def compact_news_text(info: dict) -> str:
+    """A later turn in the compact style: new messages, instructions and legal actions."""
+    lines = list(info.get("new_messages") or []) or ["(no new messages)"]
+    return "\n".join(lines + [f"{info.get('instructions', '')} {legal_text(info)}".strip()])
+
+
+_TRUNCATED = re.compile(r'^\s*\{\s*"action_type"\s*:\s*"([^"]+)"')
+
+
+def reply_to_action(reply: str, info: dict) -> str:
+    """The env action for a reply: canonical JSON when it parses; a reply cut by the length bound
+    after a complete ``{"action_type": "<type>"`` counts as that type (with no argument); else the
+    raw text (the env's invalid-action rule decides)."""
+    try:
+        return action_string(parse_reply(reply, info))
+    except ReplyError:
+        cut = _TRUNCATED.match(reply)
+        if cut:
+            try:
+                return action_string(parse_reply(json.dumps({"action_type": cut.group(1)}), info))
+            except ReplyError:
+                pass
+        return reply.strip()
+
+
+@dataclass
+class Episode:
+    spec: EpisodeSpec
+    prompt_ids: list = field(default_factory=list)
+    completion_ids: list = field(default_factory=list)
+    env_mask: list = field(default_factory=list)
+    replies: list = field(default_factory=list)
+    actions: list = field(default_factory=list)
+    reward: float = 0.0                 # the terminal outcome reward
+    invalid_actions: int = 0
+    role: str = ""
+    learner: str = ""
+    truncated: bool = False
+
+    def shaped_reward(self, invalid_penalty: float) -> float:
+        return self.reward - invalid_penalty * self.invalid_actions
+
+
+def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list], tokenizer, pool=None,
+                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "") -> list:
+    """Play every spec to the end; ``generate(list of context ids) -> list of reply ids`` makes the
+    learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
+    then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
+    :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
+    tokens follow each assistant header as env tokens (never in the loss), the model continues it,
+    and the action is parsed from prefix + continuation."""
+    if prompt not in ("full", "compact"):
+        raise ValueError(f"prompt must be full or compact, got {prompt!r}")
+    assembler = ChatAssembler(tokenizer)
+    prefix_ids = tokenizer(reply_prefix, add_special_tokens=False)["input_ids"] if reply_prefix else []
+    episodes = [Episode(spec) for spec in specs]
+    groups: dict = defaultdict(list)
+    for index, spec in enumerate(specs):
+        groups[spec.env_key()].append(index)
+    for (game, seat, opponents, config), indices in groups.items():
+        vec = SingleAgentVecEnv(game, seat, list(opponents), num_envs=len(indices), pool=pool, **dict(config))
+        observations, infos = vec.reset([specs[i].seed for i in indices])
+        contexts = []
+        for slot, index in enumerate(indices):
+            env = vec.envs[slot]
+            first = observations[slot]["text"] if prompt == "full" else \
+                compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
+            episodes[index].prompt_ids = assembler.first(first) + prefix_ids
+            contexts.append(list(episodes[index].prompt_ids))
+        for _ in range(max_turns):
+            live = [slot for slot in range(len(indices)) if not vec.envs[slot].done]
+            if not live:
+                break
+            replies = generate([contexts[slot] for slot in live])
+            actions: list = [None] * len(indices)
+            for slot, reply_ids in zip(live, replies):
+                episode = episodes[indices[slot]]
+                text = reply_prefix + tokenizer.decode(reply_ids, skip_special_tokens=True)
+                episode.replies.append(text)
+                actions[slot] = reply_to_action(text, infos[slot])
+                episode.actions.append(actions[slot])
+                episode.completion_ids += list(reply_ids)
+                episode.env_mask += [1] * len(reply_ids)
+                contexts[slot] += list(reply_ids)
+            observations, rewards, terminated, truncated, infos = vec.step(actions)
+            for slot in live:
+                if vec.envs[slot].done:
+                    continue
+                news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else \
+                    compact_news_text(infos[slot])
+                env_ids = assembler.env_turn(news, episodes[indices[slot]].completion_ids[-1:]) + prefix_ids
+                episode = episodes[indices[slot]]
+                episode.completion_ids += env_ids
+                episode.env_mask += [0] * len(env_ids)
+                contexts[slot] += env_ids
+        for slot, index in enumerate(indices):
+            env, episode = vec.envs[slot], episodes[index]
+            if not env.done:            # out of turns: no outcome, scored 0 and flagged
+                episode.truncated = True
+                continue
+            info = env._info()
+            episode.reward = env.final_reward()
+            episode.invalid_actions = info["invalid_actions"]
+            episode.role = info["true_role"]
+            episode.learner = env.learner
+            episode.truncated = env.truncated
+        vec.close()
+    return episodes
+
+
+def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1.0, seed: Optional[int] = None):
+    """A ``generate`` for :func:`play_episodes` from a transformers (or PEFT) model: left-padded
+    batch, sampling at ``temperature`` (0 = greedy), stop at EOS; reply ids include the EOS."""
+    import torch
+
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    generator_seed = [seed]
+
+    def generate(contexts: list) -> list:
+        width = max(len(c) for c in contexts)
+        input_ids = torch.full((len(contexts), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(input_ids)
+        for row, ids in enumerate(contexts):
+            input_ids[row, width - len(ids):] = torch.tensor(ids)
+            mask[row, width - len(ids):] = 1
+        if generator_seed[0] is not None:
+            torch.manual_seed(generator_seed[0])
+            generator_seed[0] += 1
+        sampling = dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0) if temperature > 0 else \
+            dict(do_sample=False, temperature=None, top_p=None, top_k=None)
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                 eos_token_id=eos, pad_token_id=pad, **sampling)
+        if was_training:
+            model.train()
+        replies = []
+        for row in out[:, width:].tolist():
+            reply = []
+            for token in row:
+                reply.append(token)
+                if token == eos:
+                    break
+            replies.append(reply)
+        return replies
+
+    return generate
+
+
+def vllm_generate_fn(trainer):
+    """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
+    colocated), whose weights TRL syncs to the policy before each rollout. Each call generates up
+    to the trainer's ``max_completion_length`` tokens (the per-reply bound). Server mode gathers
+    the prompts of all training processes, so every process must make the same number of calls:
+    this holds for one training process; with several, episodes of unequal length would stall
+    (not handled here). Untested on this CPU-only machine."""
+
+    def generate(contexts: list) -> list:
+        _, completion_ids, _, _ = trainer.vllm_generation.generate(prompts=contexts, images=None, num_generations=1)
+        return [list(ids) for ids in completion_ids]
+
+    return generate
+
+
+def rollout_output(episodes: Sequence[Episode], invalid_penalty: float = 0.0) -> dict:
+    """The dict a TRL ``rollout_func`` returns: ids, ``env_mask`` (TRL's multi-turn loss mask),
+    no sampling logprobs (only used for vLLM importance sampling), and per-episode fields that
+    TRL forwards to the reward functions."""
+    return {
+        "prompt_ids": [e.prompt_ids for e in episodes],
+        "completion_ids": [e.completion_ids for e in episodes],
+        "env_mask": [e.env_mask for e in episodes],
+        "logprobs": None,
+        "episode_reward": [e.shaped_reward(invalid_penalty) for e in episodes],
+        "outcome_reward": [e.reward for e in episodes],
+        "invalid_actions": [e.invalid_actions for e in episodes],
+        "role": [e.role for e in episodes],
+    }
+
+
+def role_summary(episodes: Sequence[Episode]) -> dict:
+    """Mean outcome reward and count per learner role (role-conditioned reporting)."""
+    by_role: dict = defaultdict(list)
+    for e in episodes:
+        by_role[e.role or "?"].append(e.reward)
+    return {role: (sum(r) / len(r), len(r)) for role, r in sorted(by_role.items())}

@@ -1,0 +1,70 @@
+"""Supervised fine-tuning with a LoRA adapter (TRL ``SFTTrainer`` + PEFT), CleanRL style.
+
+    python -m training.sft --data exports/pd_sft --out runs/sft_pd                  # from `socialgym export sft`
+    python -m training.sft --data runs/hrd/sft --out runs/hrd_sft --max_examples 200 --epochs 1 --learning_rate 2e-4
+
+Reads a dataset folder (``save_to_disk`` with a ``train`` split, as ``socialgym export sft`` and
+``python -m training.socialmaze data`` write) or a JSONL file, with ``prompt`` / ``completion`` in
+chat format (TRL's conversational prompt-completion form: the loss is on the completion only).
+Writes ``OUT/adapter`` (load it with ``smollm2?adapter=OUT/adapter``), ``OUT/config.json``,
+``OUT/metrics.json`` and ``OUT/checkpoints`` (a rerun of the same command resumes from the last
+one). Defaults are the SocialMaze paper's fine-tuning parameters (2 epochs, lr 5e-6, cosine,
+warmup 0.1, batch 1 x grad-accum 8, 2000 examples); shrink them by flags on a CPU. On GPUs the
+same script runs under ``accelerate launch -m training.sft ...`` (bf16 where supported).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    data: str = "runs/hrd/sft"          # dataset folder or JSONL with prompt/completion
+    out: str = "runs/sft"               # adapter, config.json, metrics.json, checkpoints/
+    model: str = "smollm2"              # smollm2, hf:<folder or .gguf>, or a folder
+    max_examples: int = 2000            # rows used (0 = all)
+    epochs: float = 2.0
+    max_steps: int = -1                 # > 0 overrides epochs
+    learning_rate: float = 5e-6
+    lr_scheduler: str = "cosine"
+    warmup_ratio: float = 0.1
+    batch_size: int = 1
+    grad_accum: int = 8
+    max_length: int = 1024              # tokens per example (longer ones are truncated)
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_targets: str = "all-linear"    # or e.g. q_proj,v_proj
+    gradient_checkpointing: bool = False  # saves memory on big models, costs ~30% more compute
+    seed: int = 0
+    threads: int = 2                    # torch CPU threads (0 = torch's default)
+    logging_steps: int = 5
+    save_steps: int = 50
+    resume: bool = True                 # continue from the last checkpoint in out/checkpoints
+    progress: bool = False
+
+
+def main(argv=None) -> dict:
+    from .common import last_checkpoint, load_base, load_rows, lora_config, parse_config, trainer_args, write_outputs
+    config = parse_config(Config, argv)
+    from trl import SFTConfig, SFTTrainer
+
+    # 1. data: conversational prompt/completion rows
+    dataset = load_rows(config.data, ("prompt", "completion"), config.max_examples, seed=config.seed)
+    # 2. model: a fresh copy of the base, LoRA added by the trainer
+    model, tokenizer = load_base(config.model, config.threads)
+    args = SFTConfig(**trainer_args(config), completion_only_loss=True, packing=False)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout,
+                                                 config.lora_targets))
+    # 3. train (resuming a killed run), then save adapter + config + metrics
+    resume = last_checkpoint(args.output_dir) if config.resume else None
+    started = time.time()
+    trainer.train(resume_from_checkpoint=resume)
+    return write_outputs(trainer, config, config.out, {"examples": len(dataset), "resumed_from": resume,
+                                                        "wall_seconds": round(time.time() - started, 1)})
+
+
+if __name__ == "__main__":
+    main()
