@@ -19,7 +19,8 @@ same budget (the same outer steps on the same sampled episodes, the same adaptat
   then the head fine-tuned on the k episodes.
 
 Writes ``curves.csv`` (held-out game, method, k, metric, mean and 95% t-interval over adaptation
-seeds) and ``anil_<game>.png`` per held-out game (AUROC and top-1 vs k), plus ``anil_curves.png``
+seeds; written after every held-out game, and a rerun skips the games already there) and
+``anil_<game>.png`` per held-out game (AUROC and top-1 vs k), plus ``anil_curves.png``
 (AUROC, every held-out game), and ``<game>/anil_adapter`` + ``<game>/anil_head.pt`` (the
 meta-trained body and head init).
 """
@@ -67,6 +68,7 @@ class Config:
     max_length: int = 96
     seed: int = 0
     threads: int = 2
+    resume: bool = True           # keep held-out games already in OUT/curves.csv
 
 
 # ----------------------------------------------------------------------------- the ANIL core
@@ -222,6 +224,15 @@ def write_curves(rows: list[dict], out: Path) -> None:
             writer.writerow({**r, **{c: f"{r[c]:.4f}" for c in ("mean", "low", "high")}})
 
 
+def read_curves(path: Path) -> list[dict]:
+    """Rows of a ``curves.csv`` written earlier (to resume a run game by game)."""
+    if not path.is_file():
+        return []
+    with open(path, newline="") as handle:
+        return [{**r, "k": int(r["k"]), "n_seeds": int(r["n_seeds"]),
+                 **{c: float(r[c]) for c in ("mean", "low", "high")}} for r in csv.DictReader(handle)]
+
+
 def plot_curves(rows: list[dict], out: Path) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
@@ -332,12 +343,19 @@ def main(cfg: Config) -> list[dict]:
         raise SystemExit(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
     model_dir = base_model_dir(cfg.base)
     started = time.time()
-    rows = []
+    # resume: held-out games already in OUT/curves.csv are kept, not rerun (same config assumed)
+    rows = [r for r in read_curves(out / "curves.csv") if r["held_out"] in held_out] if cfg.resume else []
+    done = {r["held_out"] for r in rows}
     for game in held_out:
+        if game in done:
+            print(f"  {game}: already in {out / 'curves.csv'}", flush=True)
+            continue
         (out / game).mkdir(exist_ok=True)
         rows.extend(run_held_out(cfg, episodes, game, ks, model_dir, out))
-        write_curves(rows, out)             # partial results survive an interrupted run
-    plot_curves(rows, out)
+        # an interrupted run keeps every finished game; games another run wrote here are kept too
+        mine = {r["held_out"] for r in rows}
+        write_curves([r for r in read_curves(out / "curves.csv") if r["held_out"] not in mine] + rows, out)
+        plot_curves(read_curves(out / "curves.csv"), out)
     (out / "anil.json").write_text(json.dumps({"config": asdict(cfg), "seconds": round(time.time() - started, 1),
                                                "episodes": {g: len(e) for g, e in episodes.items()},
                                                "curves": rows}, indent=2))

@@ -358,33 +358,36 @@ class HFBackend:
     def _decode_group(self, rows: list, store: bool = True) -> list:
         """Prefill each suffix-length group, merge the groups' caches (left-padded to one
         length) and decode every row together, one token per forward pass."""
-        import torch
-        from transformers import DynamicCache
-        cfg = self.config
-        parts = []
-        for group in self._prefill_groups(rows):
-            parts.append((group, *self._prefill(group)))
+        parts = [(group, *self._prefill(group)) for group in self._prefill_groups(rows)]
         rows = [row for group, *_ in parts for row in group]
         starts = [c for *_, cs in parts for c in cs]
-        length = max(p[2].shape[1] for p in parts)
-        merged_layers = []
-        for layer in range(len(parts[0][1])):
-            keys, values = [], []
-            for group, layers, mask, logits, _ in parts:
-                k, v = layers[layer]
-                extra = length - k.shape[2]
-                if extra:
-                    k = torch.cat([k.new_zeros(k.shape[0], k.shape[1], extra, k.shape[3]), k], dim=2)
-                    v = torch.cat([v.new_zeros(v.shape[0], v.shape[1], extra, v.shape[3]), v], dim=2)
-                keys.append(k)
-                values.append(v)
-            merged_layers.append((torch.cat(keys), torch.cat(values)) if len(parts) > 1 else (keys[0], values[0]))
-        mask = torch.cat([torch.cat([m.new_zeros(m.shape[0], length - m.shape[1]), m], dim=1)
-                          for _, _, m, _, _ in parts])
-        logits = torch.cat([lg for *_, lg, _ in parts])
-        cache = DynamicCache(ddp_cache_data=merged_layers)
-        batch = len(rows)
+        cache, mask, logits = _merge_prefills(parts)
+        generated, cache, mask = self._decode_loop(rows, cache, mask, logits)
+        replies = []
+        for i, row in enumerate(rows):
+            self._count(row, starts[i], len(generated[i]))
+            if store:
+                self._store(row.key, row.ids + generated[i][:-1], cache, mask[i].bool(), i)
+            if row.guide is not None and not row.guide.finished:   # out of steps: close by text
+                row.tail = row.guide.completion()
+            text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
+            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
+                                                    "prefilled_reply_tokens": row.prefix_tokens,
+                                                    "reused_tokens": starts[i], "new_tokens": len(generated[i]),
+                                                    "constrained": row.guide is not None})))
+        return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
+    def _count(self, row, reused: int, new_tokens: int) -> None:
+        self.stats["prompt_tokens"] += len(row.ids)
+        self.stats["reused_tokens"] += reused
+        self.stats["encoded_tokens"] += len(row.ids) - reused
+        self.stats["generated_tokens"] += new_tokens
+
+    def _decode_loop(self, rows, cache, mask, logits):
+        """Decode every row together until each is done; returns (tokens per row, cache, mask)."""
+        import torch
+        cfg = self.config
+        batch = len(rows)
         generators = None
         if cfg.temperature > 0:
             generators = [torch.Generator().manual_seed(r.sample_seed) for r in rows]
@@ -399,22 +402,8 @@ class HFBackend:
                 logits = self._mask_guided(rows, logits, generated, active, step == limit - 1)
             tokens = self._choose(logits, generators, active)
             for i in range(batch):
-                if not active[i]:
-                    continue
-                token = int(tokens[i])
-                generated[i].append(token)
-                if rows[i].guide is not None:
-                    rows[i].guide.advance(token)
-                    if rows[i].guide.finished:
-                        active[i] = False
-                    continue
-                if token in self.eos_ids or len(generated[i]) >= cfg.max_new_tokens:
-                    active[i] = False
-                    continue
-                if cfg.stop_at_json:
-                    texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
-                    if "}" in texts[i] and json_object_complete(texts[i]):
-                        active[i] = False
+                if active[i]:
+                    active[i] = self._accept(rows[i], int(tokens[i]), generated[i], texts, i)
             if not any(active) or step == limit - 1:
                 break
             live = torch.tensor(active, dtype=torch.long)
@@ -426,24 +415,22 @@ class HFBackend:
             cache = out.cache
             logits = out.logits[:, -1, :].float()
             next_pos = next_pos + live
+        return generated, cache, mask
 
-        replies = []
-        for i, row in enumerate(rows):
-            new_tokens = len(generated[i])
-            self.stats["prompt_tokens"] += len(row.ids)
-            self.stats["reused_tokens"] += starts[i]
-            self.stats["encoded_tokens"] += len(row.ids) - starts[i]
-            self.stats["generated_tokens"] += new_tokens
-            if store:
-                self._store(row.key, row.ids + generated[i][:-1], cache, mask[i].bool(), i)
-            if row.guide is not None and not row.guide.finished:   # out of steps: close by text
-                row.tail = row.guide.completion()
-            text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
-            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
-                                                    "prefilled_reply_tokens": row.prefix_tokens,
-                                                    "reused_tokens": starts[i], "new_tokens": new_tokens,
-                                                    "constrained": row.guide is not None})))
-        return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
+    def _accept(self, row, token: int, generated: list, texts: list, i: int) -> bool:
+        """Append ``token`` to a row; False once the row is done (grammar finished, EOS, the
+        token budget, or -- unconstrained -- a complete JSON object)."""
+        generated.append(token)
+        if row.guide is not None:
+            row.guide.advance(token)
+            return not row.guide.finished
+        if token in self.eos_ids or len(generated) >= self.config.max_new_tokens:
+            return False
+        if self.config.stop_at_json:
+            texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
+            if "}" in texts[i] and json_object_complete(texts[i]):
+                return False
+        return True
 
     def _mask_guided(self, rows, logits, generated, active, last_step: bool):
         """Logits of guided rows restricted to the tokens their grammar allows next. A row whose
@@ -499,3 +486,26 @@ class HFBackend:
         while self._cache_bytes > budget and len(self._seat_cache) > 1:
             _, (_, _, freed) = self._seat_cache.popitem(last=False)
             self._cache_bytes -= freed
+
+
+def _merge_prefills(parts):
+    """One batch from the prefill groups: KV caches and masks left-padded to one length,
+    logits concatenated. ``parts``: (group, layers, mask, logits, starts) per group."""
+    import torch
+    from transformers import DynamicCache
+    length = max(p[2].shape[1] for p in parts)
+    merged_layers = []
+    for layer in range(len(parts[0][1])):
+        keys, values = [], []
+        for group, layers, mask, logits, _ in parts:
+            k, v = layers[layer]
+            extra = length - k.shape[2]
+            if extra:
+                k = torch.cat([k.new_zeros(k.shape[0], k.shape[1], extra, k.shape[3]), k], dim=2)
+                v = torch.cat([v.new_zeros(v.shape[0], v.shape[1], extra, v.shape[3]), v], dim=2)
+            keys.append(k)
+            values.append(v)
+        merged_layers.append((torch.cat(keys), torch.cat(values)) if len(parts) > 1 else (keys[0], values[0]))
+    mask = torch.cat([torch.cat([m.new_zeros(m.shape[0], length - m.shape[1]), m], dim=1) for _, _, m, _, _ in parts])
+    logits = torch.cat([lg for *_, lg, _ in parts])
+    return DynamicCache(ddp_cache_data=merged_layers), mask, logits

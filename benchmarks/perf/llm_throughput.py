@@ -105,7 +105,7 @@ def main(argv=None) -> dict:
     print(f"model loaded in {time.perf_counter() - started:.1f}s; games={games} rounds={args.rounds} "
           f"max_new_tokens={args.max_new_tokens} greedy, max_retries=0, {args.reps} interleaved repetitions")
     for policy in policies.values():     # warm-up (first passes are slow; builds the vocabulary trie)
-        run_jobs(make_jobs(1, games, 1, 10_000), PolicyPool(prebuilt={"llm": policy}))
+        run_jobs(make_jobs(1, ["prisoners_dilemma"], 1, 10_000), PolicyPool(prebuilt={"llm": policy}))
     results: dict = {}
     for n in sizes:
         jobs = make_jobs(n, games, args.rounds, args.seed)

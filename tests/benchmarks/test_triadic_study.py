@@ -114,8 +114,11 @@ class ScriptedBackend:
 
     def __init__(self, reply):
         self.reply = reply
+        self.chats = {}          # seat key -> the chats (lists of message texts) it was sent
 
     def complete(self, items):
+        for item in items:
+            self.chats.setdefault(item.key, []).append([m["content"] for m in item.messages])
         return [Reply(self.reply) for _ in items]
 
 
@@ -126,10 +129,17 @@ def test_lessons_reach_the_llm_jester_prompt(tmp_path):
     pool = PolicyPool(prebuilt={"fake": play, "fake?max_new_tokens=400&context=0": reflect})
     cfg = StudyConfig(models=["fake"], games=2, conditions=["ON"], out=str(tmp_path), config=TINY)
     on = run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)["fake-ON"]
-    jester = on[1]["tags"]["jester"]
-    prompts = {t["agent"]: t["agent_meta"]["attempts"][0]["prompt"] for t in on[1]["turns"] if t.get("agent_meta")}
-    assert L.PLAYBOOK_HEADER in prompts[jester] and "Accuse the quietest player loudly." in prompts[jester]
-    assert all(L.PLAYBOOK_HEADER not in p for agent, p in prompts.items() if agent != jester)
+    game2, jester = on[1]["episode_id"], on[1]["tags"]["jester"]
+    seats = {key[1]: chats for key, chats in play.backend.chats.items() if key[0] == game2}
+    assert len(seats) >= 8 and jester in seats       # a seat killed on night 1 never acts
+    for seat, chats in seats.items():
+        if seat == jester:     # the lessons head every chat of the Jester's seat
+            assert all(chat[0].startswith(L.PLAYBOOK_HEADER) and "Accuse the quietest player loudly." in chat[0]
+                       for chat in chats)
+        else:
+            assert not any(L.PLAYBOOK_HEADER in message for chat in chats for message in chat)
+    game1 = [chats for key, chats in play.backend.chats.items() if key[0] == on[0]["episode_id"]]
+    assert not any(L.PLAYBOOK_HEADER in m for chats in game1 for chat in chats for m in chat)
 
 
 def test_cli_rejects_bad_condition_and_analyzes(tmp_path):

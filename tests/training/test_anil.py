@@ -73,7 +73,7 @@ def test_anil_adapts_better_than_scratch_at_k5_on_planted_structure():
     scratch_body, scratch_head = nn.Linear(24, 8), nn.Linear(8, 1)
     scratch_body.load_state_dict(body.state_dict())
     scratch_head.load_state_dict(head.state_dict())
-    losses = anil.meta_train(body, head, sample, steps=300, inner_steps=5, inner_lr=0.5, outer_lr=0.01,
+    losses = anil.meta_train(body, head, sample, steps=200, inner_steps=5, inner_lr=0.5, outer_lr=0.01,
                              body_params=list(body.parameters()))
     assert losses[-50:] and sum(losses[-50:]) / 50 < sum(losses[:50]) / 50
 
@@ -89,6 +89,7 @@ def test_anil_adapts_better_than_scratch_at_k5_on_planted_structure():
         return sum(correct) / len(correct)
 
     meta, scratch = accuracy(body, head, 1), accuracy(scratch_body, scratch_head, 1)
+    print(f"k=5 accuracy: ANIL {meta:.3f}, scratch {scratch:.3f}")
     assert meta > scratch + 0.1, (meta, scratch)
 
 

@@ -41,18 +41,19 @@ def _loads_as_policy(adapter_dir):
 
 
 def test_grpo_hrd_two_step_smoke_run(tmp_path, smollm2_copy):
-    metrics = grpo_hrd.main(["--steps", "2", "--train_size", "4", "--eval_size", "2", "--prompts_per_step", "1",
-                             "--num_generations", "2", "--max_completion_length", "4", "--eval_batch_size", "2",
+    metrics = grpo_hrd.main(["--steps", "2", "--train_size", "2", "--eval_size", "1", "--prompts_per_step", "1",
+                             "--num_generations", "2", "--max_completion_length", "4", "--eval_batch_size", "1",
                              "--out", str(tmp_path)], preloaded=smollm2_copy)
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
     assert (tmp_path / "reward_curve.csv").read_text().count("\n") == 3        # header + 2 steps
     assert (tmp_path / "reward_curve.png").stat().st_size > 0
-    assert metrics["before"]["accuracy"]["n"] == 2 and metrics["after"]["accuracy"]["n"] == 2
+    assert metrics["before"]["accuracy"]["n"] == 1 and metrics["after"]["accuracy"]["n"] == 1
     _loads_as_policy(tmp_path / "adapter")
 
 
 def test_grpo_games_two_step_smoke_run(tmp_path, smollm2_copy):
-    metrics = grpo_games.main(["--rounds", "2", "--steps", "2", "--episodes_per_step", "1", "--num_generations", "2",
+    metrics = grpo_games.main(["--rounds", "1", "--prompt", "compact", "--reply_prefix", '{"action_type": "',
+                               "--steps", "2", "--episodes_per_step", "1", "--num_generations", "2",
                                "--eval_episodes", "2", "--eval_batch", "2", "--max_new_tokens", "4",
                                "--out", str(tmp_path)], preloaded=smollm2_copy)
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
@@ -60,7 +61,8 @@ def test_grpo_games_two_step_smoke_run(tmp_path, smollm2_copy):
     rollouts = (tmp_path / "rollouts.csv").read_text().splitlines()
     assert rollouts[0].startswith("step,role") and len(rollouts) == 3                  # one role, 2 steps
     spans = json.loads((tmp_path / "mask_example.json").read_text())
-    assert [s["in_loss"] for s in spans] == [False, True, False, True]                 # prompt, reply, env, reply
+    assert [s["in_loss"] for s in spans] == [False, True]                # prompt (with the reply prefix), reply
+    assert spans[0]["text"].endswith('assistant\n{"action_type": "')
     assert metrics["before"]["win"]["n"] == 2
     _loads_as_policy(tmp_path / "adapter")
 

@@ -93,3 +93,16 @@ def test_compact_prompt_is_shorter_and_keeps_what_the_seat_needs(tokenizer):
     assert sum(compact.env_mask) == sum(full.env_mask)          # the same replies are in the loss
     with pytest.raises(ValueError, match="full or compact"):
         play_episodes(specs, generate, tokenizer, prompt="short")
+
+
+def test_reply_prefix_is_outside_the_loss_and_starts_every_reply(tokenizer):
+    prefix = '{"action_type": "'
+    generate, calls = scripted_generate(tokenizer, ['paper"}'])
+    specs = episode_specs("rock_paper_scissors", "player_0", ["scripted:constant:rock"], [1], {"rounds": 2})
+    episode = play_episodes(specs, generate, tokenizer, reply_prefix=prefix)[0]
+    assert episode.reward == 1.0 and episode.invalid_actions == 0
+    assert episode.replies == [prefix + 'paper"}'] * 2
+    assert tokenizer.decode(episode.prompt_ids).endswith("assistant\n" + prefix)
+    in_loss = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask) if m])
+    assert in_loss == ('paper"}' + tokenizer.eos_token) * 2
+    assert all(context[-len(calls[0][0][-3:]):] == calls[0][0][-3:] for context in calls[1])   # prefix again
