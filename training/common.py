@@ -32,17 +32,17 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
 def model_path(model: str) -> str:
     """A folder ``from_pretrained`` can load for a policy-style model name: ``smollm2`` (the
     embedded model's dense cache, made on first use), ``hf:<folder or .gguf>`` or a folder."""
-    from agents.llm import hf_backend
+    from agents.llm import loading
     name = model[3:] if model.startswith("hf:") else model
     if name == "smollm2" or name.endswith(".gguf"):
-        hf_backend.load_model(name)          # dequantizes and caches the dense copy the first time
+        loading.load_model(name)          # dequantizes and caches the dense copy the first time
         if name == "smollm2":
-            cached = hf_backend.cache_root() / "models" / hf_backend.SMOLLM2_CACHE_NAME
+            cached = loading.cache_root() / "models" / loading.SMOLLM2_CACHE_NAME
         else:
             import hashlib
             gguf = Path(name).expanduser()
             digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
-            cached = hf_backend.cache_root() / "models" / f"{gguf.stem}-{digest}-dequantized"
+            cached = loading.cache_root() / "models" / f"{gguf.stem}-{digest}-dequantized"
         if not (cached / "config.json").is_file():
             raise FileNotFoundError(f"no dense cache of {model} at {cached} (is $SOCIALGYM_CACHE writable?)")
         return str(cached)
