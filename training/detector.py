@@ -260,7 +260,9 @@ def main(cfg: Config) -> dict:
                            for name, probs in methods.items()}}
     write_metrics(results, out)
     print_table(results)
-    print(f"LoRA training took {train_seconds:.0f} s; adapter, head and metrics in {out}")
+    if cfg.lora:
+        print(f"LoRA training took {train_seconds:.0f} s; adapter and head in {out}")
+    print(f"metrics in {out / 'metrics.csv'}")
     return results
 
 
