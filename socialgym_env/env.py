@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
-import json
 import random
 import re
 from typing import Optional
@@ -330,8 +329,17 @@ class SocialGymEnv(AECEnv):
             "history": list(self._seat_history(agent)[0]),
         }
 
+    def _require_reset(self, what: str) -> None:
+        if self.state is None:
+            raise EngineError(f"call reset() before {what}(): the env has no episode yet")
+
     def observe(self, agent):
+        self._require_reset("observe")
         return {"text": self.observation_text(agent)}
+
+    def last(self, observe: bool = True):
+        self._require_reset("last")
+        return super().last(observe)
 
     def observation_text(self, agent: str) -> str:
         text = self._observations.get(agent)
@@ -589,6 +597,3 @@ class SocialGymEnv(AECEnv):
     def close(self):
         pass
 
-    def transcript_json(self) -> str:
-        """The whole board, receivers included, as canonical JSON (for byte-for-byte checks)."""
-        return json.dumps([m.to_dict() for m in self.state.messages], ensure_ascii=False, sort_keys=True)

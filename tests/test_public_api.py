@@ -90,3 +90,13 @@ def test_an_outside_package_registers_a_heuristic_baseline():
             assert [t["action"] for t in record["turns"] if t["phase"] == "night"][0] == first_choice
     finally:
         socialgym_env.unregister_game("probe2")
+
+
+def test_observe_and_last_before_reset_say_so():
+    env = socialgym_env.make("chess")
+    with pytest.raises(EngineError, match=r"call reset\(\) before observe\(\)"):
+        env.observe("player_0")
+    with pytest.raises(EngineError, match=r"call reset\(\) before last\(\)"):
+        env.last()
+    env.reset(seed=0)
+    assert "text" in env.last()[0]
