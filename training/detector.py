@@ -63,7 +63,7 @@ def base_model_dir(base: str) -> str:
         return str(Path(list(spec.submodule_search_locations)[0]) / "model")
     if base == "smollm2":
         # the project's dense copy of the embedded GGUF (made on first use)
-        from agents.llm.hf_backend import SMOLLM2_CACHE_NAME, cache_root, load_model
+        from agents.llm.loading import SMOLLM2_CACHE_NAME, cache_root, load_model
         folder = cache_root() / "models" / SMOLLM2_CACHE_NAME
         if not (folder / "config.json").is_file():
             load_model("smollm2")          # dequantizes the GGUF and saves the dense copy
