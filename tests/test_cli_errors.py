@@ -23,7 +23,7 @@ def run(capsys, *argv):
     (("tournament", "--workers", "-1"), "greater than or equal to 1"),
     (("leaderboard", "/no/such/folder"), "no log file or folder at /no/such/folder"),
     (("leaderboard", "/no/such/folder", "--bootstrap", "0"), "greater than or equal to 1"),
-    (("replay", "/no/such/log.jsonl", "--episode", "x"), "No such file or directory"),
+    (("replay", "/no/such/log.jsonl", "--episode", "x"), "no log file at /no/such/log.jsonl"),
 ])
 def test_bad_input_is_one_clear_line_with_exit_code_2(capsys, tmp_path, argv, expected):
     code, out, err = run(capsys, *argv, *(["--out", str(tmp_path / "out")] if argv[0] == "tournament" else []))

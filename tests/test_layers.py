@@ -62,7 +62,8 @@ def test_installed_entry_points_give_the_full_command_line():
     result = subprocess.run([sys.executable, "-m", "socialgym_env.cli", "--help"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    for command in ("list", "play", "tournament", "leaderboard", "replay", "maze"):
+    for command in ("list", "play", "tournament", "leaderboard", "replay", "maze", "spartan", "export", "detect",
+                    "analyze", "jester", "spy"):
         assert command in result.stdout
 
 

@@ -35,8 +35,10 @@ evaluates a given :class:`SpyInstance` (or its dict).
 
 from __future__ import annotations
 
+import functools
 import json
 import random
+from importlib import resources
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -44,8 +46,15 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..games.undercover import word_pairs
 from .scoring import answer_region, single_player
+
+
+@functools.lru_cache(maxsize=1)
+def word_pairs() -> tuple:
+    """The Undercover game's related word pairs (its package data file). Read here rather than
+    imported from the game so that the socialmaze subpackage stays self-contained."""
+    text = resources.files("socialgym_env").joinpath("data", "undercover_pairs.json").read_text("utf-8")
+    return tuple(json.loads(text)["pairs"])
 
 ENV_ID = "socialgym/FindTheSpy-v0"
 SPY, CIVILIAN = "Spy", "Civilian"
