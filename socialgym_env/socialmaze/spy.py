@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import gymnasium as gym
 from gymnasium import spaces
 
-from .scoring import answer_region, single_player
+from .scoring import answer_region, player_number, single_player
 
 
 @functools.lru_cache(maxsize=1)
@@ -187,7 +187,6 @@ def spy_perspectives(n: int, seed: int, share: float = SPY_PERSPECTIVE_SHARE) ->
 
 # ----------------------------------------------------------------------------- scoring
 _JSON = re.compile(r"\{[^{}]*\}", re.S)
-_PLAYER = re.compile(r"^\s*(?:player|p)?\s*#?\s*(\d+)\s*$", re.I)
 _SPY_PATTERNS = [
     re.compile(r"\bspy\s*(?:is|was|:|=|-)?\s*(?:the\s+)?(?:player|p)\s*#?\s*(\d+)\b", re.I),
     re.compile(r"\bspy\s*(?:is|was|:|=|-)\s*#?\s*(\d+)\b", re.I),
@@ -211,15 +210,6 @@ class SpyScore:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-def _player(value) -> Optional[int]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    m = _PLAYER.match(str(value))
-    return int(m.group(1)) if m else None
 
 
 def parse_spy_answer(answer: Any, n_players: int) -> tuple[Optional[int], Optional[str], Optional[str]]:
@@ -264,7 +254,7 @@ def _spy_json(text: str) -> Optional[dict]:
 def _claims_from_json(obj: dict, problems: list) -> tuple[set, set]:
     spies, roles = set(), set()
     if "spy" in obj:
-        player = _player(obj["spy"])
+        player = player_number(obj["spy"])
         if player is None:
             problems.append(f"spy value {obj['spy']!r} is not a player")
         else:
