@@ -70,18 +70,8 @@ def _start(index: int, job, pool) -> _Live:
         key = (job.episode_id, agent)
         policy.reset(key, job.seed)
         set_playbook(policy, key, job.playbooks.get(agent))
-    _skip_dead(env)
+    env.skip_dead()
     return live
-
-
-def _skip_dead(env) -> None:
-    """Step the dead-agent turns (``step(None)``) the AEC loop requires, as agent_iter does."""
-    while env.agents:
-        agent = env.agent_selection
-        if env.terminations[agent] or env.truncations[agent]:
-            env.step(None)
-        else:
-            return
 
 
 def _release(live: _Live) -> None:
@@ -215,4 +205,4 @@ def _apply(env, decisions: list) -> None:
         env.step(decision.action)
         if decision.meta:
             env.annotate_last_turn(agent_meta=decision.meta)
-    _skip_dead(env)
+    env.skip_dead()

@@ -7,6 +7,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from socialgym_env.actions import MAX_LOG_TEXT_CHARS, clip
+
 from .registry import make_policy
 
 
@@ -52,6 +54,7 @@ def failed_record(job: EpisodeJob, error: BaseException) -> dict:
     return {"schema": LOG_SCHEMA, "episode_id": job.episode_id, "game": job.game, "seed": job.seed,
             "config": job.config, "roster": [{"agent": f"player_{i}", "policy": s} for i, s in enumerate(job.seats)],
             "turns": [], "scores": None, "rewards": None, "finished": False, "failed": True,
-            "error": f"{type(error).__name__}: {error}",
-            "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=5)),
+            "error": clip(f"{type(error).__name__}: {error}"),
+            "traceback": clip("".join(traceback.format_exception(type(error), error, error.__traceback__, limit=5)),
+                              4 * MAX_LOG_TEXT_CHARS),
             "tags": job.tags}

@@ -46,7 +46,6 @@ import gymnasium as gym
 import socialgym_env
 
 from .base import Request
-from .batched import _skip_dead as _dead_steps      # the AEC dead-agent steps, as the runner does
 from .runner import PolicyPool
 
 class SingleAgentEnv(gym.Env):
@@ -159,7 +158,7 @@ class SingleAgentEnv(gym.Env):
         """The next opponent decision due before the learner acts: (policy, agent, Request), or
         None when the learner is to act or the game is over. One per call (AEC order)."""
         env = self.game
-        _dead_steps(env)
+        env.skip_dead()
         if not env.agents or self.record is not None:
             return None
         agent = env.agent_selection
@@ -187,7 +186,7 @@ class SingleAgentEnv(gym.Env):
         self._finish_if_over()
 
     def _finish_if_over(self) -> None:
-        _dead_steps(self.game)
+        self.game.skip_dead()
         if self.record is None and (not self.game.agents or self.game.state.finished):
             while self.game.agents:                              # the learner's own terminal step
                 self.game.step(None)

@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from . import tournament as tour
-from .leaderboard import build_leaderboard, print_leaderboard
+from .leaderboard_render import build_leaderboard, print_leaderboard
 from .replay import write_replay
 
 app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,

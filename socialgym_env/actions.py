@@ -32,6 +32,9 @@ ENUMERATION_LIMIT = 5000
 MAX_ACTION_CHARS = 4000     # the longest legal action is a 600-character talk line in JSON
 MAX_JSON_DEPTH = 8          # {"action_type": ..., "argument": [...]} needs 2
 MAX_INT_DIGITS = 18         # every Int range in the games fits; avoids int() on huge digit strings
+# Free texts that go to logs and messages besides the action itself (invalid-action reasons,
+# model replies' parse errors, backend errors, failure reasons) are clipped to this many characters.
+MAX_LOG_TEXT_CHARS = 1000
 
 
 class ActionError(ValueError):
@@ -49,6 +52,15 @@ def encodable(text: str) -> str:
     """``text`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD, so a
     model reply or action carrying one never breaks a transcript, a print or a log line."""
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def clip(text: str, limit: int = MAX_LOG_TEXT_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how much was cut, so one huge reply
+    or error message cannot blow up a log line or a printed message."""
+    if len(text) <= limit:
+        return text
+    marker = f"... [{len(text) - limit} more characters cut]"
+    return text[:max(0, limit - len(marker))] + marker
 
 
 def fold(text: str) -> str:

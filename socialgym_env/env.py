@@ -16,7 +16,7 @@ from typing import Optional
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from .actions import MAX_ACTION_CHARS, Action, ActionError, Grammar, encodable
+from .actions import MAX_ACTION_CHARS, Action, ActionError, Grammar, clip, encodable
 from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
 from .game import TEAM, TWO_PLAYER, Game, outcome_label, outcome_rewards
 from .lazy import LazyInfo
@@ -30,7 +30,10 @@ MAX_OBSERVATION_CHARS = 200_000
 CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if c != 0x7F)
 _OUTSIDE_CHARSET = re.compile("[^\n\t\x20-\x7e\x80-\u2fff]")
 INVALID_MODES = ("fallback", "forfeit", "raise")
-ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": True}
+# log_observations: keep each turn's whole observation text in the episode record. Off by default:
+# it repeats the history every turn (100 scripted Triadic Werewolf episodes wrote 528 MB);
+# logs.replay_observations rebuilds it from the seed and the actions.
+ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": False}
 
 
 _SANITIZED: dict = {}
@@ -337,6 +340,12 @@ class SocialGymEnv(AECEnv):
         self._require_reset("observe")
         return {"text": self.observation_text(agent)}
 
+    def skip_dead(self) -> None:
+        """Step the dead-agent turns (``step(None)``) that PettingZoo's AEC loop requires before
+        the next live seat acts, as ``agent_iter`` does."""
+        while self.agents and (self.terminations[self.agent_selection] or self.truncations[self.agent_selection]):
+            self.step(None)
+
     def last(self, observe: bool = True):
         self._require_reset("last")
         return super().last(observe)
@@ -405,12 +414,12 @@ class SocialGymEnv(AECEnv):
         state = self.state
         phase = self.game.phase(state.phase)
         grammar = self.grammar(agent)
-        observation = self.observation_text(agent) if self.config.get("log_observations", True) else None
+        observation = self.observation_text(agent) if self.config.get("log_observations") else None
         raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:
-            parsed, reason = None, str(err)
+            parsed, reason = None, clip(str(err))
         mode = self.config.get("invalid_action", "fallback")
         if reason is not None and mode == "raise":
             raise InvalidActionError(f"{agent} in phase {state.phase!r}: {reason}")
@@ -418,7 +427,9 @@ class SocialGymEnv(AECEnv):
         # included); from here on the state does, so the views of the state before end here.
         self._touch()
         turn = {"step": state.step, "round": state.round, "phase": state.phase, "agent": agent,
-                "observation": observation, "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
+                "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
+        if observation is not None:
+            turn["observation"] = observation
         if reason is not None:
             record = {"raw": raw[:500], "reason": reason, "phase": state.phase, "step": state.step}
             self._last_invalid[agent] = record

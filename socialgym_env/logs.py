@@ -131,3 +131,38 @@ def iter_log_dir(path: PathLike, strict: bool = False,
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     for file in files:
         yield from read_episodes(file, strict=strict, on_skip=on_skip)
+
+
+# ---------------------------------------------------------------------- deterministic replay
+def restore_env(game: str, config, seed: int, episode_id: str, prefix_actions):
+    """The env of a logged episode after the given raw actions: made with the episode's config,
+    reset with its seed and id, then stepped (seats that are out are skipped as the runner does).
+    The engine is deterministic, so this is exactly the state the next seat saw. ``config`` may
+    be the JSON string of an export row."""
+    from .registry import make
+    if isinstance(config, str):
+        config = json.loads(config)
+    env = make(game, **(config or {}))
+    env.reset(seed=seed, options={"episode_id": episode_id})
+    for action in prefix_actions:
+        env.skip_dead()
+        env.step(action)
+    env.skip_dead()
+    return env
+
+
+def replay_observations(record: dict) -> list:
+    """The observation text each logged turn's seat had when it acted, rebuilt by replaying the
+    episode from its seed and raw actions. Logs keep observations only with the engine option
+    ``log_observations=true`` (they repeat the whole history every turn); this is how the rest
+    get them back. Raises LogFormatError if the replay departs from the log."""
+    env = restore_env(record["game"], record.get("config"), record["seed"], record["episode_id"], ())
+    observations = []
+    for number, turn in enumerate(record["turns"]):
+        if env.agent_selection != turn["agent"]:
+            raise LogFormatError(f"episode {record['episode_id']}: turn {number} was {turn['agent']}'s in the log "
+                                 f"but {env.agent_selection}'s on replay (another engine version or config?)")
+        observations.append(env.observation_text(turn["agent"]))
+        env.step(turn["raw"])
+        env.skip_dead()
+    return observations

@@ -37,7 +37,7 @@ def canonical(obj) -> str:
 
 
 def episode_digest(game_id: str, seed: int) -> str:
-    env = socialgym_env.make(game_id)
+    env = socialgym_env.make(game_id, log_observations=True)   # the record as it was: full observations
     env.reset(seed=seed)
     rng = random.Random(seed)
     digest = hashlib.sha256()

@@ -2,7 +2,7 @@
 benchmarks/perf/env_memory.py reports the measured RSS per env)."""
 from benchmarks.perf.env_memory import measure
 
-# Stated bound: RSS growth per live env after 100 steps (observations logged, as by default).
+# Stated bound: RSS growth per live env after 100 steps (observations logged: the heaviest setting).
 MAX_MIB_PER_ENV = 2.0
 
 

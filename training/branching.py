@@ -36,7 +36,7 @@ from agents.llm.parsing import action_string
 from agents.llm.prompt import render_prompt
 from agents.runner import PolicyPool
 
-from .export import _pair, _skip_dead
+from .export import _pair
 
 CANDIDATE_SOURCES = ("legal", "policy")
 
@@ -73,7 +73,7 @@ def play_out(envs: Sequence, seat_policies: dict, tags: Sequence[str], seeds: Se
     while live:
         by_policy: dict = defaultdict(list)
         for i in live:
-            _skip_dead(envs[i])
+            envs[i].skip_dead()
         live = [i for i in live if envs[i].agents]
         for i in live:
             agent = envs[i].agent_selection
@@ -190,7 +190,7 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
         for agent, policy in policies.items():
             policy.reset((env.episode_id, agent), seed)
         branched = 0
-        _skip_dead(env)
+        env.skip_dead()
         while env.agents:
             agent = env.agent_selection
             policy = policies[agent]
@@ -215,7 +215,7 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
                                        p_value=outcome["p_value"], candidate_means=json.dumps(means),
                                        rollouts=branch.rollouts))
             env.step(decision.action)
-            _skip_dead(env)
+            env.skip_dead()
         for agent, policy in policies.items():
             if hasattr(policy, "release"):
                 policy.release((env.episode_id, agent))

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
-from socialgym_env.logs import iter_log_dir
+from socialgym_env.logs import iter_log_dir, restore_env
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -174,27 +174,6 @@ def save_dataset(data, out, meta: Optional[dict] = None) -> dict:
 
 
 # ---------------------------------------------------------------------- replay
-def restore_env(game: str, config, seed: int, episode_id: str, prefix_actions: Sequence[str]):
-    """The env at a logged decision point: made with the episode's config, reset with its seed
-    and stepped with the raw actions of every earlier turn (the engine is deterministic, so this
-    is the state the seat saw). ``config`` may be the JSON string of a row."""
-    import socialgym_env
-    if isinstance(config, str):
-        config = json.loads(config)
-    env = socialgym_env.make(game, **config)
-    env.reset(seed=seed, options={"episode_id": episode_id})
-    for action in prefix_actions:
-        _skip_dead(env)
-        env.step(action)
-    _skip_dead(env)
-    return env
-
-
-def _skip_dead(env) -> None:
-    while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
-        env.step(None)
-
-
 def _prefix_actions(record: dict, turn_index: int) -> list:
     return [turn["raw"] for turn in record["turns"][:turn_index]]
 

@@ -30,6 +30,8 @@ import random
 import zlib
 from typing import Optional, Sequence
 
+from socialgym_env.actions import MAX_ACTION_CHARS, clip
+
 from ..base import Decision, Request
 from .backend import Completion
 from .config import LLMConfig
@@ -127,21 +129,21 @@ class LLMPolicy:
                 record = {"prompt": state["messages"][-1]["content"]} if attempt == 0 else \
                     {"reask": state["messages"][-1]["content"]}
                 if isinstance(reply, BaseException):
-                    record["backend_error"] = f"{type(reply).__name__}: {reply}"
+                    record["backend_error"] = clip(f"{type(reply).__name__}: {reply}")
                     state["meta"]["attempts"].append(record)
                     state["error"] = reply
                     continue
-                record["reply"] = reply.text
+                record["reply"] = clip(reply.text, MAX_ACTION_CHARS)   # a longer reply is never a legal action
                 record["usage"] = reply.usage
                 state["last_reply"] = reply.text
                 try:
                     action = parse_reply(reply.text, state["request"].info)
                 except ReplyError as err:
-                    record["error"] = str(err)
+                    record["error"] = clip(str(err))
                     state["meta"]["attempts"].append(record)
                     state["messages"] += [{"role": "assistant", "content": reply.text},
                                           {"role": "user", "content": REASK.format(
-                                              error=err, example=_example(state["request"].info))}]
+                                              error=clip(str(err)), example=_example(state["request"].info))}]
                     still.append(state)
                     continue
                 record["action"] = action
@@ -215,7 +217,7 @@ class LLMPolicy:
         for state, scores in zip(finite, results):
             record = {"prompt": state["messages"][-1]["content"]}
             if isinstance(scores, BaseException):
-                record["backend_error"] = f"{type(scores).__name__}: {scores}"
+                record["backend_error"] = clip(f"{type(scores).__name__}: {scores}")
                 state["error"] = scores
             else:
                 candidates = state["grammar"].finite

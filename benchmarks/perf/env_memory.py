@@ -4,7 +4,7 @@
 
 Each repetition runs in a fresh process (so freed memory of one does not hide in the next):
 it creates ``--envs`` envs, resets them with seeds 0..N-1 and plays each with random legal
-actions for up to ``--steps`` steps (observations logged, as by default), keeping every env
+actions for up to ``--steps`` steps (observations logged: the heaviest setting), keeping every env
 alive; it reports the process's resident set size before and after, and the difference per
 env (the episode log, the board, the per-seat transcripts and the cached views). Median and
 range over repetitions.
@@ -40,7 +40,7 @@ def play_batch(game: str, envs: int, steps: int) -> dict:
     batch = []
     played = 0
     for seed in range(envs):
-        env = socialgym_env.make(game)
+        env = socialgym_env.make(game, log_observations=True)   # the heaviest setting
         env.reset(seed=seed)
         rng = random.Random(seed)
         for _ in range(steps):

@@ -8,6 +8,7 @@ from agents.base import Request
 from agents.llm.backend import Reply
 from agents.registry import register_kind
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_env.actions import MAX_ACTION_CHARS as LONGEST_ACTION, MAX_LOG_TEXT_CHARS as LOG_TEXT_LIMIT
 from socialgym_env.logs import read_episodes
 
 from conftest import FakeBackend, fake_policy
@@ -152,3 +153,22 @@ def test_turn_layout_extends_the_previous_turn(make_fake_policy):
     play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 3}),
                  PolicyPool(prebuilt={"llm": single}))
     assert all(len(c[0].messages) == 1 for c in single.backend.calls)
+
+
+# Bounded logs (issue 11, item 16): replies and error texts are clipped in the meta and the log.
+def test_a_huge_model_reply_and_its_parse_error_are_clipped_in_the_meta():
+    policy = fake_policy(["{" * 100 + "z" * 20000, '{"action_type": "defect", "argument": ""}'])
+    decision = policy.act_batch([_pd_request()])[0]
+    first = decision.meta["attempts"][0]
+    assert len(first["reply"]) == LONGEST_ACTION and first["reply"].endswith("more characters cut]")
+    assert len(first["error"]) <= LOG_TEXT_LIMIT
+    assert decision.meta["valid"]
+
+
+def test_a_failed_episode_reason_is_clipped():
+    from agents.jobs import failed_record
+    job = EpisodeJob("prisoners_dilemma", 0, ["scripted:random", "scripted:random"], episode_id="ep")
+    record = failed_record(job, RuntimeError("boom " * 10000))
+    assert record["failed"] and record["error"].startswith("RuntimeError: boom boom")
+    assert len(record["error"]) == LOG_TEXT_LIMIT
+    assert len(record["traceback"]) <= 4 * LOG_TEXT_LIMIT

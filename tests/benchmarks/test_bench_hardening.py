@@ -4,7 +4,7 @@ import json
 import re
 
 from agents.runner import EpisodeJob, run_jobs
-from benchmarks.leaderboard import build_leaderboard
+from benchmarks.leaderboard_render import build_leaderboard
 from benchmarks.replay import render_replay
 from socialgym_env.logs import append_episode
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import tournament as tour
-from benchmarks.leaderboard import build_leaderboard, print_leaderboard
+from benchmarks.leaderboard_render import build_leaderboard, print_leaderboard
 from socialgym_env.logs import append_episode, iter_log_dir
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from socialgym_env.logs import read_episodes
+from socialgym_env.logs import read_episodes, replay_observations
 from training.cli import register
 from training.export import ExportFilter, decision_rows, export, load_records, restore_env, sft_dataset
 
@@ -60,7 +60,9 @@ def test_restore_env_rebuilds_the_decision_point(pd_log):
     env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
                       [t["raw"] for t in record["turns"][:index]])
     assert env.agent_selection == record["turns"][index]["agent"]
-    assert env.observation_text(env.agent_selection) == record["turns"][index]["observation"]
+    # the exact view the seat had (replay_observations is checked against fully logged
+    # observations of every game in tests/test_bounded_logs.py)
+    assert env.observation_text(env.agent_selection) == replay_observations(record)[index]
 
 
 @pytest.mark.parametrize("kind", ["sft", "dpo", "grpo"])

@@ -1,0 +1,212 @@
+"""Running planned tournament episodes: local processes or Ray actors, resumable.
+
+Jobs are grouped into one shard per game with one log file per shard
+(``OUT/logs/<game>.jsonl``), so no two processes append to one file. ``backend="local"`` runs
+shards on a process pool (``workers`` processes; 1 = in this process); ``backend="ray"`` sends
+chunks of episodes to Ray actors (each holds one ``PolicyPool``, so a model loads once per
+actor) and the driver appends the returned records. Every start first collects the episode ids
+already in ``OUT/logs`` and plays only the others, so a killed run resumes with no episode lost
+or duplicated (``agents.runner.run_jobs`` also skips logged ids).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import sys
+from pathlib import Path
+from typing import Iterable, Optional
+
+import socialgym_env
+from agents.runner import PolicyPool, run_jobs
+from socialgym_env.logs import append_episode, completed_episode_ids, failed_episode_ids
+
+
+def shard_log(log_dir: Path, game: str) -> Path:
+    return Path(log_dir) / f"{game}.jsonl"
+
+
+def logged_ids(log_dir: Path, retry_failed: bool = True) -> set:
+    """Ids of the episodes a resume skips (failed ones too unless ``retry_failed``)."""
+    done = set()
+    for path in sorted(Path(log_dir).glob("*.jsonl")):
+        done |= completed_episode_ids(path, retry_failed=retry_failed)
+    return done
+
+
+def failed_ids(log_dir: Path) -> set:
+    return set().union(*(failed_episode_ids(p) for p in sorted(Path(log_dir).glob("*.jsonl"))))
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: on Linux, a worker gets SIGKILL when the tournament process dies, so a
+    killed run leaves no orphan still appending to the logs."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+        if os.getppid() == 1:           # the parent died before prctl
+            os._exit(1)
+    except Exception:
+        pass
+
+
+def _run_shard(jobs: list, log_path: str, pool_seed: int) -> int:
+    records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), log_path=log_path, resume=True)
+    return len(records)
+
+
+class _LineCounter:
+    """Counts complete lines appended to a set of files since it started (progress polling)."""
+
+    def __init__(self, paths: Iterable[Path]):
+        self.offsets = {Path(p): (Path(p).stat().st_size if Path(p).exists() else 0) for p in paths}
+        self.lines = {p: 0 for p in self.offsets}
+
+    def poll(self) -> int:
+        for path, offset in self.offsets.items():
+            if not path.exists():
+                continue
+            size = path.stat().st_size
+            if size > offset:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read(size - offset)
+                cut = chunk.rfind(b"\n") + 1
+                self.lines[path] += chunk[:cut].count(b"\n")
+                self.offsets[path] = offset + cut
+        return sum(self.lines.values())
+
+
+def _bars(total_episodes: int, total_games: int, enabled: bool):
+    if not enabled:
+        return None, None
+    from tqdm import tqdm
+    episodes = tqdm(total=total_episodes, desc="episodes", unit="ep", position=0, dynamic_ncols=True)
+    games = tqdm(total=total_games, desc="games   ", unit="game", position=1, dynamic_ncols=True)
+    return episodes, games
+
+
+def _progress_callback(ep_bar, game_bar, shards: dict):
+    left = {game: len(jobs) for game, jobs in shards.items()}
+
+    def on_record(record):
+        if ep_bar:
+            ep_bar.update(1)
+        left[record["game"]] -= 1
+        if game_bar and left[record["game"]] == 0:
+            game_bar.update(1)
+    return on_record
+
+
+def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
+              progress: bool = True) -> int:
+    """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process."""
+    total = sum(len(j) for j in shards.values())
+    paths = [shard_log(log_dir, g) for g in shards]
+    counter = _LineCounter(paths)
+    ep_bar, game_bar = _bars(total, len(shards), progress)
+    # biggest shards first so the slowest game does not start last
+    order = sorted(shards, key=lambda g: -len(shards[g]))
+    if workers == 1:
+        # One process, one batched runner over every game: all pending LLM decisions of all
+        # games share each forward pass (the fastest way to run a local model).
+        jobs = [job for game in order for job in shards[game]]
+        records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
+                           log_path=lambda record: shard_log(log_dir, record["game"]),
+                           on_record=_progress_callback(ep_bar, game_bar, shards))
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+        return len(records)
+    if workers > 1:
+        import multiprocessing
+        # fork is quick; once torch (threads) is loaded in this process, spawn is the safe choice
+        method = "spawn" if "torch" in sys.modules else "fork"
+        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                                          initializer=_die_with_parent)
+    else:
+        executor = cf.ThreadPoolExecutor(max_workers=1)
+    played = 0
+    try:
+        futures = {executor.submit(_run_shard, shards[g], str(shard_log(log_dir, g)), pool_seed): g for g in order}
+        pending = set(futures)
+        while pending:
+            done, pending = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                played += future.result()
+                if game_bar:
+                    game_bar.update(1)
+            if ep_bar:
+                ep_bar.n = min(counter.poll(), total)
+                ep_bar.refresh()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+    return played
+
+
+class _RayWorker:
+    def __init__(self, pool_seed: int):
+        self.pool = PolicyPool(seed=pool_seed)
+
+    def run(self, jobs):
+        return run_jobs(jobs, pool=self.pool, log_path=None, resume=False)
+
+
+def _repo_root() -> str:
+    return str(Path(__file__).resolve().parents[1])
+
+
+def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None):
+    """Connect to a Ray cluster (``address``) or start a local instance. On a cluster the three
+    packages travel with the job (``runtime_env py_modules``)."""
+    import ray
+    if ray.is_initialized():
+        return ray
+    if address:
+        import agents
+        import benchmarks
+        ray.init(address=address, runtime_env={"py_modules": [socialgym_env, agents, benchmarks]})
+    else:
+        path = os.pathsep.join([_repo_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    return ray
+
+
+def run_ray(shards: dict, log_dir: Path, workers: int = 2, pool_seed: int = 0, progress: bool = True,
+            address: Optional[str] = None, chunk_size: int = 4) -> int:
+    """Run ``{game: [jobs]}`` on Ray actors; the driver appends each returned record."""
+    ray = ensure_ray(address, num_cpus=workers if not address else None)
+    from ray.util import ActorPool
+    worker_cls = ray.remote(num_cpus=1)(_RayWorker)
+    actors = [worker_cls.remote(pool_seed) for _ in range(max(1, workers))]
+    pool = ActorPool(actors)
+    chunks = []
+    for game in sorted(shards, key=lambda g: -len(shards[g])):
+        jobs = shards[game]
+        chunks.extend(jobs[i:i + chunk_size] for i in range(0, len(jobs), chunk_size))
+    left = {g: len(j) for g, j in shards.items()}
+    total = sum(left.values())
+    ep_bar, game_bar = _bars(total, len(shards), progress)
+    played = 0
+    try:
+        for records in pool.map_unordered(lambda actor, chunk: actor.run.remote(chunk), chunks):
+            for record in records:
+                append_episode(shard_log(log_dir, record["game"]), record)
+                left[record["game"]] -= 1
+                if left[record["game"]] == 0 and game_bar:
+                    game_bar.update(1)
+            played += len(records)
+            if ep_bar:
+                ep_bar.update(len(records))
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        for bar in (ep_bar, game_bar):
+            if bar:
+                bar.close()
+    return played
