@@ -30,13 +30,13 @@ def _split(values: Optional[List[str]]) -> Optional[list]:
 def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
                            ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
-                           preset=None) -> dict:
+                           preset=None, scripted_episodes=None) -> dict:
     """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
                              ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
-                             preset=preset)
+                             preset=preset, scripted_episodes=scripted_episodes)
     print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
     print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
@@ -54,7 +54,10 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
 def tournament_cmd(
     games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
     agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
-    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES})"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES}; demo: {tour.DEMO_EPISODES})"),
+    scripted_episodes: Optional[int] = typer.Option(
+        None, "--scripted-episodes", min=1,
+        help=f"episodes per combination of scripted policies only (default: --episodes; demo: {tour.DEMO_SCRIPTED_EPISODES})"),
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(Path("runs/tournament"), "--out", help="folder for logs/ and the leaderboard"),
     backend: str = typer.Option("local", "--backend", help="local | ray"),
@@ -77,7 +80,7 @@ def tournament_cmd(
     run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
-                           preset=preset)
+                           preset=preset, scripted_episodes=scripted_episodes)
 
 
 @app.command("leaderboard")

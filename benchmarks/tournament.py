@@ -62,7 +62,10 @@ QUICK_MAX_STEPS = 12
 
 # The demo preset (``make demo``): per-game configs that keep every episode short while each
 # game still ends by its own rules (no decision budget, no truncation; a test plays them all).
-DEMO_EPISODES = 6
+# Model combinations are what cost time (a SmolLM2 decision is ~1-2 s on 2 cores); combinations
+# of scripted policies only are nearly free and carry the anchor (heuristic vs random).
+DEMO_EPISODES = 2
+DEMO_SCRIPTED_EPISODES = 8
 DEMO_CONFIGS = {
     "prisoners_dilemma": {"rounds": 3}, "chicken": {"rounds": 3}, "battle_of_the_sexes": {"rounds": 2},
     "stag_hunt": {"rounds": 2}, "minority_game": {"rounds": 2}, "rock_paper_scissors": {"rounds": 3},
@@ -70,8 +73,9 @@ DEMO_CONFIGS = {
     "liars_dice": {"dice": 2}, "sheriff_of_nottingham": {"rounds": 1}, "dead_last": {"max_point_rounds": 1},
     # chess from a king-and-pawn ending: it ends (mate or a draw by the rules) within a few plies
     "chess": {"fen": "8/8/8/8/8/2k5/1p6/1K6 w - - 0 1"}, "insider": {"questions": 5},
-    "spyfall": {"rounds": 1}, "undercover": {"rounds": 2},
-    "triadic_werewolf": {"max_debate_turns": 2, "max_explanation_turns": 1},
+    "spyfall": {"rounds": 1}, "undercover": {"rounds": 1},
+    # one debate turn a day, no explanation round (a day cap would end it as a truncation)
+    "triadic_werewolf": {"max_debate_turns": 1, "max_explanation_turns": 0},
 }
 PRESETS = ("quick", "demo")
 
@@ -198,16 +202,24 @@ def combinations(agents: Sequence[str], units: int) -> list[tuple]:
     return list(itertools.combinations(agents, m))
 
 
+def is_scripted(spec: str) -> bool:
+    return spec.startswith("scripted:")
+
+
 def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
-              config: Optional[dict] = None, tournament: str = "") -> list[EpisodeJob]:
-    """The jobs of one game (see the module docstring for the balancing rule)."""
+              config: Optional[dict] = None, tournament: str = "",
+              scripted_episodes: Optional[int] = None) -> list[EpisodeJob]:
+    """The jobs of one game (see the module docstring for the balancing rule). A combination of
+    scripted policies only plays ``scripted_episodes`` (default: ``episodes``): they cost almost
+    nothing, and more of them tighten every rating without a single extra model call."""
     config = dict(config or {})
     env = socialgym_env.make(game, **config)
     layout = game_layout(env)
     jobs = []
     for c_index, combo in enumerate(combinations(agents, len(layout.units))):
         m = len(combo)
-        count = math.ceil(max(episodes, 1) / m) * m
+        wanted = scripted_episodes if scripted_episodes and all(map(is_scripted, combo)) else episodes
+        count = math.ceil(max(wanted, 1) / m) * m
         for e in range(count):
             rot = e % m
             unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
@@ -225,11 +237,12 @@ def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
 
 
 def plan_tournament(games: Sequence[str], agents: Sequence[str], episodes: int = DEFAULT_EPISODES,
-                    seed: int = 0, configs: Optional[dict] = None, tournament: str = "") -> list[EpisodeJob]:
+                    seed: int = 0, configs: Optional[dict] = None, tournament: str = "",
+                    scripted_episodes: Optional[int] = None) -> list[EpisodeJob]:
     configs = configs or {}
     jobs = []
     for game in games:
-        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament))
+        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament, scripted_episodes))
     ids = [j.episode_id for j in jobs]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate episode ids in the plan")
@@ -290,13 +303,15 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                backend: str = "local", workers: Optional[int] = None, resume: bool = True,
                config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
                ray_address: Optional[str] = None, n_boot: int = 1000,
-               retry_failed: bool = True, preset: Optional[str] = None) -> TournamentResult:
+               retry_failed: bool = True, preset: Optional[str] = None,
+               scripted_episodes: Optional[int] = None) -> TournamentResult:
     """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
 
     ``quick`` (= ``preset="quick"``) plays 2 episodes per combination (rounded up so sides stay
     balanced) with round counts capped (QUICK_LIMITS) and a 12-decision cap; ``preset="demo"``
-    plays DEMO_EPISODES per combination with DEMO_CONFIGS, every episode to its real end.
-    Explicit ``episodes`` and overrides still win."""
+    plays DEMO_EPISODES per combination (DEMO_SCRIPTED_EPISODES when every policy in it is
+    scripted) with DEMO_CONFIGS, every episode to its real end. Explicit ``episodes``,
+    ``scripted_episodes`` and overrides still win."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
     quick = quick or preset == "quick"
@@ -306,13 +321,15 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     agents = list(dict.fromkeys(a.strip() for a in agents if a.strip()))
     if episodes is None:
         episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
+    if scripted_episodes is None and preset == "demo":
+        scripted_episodes = DEMO_SCRIPTED_EPISODES
     _check_policies(agents)
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
-    jobs = plan_tournament(games, agents, episodes, seed, configs)
+    jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
         # A model policy is compute-bound and batches across games in one process; scripted
         # policies are cheap and spread over processes.
-        scripted_only = all(a.startswith("scripted:") for a in agents)
+        scripted_only = all(map(is_scripted, agents))
         workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
                           pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed)

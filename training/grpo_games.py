@@ -59,6 +59,7 @@ class Config:
     prompt: str = "full"                # learner's view: full observation text, or compact (~half the tokens)
     reply_prefix: str = ""              # forced start of every reply, e.g. '{"action_type": "' (not in the loss)
     temperature: float = 1.0
+    constrained: bool = True            # learner replies sampled under the grammar of its legal replies
     invalid_penalty: float = 0.0        # subtracted per invalid learner action
     max_turns: int = 32                 # learner turns per episode before it is cut
     eval_episodes: int = 100
@@ -142,7 +143,8 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                      seed=config.seed * 1_000_003 + trainer.state.global_step)
+                                      seed=config.seed * 1_000_003 + trainer.state.global_step,
+                                      constrained=config.constrained, reply_prefix=config.reply_prefix)
         episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns,
                                  prompt=config.prompt, reply_prefix=config.reply_prefix)
         log.add(trainer.state.global_step, episodes, tokenizer)
@@ -163,12 +165,14 @@ def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
         from training.ray_rollouts import ray_play_episodes
         episodes = ray_play_episodes(specs, config.model, adapter, config.eval_actors, config.eval_batch,
                                      config.max_new_tokens, config.temperature, seed=config.seed + 777,
-                                     prompt=config.prompt, reply_prefix=config.reply_prefix)
+                                     prompt=config.prompt, reply_prefix=config.reply_prefix,
+                                     constrained=config.constrained)
     else:
         episodes = []
         for shard, start in enumerate(range(0, len(specs), config.eval_batch)):
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                      seed=config.seed + 777 + shard)
+                                      seed=config.seed + 777 + shard, constrained=config.constrained,
+                                      reply_prefix=config.reply_prefix)
             episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
                                       max_turns=config.max_turns, prompt=config.prompt,
                                       reply_prefix=config.reply_prefix)

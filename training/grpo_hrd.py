@@ -19,6 +19,11 @@ Rewards (two functions, both logged by TRL):
   ``Criminal: Player <n>; My role: <role>`` form, else 0.0 (weighted by ``--format_weight``).
 
 Train and held-out puzzles come from different dataset seeds. Evaluation is greedy.
+
+``--answer_prefix "Criminal: Player "`` starts every reply (training and evaluation) with that
+text, after the chat template's assistant header; it is not generated, so it is not in the loss,
+and the rewards score prefix + completion. A 135M model that never writes the answer line gives
+GRPO groups of equal (zero) rewards and so no gradient; the prefix makes every sample an answer.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ class Config:
     max_completion_length: int = 24     # the generation length bound (tokens)
     temperature: float = 1.0
     format_weight: float = 0.5
+    answer_prefix: str = ""             # forced start of every reply, e.g. "Criminal: Player " (not in the loss)
     eval_batch_size: int = 20
     eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
     threads: int = 2
@@ -63,17 +69,23 @@ def completion_text(completion) -> str:
     return str(completion)
 
 
-def correctness_reward(completions, instance, **kwargs) -> list:
+def _answers(completions, prefix) -> list:
+    """The whole replies: the forced prefix (a dataset column; none without --answer_prefix) + completion."""
+    prefix = prefix or [""] * len(completions)
+    return [p + completion_text(c) for p, c in zip(prefix, completions)]
+
+
+def correctness_reward(completions, instance, prefix=None, **kwargs) -> list:
     from socialgym_env.socialmaze.instance import MazeInstance
     from socialgym_env.socialmaze.scoring import score_answer
-    return [score_answer(completion_text(c), MazeInstance.from_dict(json.loads(i))).reward
-            for c, i in zip(completions, instance)]
+    return [score_answer(text, MazeInstance.from_dict(json.loads(i))).reward
+            for text, i in zip(_answers(completions, prefix), instance)]
 
 
-def format_reward(completions, **kwargs) -> list:
+def format_reward(completions, prefix=None, **kwargs) -> list:
     rewards = []
-    for completion in completions:
-        lines = [line for line in completion_text(completion).splitlines() if line.strip()]
+    for answer in _answers(completions, prefix):
+        lines = [line for line in answer.splitlines() if line.strip()]
         rewards.append(1.0 if lines and ANSWER_LINE.match(lines[-1]) else 0.0)
     return rewards
 
@@ -84,13 +96,22 @@ def puzzles(n: int, seed: int, preset: str, variant: str) -> list:
     return generate_dataset(n, seed, MazeConfig.from_preset(preset, variant=variant))
 
 
-def as_dataset(instances):
+def prompt_text(tokenizer, instance, answer_prefix: str) -> str:
+    """The chat-templated prompt, ending in the assistant header and the forced answer start."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": instance.prompt()}], tokenize=False,
+                                         add_generation_prompt=True) + answer_prefix
+
+
+def as_dataset(instances, tokenizer=None, answer_prefix: str = ""):
+    """Conversational prompts; with an answer prefix, templated text prompts ending in it."""
     from datasets import Dataset
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": inst.prompt()}],
-                               "instance": json.dumps(inst.to_dict())} for inst in instances])
+    return Dataset.from_list([{"prompt": prompt_text(tokenizer, inst, answer_prefix) if answer_prefix
+                               else [{"role": "user", "content": inst.prompt()}],
+                               "instance": json.dumps(inst.to_dict()), "prefix": answer_prefix}
+                              for inst in instances])
 
 
-def evaluate(model, tokenizer, instances, max_new_tokens: int, batch_size: int) -> dict:
+def evaluate(model, tokenizer, instances, max_new_tokens: int, batch_size: int, answer_prefix: str = "") -> dict:
     """Greedy answers to held-out puzzles: accuracy (both parts right), format rate, 95% intervals."""
     import torch
 
@@ -101,18 +122,17 @@ def evaluate(model, tokenizer, instances, max_new_tokens: int, batch_size: int) 
     model.eval()
     for start in range(0, len(instances), batch_size):
         chunk = instances[start:start + batch_size]
-        texts = [tokenizer.apply_chat_template([{"role": "user", "content": i.prompt()}], tokenize=False,
-                                               add_generation_prompt=True) for i in chunk]
+        texts = [prompt_text(tokenizer, i, answer_prefix) for i in chunk]
         batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
                                  top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id)
         for inst, ids in zip(chunk, out[:, batch["input_ids"].shape[1]:]):
-            text = tokenizer.decode(ids, skip_special_tokens=True)
+            text = answer_prefix + tokenizer.decode(ids, skip_special_tokens=True)
             result = score_answer(text, inst)
             correct += int(result.reward == 1.0)
             criminal += int(result.criminal_correct)
-            formatted += int(format_reward([text])[0] == 1.0)
+            formatted += int(format_reward([text])[0] == 1.0)   # text already holds the prefix
     n = len(instances)
     return {"accuracy": rate_with_interval(correct, n), "criminal_accuracy": rate_with_interval(criminal, n),
             "format_rate": rate_with_interval(formatted, n)}
@@ -131,8 +151,8 @@ def main(argv=None, preloaded=None) -> dict:
     held_out = puzzles(config.eval_size, config.seed + 1000, config.preset, config.variant)
 
     # 1. held-out accuracy of the base model
-    before = evaluate(model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size) \
-        if config.eval_before else None
+    before = evaluate(model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size,
+                      config.answer_prefix) if config.eval_before else None
     print("before:", json.dumps(before))
     if config.steps == 0:                          # evaluation only
         return finish_run(out, config, before, started=started)
@@ -145,7 +165,7 @@ def main(argv=None, preloaded=None) -> dict:
                          reward_weights=[1.0, config.format_weight])
     tokenizer.padding_side = "left"
     trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=args,
-                          train_dataset=as_dataset(train), processing_class=tokenizer,
+                          train_dataset=as_dataset(train, tokenizer, config.answer_prefix), processing_class=tokenizer,
                           peft_config=lora_config(config.lora_r, config.lora_alpha))
     trained_at = time.time()
     trainer.train()
@@ -153,7 +173,8 @@ def main(argv=None, preloaded=None) -> dict:
 
     # 3. held-out accuracy after training; adapter, curves, metrics
     trainer.model.save_pretrained(out / "adapter")
-    after = evaluate(trainer.model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size)
+    after = evaluate(trainer.model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size,
+                     config.answer_prefix)
     print("after:", json.dumps(after))
     return finish_run(out, config, before, after, trainer, started, train_seconds,
                       ["rewards/correctness_reward/mean", "rewards/format_reward/mean", "reward"],

@@ -181,10 +181,11 @@ class Episode:
         return self.reward - invalid_penalty * self.invalid_actions
 
 
-def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list], tokenizer, pool=None,
+def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list], list], tokenizer, pool=None,
                   max_turns: int = 64, prompt: str = "full", reply_prefix: str = "") -> list:
-    """Play every spec to the end; ``generate(list of context ids) -> list of reply ids`` makes the
-    learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
+    """Play every spec to the end; ``generate(context ids, infos) -> reply ids`` (one of each per
+    live episode; ``infos`` are the learner's info dicts, whose legal actions a constrained
+    generator follows) makes the learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
     then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
     :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
     tokens follow each assistant header as env tokens (never in the loss), the model continues it,
@@ -211,7 +212,7 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list]
             live = [slot for slot in range(len(indices)) if not vec.envs[slot].done]
             if not live:
                 break
-            replies = generate([contexts[slot] for slot in live])
+            replies = generate([contexts[slot] for slot in live], [infos[slot] for slot in live])
             actions: list = [None] * len(indices)
             for slot, reply_ids in zip(live, replies):
                 episode = episodes[indices[slot]]
@@ -248,16 +249,22 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list], list]
     return episodes
 
 
-def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1.0, seed: Optional[int] = None):
+def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1.0, seed: Optional[int] = None,
+                   constrained: bool = False, reply_prefix: str = ""):
     """A ``generate`` for :func:`play_episodes` from a transformers (or PEFT) model: left-padded
-    batch, sampling at ``temperature`` (0 = greedy), stop at EOS; reply ids include the EOS."""
+    batch, sampling at ``temperature`` (0 = greedy), stop at EOS; reply ids include the EOS.
+    ``constrained``: each row is sampled under the grammar of its legal replies (the runner's
+    :class:`agents.llm.guided.Guide`, started after ``reply_prefix``), so every reply is a legal
+    action and a GRPO group differs only in *which* legal action it took; the loss still uses
+    the model's unconstrained log-probabilities (TRL recomputes them), as usual for
+    grammar-constrained RL."""
     import torch
 
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     generator_seed = [seed]
 
-    def generate(contexts: list) -> list:
+    def generate(contexts: list, infos: Optional[list] = None) -> list:
         width = max(len(c) for c in contexts)
         input_ids = torch.full((len(contexts), width), pad, dtype=torch.long)
         mask = torch.zeros_like(input_ids)
@@ -269,11 +276,15 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
             generator_seed[0] += 1
         sampling = dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0) if temperature > 0 else \
             dict(do_sample=False, temperature=None, top_p=None, top_k=None)
+        processors = None
+        if constrained and infos is not None:
+            from transformers import LogitsProcessorList
+            processors = LogitsProcessorList([_GrammarProcessor(tokenizer, infos, reply_prefix, width, eos)])
         was_training = model.training
         model.eval()
         with torch.no_grad():
             out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                 eos_token_id=eos, pad_token_id=pad, **sampling)
+                                 eos_token_id=eos, pad_token_id=pad, logits_processor=processors, **sampling)
         if was_training:
             model.train()
         replies = []
@@ -289,6 +300,56 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
     return generate
 
 
+class _GrammarProcessor:
+    """A ``generate()`` logits processor: row i may only take tokens that keep its reply inside
+    the grammar of its legal replies; a finished reply may only end (EOS). Rows without a grammar
+    (no action schema) or whose prefix the grammar rejects are left free."""
+
+    def __init__(self, tokenizer, infos: list, reply_prefix: str, prompt_width: int, eos: int):
+        from agents.llm.constraint import reply_grammar
+        self.tokenizer, self.infos, self.reply_prefix = tokenizer, infos, reply_prefix
+        self.prompt_width, self.eos = prompt_width, eos
+        self.grammars = []
+        for info in infos:
+            try:
+                self.grammars.append(reply_grammar(info))
+            except ValueError:                 # no action schema: generate freely
+                self.grammars.append(None)
+        self.guides = None
+
+    def _start(self, vocab_size: int) -> None:
+        from agents.llm.guided import Guide, vocab_for
+        vocab = vocab_for(self.tokenizer, vocab_size)
+        self.guides = []
+        for grammar in self.grammars:
+            guide = Guide(grammar, vocab, prefix=self.reply_prefix) if grammar is not None else None
+            self.guides.append(guide if guide is not None and guide.state else None)
+
+    def __call__(self, input_ids, scores):
+        import torch
+        if self.guides is None:
+            self._start(scores.shape[-1])
+        first_step = input_ids.shape[1] == self.prompt_width
+        for row, guide in enumerate(self.guides):
+            if guide is None:
+                continue
+            if not first_step:
+                last = int(input_ids[row, -1])
+                if last == self.eos:           # the row has ended; generate() only pads it now
+                    self.guides[row] = None
+                    continue
+                if not guide.finished:
+                    guide.advance(last)
+            allowed = torch.zeros(scores.shape[-1], dtype=torch.bool)
+            if not guide.finished:
+                allowed = guide.allowed(scores.shape[-1])
+            if guide.finished or not allowed.any():   # complete (or stuck): it may only end
+                allowed = torch.zeros(scores.shape[-1], dtype=torch.bool)
+                allowed[self.eos] = True
+            scores[row, ~allowed] = float("-inf")
+        return scores
+
+
 def vllm_generate_fn(trainer):
     """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
     colocated), whose weights TRL syncs to the policy before each rollout. Each call generates up
@@ -297,7 +358,7 @@ def vllm_generate_fn(trainer):
     this holds for one training process; with several, episodes of unequal length would stall
     (not handled here). Untested on this CPU-only machine."""
 
-    def generate(contexts: list) -> list:
+    def generate(contexts: list, infos: Optional[list] = None) -> list:
         _, completion_ids, _, _ = trainer.vllm_generation.generate(prompts=contexts, images=None, num_generations=1)
         return [list(ids) for ids in completion_ids]
 

@@ -45,6 +45,19 @@ def test_two_player_seats_balanced():
     assert all(c[0] == c[1] == 4 for c in seats.values()), seats
 
 
+def test_scripted_only_combinations_get_their_own_episode_count():
+    agents = ["llm:a", "scripted:heuristic", "scripted:random"]
+    jobs = tour.plan_game("prisoners_dilemma", agents, episodes=2, seed=0, scripted_episodes=8)
+    per_matchup = Counter(job.tags["matchup"] for job in jobs)
+    assert per_matchup == {"llm:a~scripted:heuristic": 2, "llm:a~scripted:random": 2,
+                           "scripted:heuristic~scripted:random": 8}
+    # still balanced inside each combination: each policy holds each seat equally often
+    scripted = [job.seats for job in jobs if job.tags["matchup"] == "scripted:heuristic~scripted:random"]
+    assert Counter(seats[0] for seats in scripted) == {"scripted:heuristic": 4, "scripted:random": 4}
+    # a combination with a model policy in it ignores scripted_episodes
+    assert len(tour.plan_game("minority_game", agents, episodes=3, seed=0, scripted_episodes=30)) == 3
+
+
 def test_free_for_all_rotation_balances_seats():
     jobs = tour.plan_game("minority_game", AGENTS, episodes=3, seed=0)       # 5 seats, 3 policies
     assert len(jobs) == 3

@@ -34,6 +34,24 @@ def test_hrd_rewards_on_fixed_answers(instance):
     assert _rewards(right + "\nActually no idea", instance)[1] == 0.0
 
 
+def test_hrd_rewards_score_the_forced_answer_prefix_with_the_completion(instance):
+    prefix = "Criminal: Player "
+    right = format_answer(instance.criminal, instance.player1_role)
+    column, prefixes = [json.dumps(instance.to_dict())], [prefix]
+    completion = [right[len(prefix):]]                              # plain-text prompt: completions are strings
+    assert grpo_hrd.correctness_reward(completion, column, prefix=prefixes) == [1.0]
+    assert grpo_hrd.format_reward(completion, prefix=prefixes) == [1.0]
+    assert grpo_hrd.correctness_reward(completion, column) == [0.0]  # without the prefix it is no answer
+
+
+def test_hrd_dataset_with_a_prefix_ends_each_prompt_in_it(instance, smollm2_base):
+    tokenizer = smollm2_base[1]
+    row = grpo_hrd.as_dataset([instance], tokenizer, "Criminal: Player ")[0]
+    assert row["prompt"].endswith("<|im_start|>assistant\nCriminal: Player ") and row["prefix"] == "Criminal: Player "
+    assert instance.prompt() in row["prompt"]
+    assert isinstance(grpo_hrd.as_dataset([instance])[0]["prompt"], list)   # no prefix: conversational
+
+
 def _loads_as_policy(adapter_dir):
     from agents.llm.hf_backend import load_model
     policy = make_policy(f"smollm2?adapter={adapter_dir}&max_new_tokens=4")

@@ -1,4 +1,6 @@
 """Episode rollouts for multi-turn GRPO: chat assembly, loss masks, group construction."""
+import json
+
 import pytest
 
 from training.multiturn import (ChatAssembler, EpisodeSpec, episode_specs, news_text, play_episodes,
@@ -11,7 +13,7 @@ def scripted_generate(tokenizer, texts):
     """A fake learner: the i-th call answers every live episode with texts[i] (then EOS)."""
     calls = []
 
-    def generate(contexts):
+    def generate(contexts, infos=None):
         calls.append([list(c) for c in contexts])
         text = texts[min(len(calls) - 1, len(texts) - 1)]
         return [tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for _ in contexts]
@@ -106,3 +108,18 @@ def test_reply_prefix_is_outside_the_loss_and_starts_every_reply(tokenizer):
     in_loss = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask) if m])
     assert in_loss == ('paper"}' + tokenizer.eos_token) * 2
     assert all(context[-len(calls[0][0][-3:]):] == calls[0][0][-3:] for context in calls[1])   # prefix again
+
+
+def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
+    """Sampling hot (T=1.5) from the base model under the legal-reply grammar: every reply of
+    every turn parses to a legal action, so no episode has an invalid action or a fallback."""
+    from training.multiturn import hf_generate_fn
+    model, tokenizer = smollm2_base
+    prefix = '{"action_type": "'
+    specs = episode_specs("rock_paper_scissors", "player_0", ["scripted:random"], range(8), {"rounds": 2})
+    generate = hf_generate_fn(model, tokenizer, 12, temperature=1.5, seed=0, constrained=True, reply_prefix=prefix)
+    episodes = play_episodes(specs, generate, tokenizer, prompt="compact", reply_prefix=prefix)
+    replies = [reply for episode in episodes for reply in episode.replies]
+    assert len(replies) == 16 and all(not e.truncated and e.invalid_actions == 0 for e in episodes)
+    legal = {json.dumps({"action_type": move, "argument": ""}) for move in ("rock", "paper", "scissors")}
+    assert {reply_to_action(r, {}) for r in replies} <= legal
