@@ -24,6 +24,21 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 LESSON_KEYS = ("to_do", "to_not_do", "winning_tactics")
+# What a server is asked for (OpenAI ``response_format``): the three lists of strings.
+LESSONS_SCHEMA = {"type": "object", "additionalProperties": False, "required": list(LESSON_KEYS),
+                  "properties": {key: {"type": "array", "items": {"type": "string"}} for key in LESSON_KEYS}}
+
+
+def lessons_grammar(max_chars: int = 200):
+    """The reply shape a local model is decoded under: the three lists with one lesson of at most
+    ``max_chars`` characters each, so even a 135M model returns parsable lessons (free, it
+    repeated the transcript's tags to the token limit and gave no JSON)."""
+    from agents.llm.constraint import FreeText, Literals, ReplyGrammar
+    pieces = []
+    for index, key in enumerate(LESSON_KEYS):
+        opening = ('{"' if index == 0 else '"], "') + key + '": ["'
+        pieces += [Literals((opening,)), FreeText(max_chars)]
+    return ReplyGrammar([pieces + [Literals(('"]}',))]])
 # Cosine similarity at or above which a new lesson counts as a paraphrase of a kept one. MiniLM
 # gives paraphrases ~0.85-0.95 and merely related game advice ~0.5-0.8; the seed states no value.
 DEFAULT_THRESHOLD = 0.85

@@ -90,11 +90,16 @@ def model_reflector(pool: PolicyPool, spec: str, max_new_tokens: int) -> Reflect
     own policy instance with a larger token budget and the model's whole context window, since
     a game-time ``context=`` cap would cut the prompt; the loaded weights are shared)."""
     from agents.llm.backend import Completion
+
+    from .lessons import LESSONS_SCHEMA, lessons_grammar
     policy = pool.get(with_option(with_option(spec, "max_new_tokens", max_new_tokens), "context", 0))
+    # constrained like the policy's moves (constrained=0 in the spec turns it off)
+    grammar = lessons_grammar() if policy.config.constrained else None
 
     def reflect(prompt: str, sample_seed: int) -> str:
         reply = policy.backend.complete([Completion(("jester-reflection", sample_seed),
-                                                    [{"role": "user", "content": prompt}], sample_seed)])[0]
+                                                    [{"role": "user", "content": prompt}], sample_seed,
+                                                    grammar=grammar, schema=LESSONS_SCHEMA if grammar else None)])[0]
         if isinstance(reply, BaseException):
             raise reply
         return reply.text

@@ -117,6 +117,7 @@ class ScriptedBackend:
         self.chats = {}          # seat key -> the chats (lists of message texts) it was sent
 
     def complete(self, items):
+        self.last_items = list(items)
         for item in items:
             self.chats.setdefault(item.key, []).append([m["content"] for m in item.messages])
         return [Reply(self.reply) for _ in items]
@@ -168,3 +169,24 @@ def test_another_model_can_write_the_lessons(tmp_path):
     run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)
     book = json.loads((tmp_path / "lessons" / "scripted_heuristic-ON.json").read_text())
     assert book["lessons"]["winning_tactics"] == ["Stay vague about your role."]
+
+
+def test_reflection_is_decoded_under_the_lessons_grammar(tmp_path):
+    """A local model writes its lessons under a grammar of the three lists (servers get the JSON
+    schema), so a small model's reflection always parses; constrained=0 asks freely."""
+    grammar = L.lessons_grammar(30)
+    good = '{"to_do": ["Bid early."], "to_not_do": ["Stay quiet."], "winning_tactics": ["Act odd."]}'
+    assert grammar.finished(grammar.advance(grammar.start(), good))
+    assert L.parse_lessons(good)[0]["to_not_do"] == ["Stay quiet."]
+    for bad in ('[R1 debate_speak] [R1 debate_speak]', '{"to_do": "Bid early."}', '{"to_do": ["x' + "y" * 40):
+        assert not grammar.advance(grammar.start(), bad)
+    for spec_options, constrained in (("max_new_tokens=400&context=0", True),
+                                      ("constrained=0&max_new_tokens=400&context=0", False)):
+        reflect = LLMPolicy(ScriptedBackend(good), LLMConfig(constrained=constrained), "fake")
+        pool = PolicyPool(prebuilt={f"fake?{spec_options}": reflect})
+        spec = "fake?constrained=0" if not constrained else "fake"
+        cfg = StudyConfig(models=["scripted:heuristic"], games=1, conditions=["ON"], out=str(tmp_path / spec_options),
+                          config=TINY, reflector=spec)
+        run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)
+        item = reflect.backend.last_items[0]
+        assert (item.grammar is not None) == constrained and (item.schema == L.LESSONS_SCHEMA) == constrained

@@ -41,7 +41,7 @@ def test_hrd_rewards_score_the_forced_answer_prefix_with_the_completion(instance
     completion = [right[len(prefix):]]                              # plain-text prompt: completions are strings
     assert grpo_hrd.correctness_reward(completion, column, prefix=prefixes) == [1.0]
     assert grpo_hrd.format_reward(completion, prefix=prefixes) == [1.0]
-    assert grpo_hrd.correctness_reward(completion, column) == [0.0]  # without the prefix it is no answer
+    assert grpo_hrd.format_reward(completion) == [0.0]      # without the prefix it is not the answer line
 
 
 def test_hrd_dataset_with_a_prefix_ends_each_prompt_in_it(instance, smollm2_base):
