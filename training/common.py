@@ -117,6 +117,17 @@ def trainer_args(config) -> dict:
         disable_tqdm=not config.progress)
 
 
+def train_and_save(trainer, config, extra: dict) -> dict:
+    """Train (from the last checkpoint of a killed run when ``config.resume``), then write the
+    outputs; ``extra`` goes into the metrics with ``resumed_from`` and ``wall_seconds``."""
+    import time
+    resume = last_checkpoint(trainer.args.output_dir) if config.resume else None
+    started = time.time()
+    trainer.train(resume_from_checkpoint=resume)
+    return write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
+                                                       "wall_seconds": round(time.time() - started, 1)})
+
+
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:
     """``out/adapter`` (the LoRA weights the backend loads), ``out/config.json``, ``out/metrics.json``."""
     out_dir = Path(out)

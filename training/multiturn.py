@@ -279,11 +279,16 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
         processors = None
         if constrained and infos is not None:
             from transformers import LogitsProcessorList
-            processors = LogitsProcessorList([_GrammarProcessor(tokenizer, infos, reply_prefix, width, eos)])
+
+            from agents.llm.hf_backend import GUIDED_EXTRA
+            processors = LogitsProcessorList([_GrammarProcessor(tokenizer, infos, reply_prefix, width, eos,
+                                                                max_new_tokens)])
         was_training = model.training
         model.eval()
         with torch.no_grad():
-            out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+            # as in the runner: the budget bounds free text; fixed JSON text may run GUIDED_EXTRA past it
+            budget = max_new_tokens + GUIDED_EXTRA if processors is not None else max_new_tokens
+            out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=budget,
                                  eos_token_id=eos, pad_token_id=pad, logits_processor=processors, **sampling)
         if was_training:
             model.train()
@@ -303,12 +308,16 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
 class _GrammarProcessor:
     """A ``generate()`` logits processor: row i may only take tokens that keep its reply inside
     the grammar of its legal replies; a finished reply may only end (EOS). Rows without a grammar
-    (no action schema) or whose prefix the grammar rejects are left free."""
+    (no action schema) or whose prefix the grammar rejects are left free. As in the runner, free
+    text (talk) is closed ``CLOSE_RESERVE`` tokens before the budget, so it can still end legally."""
 
-    def __init__(self, tokenizer, infos: list, reply_prefix: str, prompt_width: int, eos: int):
+    def __init__(self, tokenizer, infos: list, reply_prefix: str, prompt_width: int, eos: int,
+                 max_new_tokens: int):
         from agents.llm.constraint import reply_grammar
+        from agents.llm.hf_backend import CLOSE_RESERVE
         self.tokenizer, self.infos, self.reply_prefix = tokenizer, infos, reply_prefix
         self.prompt_width, self.eos = prompt_width, eos
+        self.close_at = max(0, max_new_tokens - CLOSE_RESERVE)
         self.grammars = []
         for info in infos:
             try:
@@ -329,11 +338,12 @@ class _GrammarProcessor:
         import torch
         if self.guides is None:
             self._start(scores.shape[-1])
-        first_step = input_ids.shape[1] == self.prompt_width
+        step = input_ids.shape[1] - self.prompt_width
+        close = step >= self.close_at
         for row, guide in enumerate(self.guides):
             if guide is None:
                 continue
-            if not first_step:
+            if step:
                 last = int(input_ids[row, -1])
                 if last == self.eos:           # the row has ended; generate() only pads it now
                     self.guides[row] = None
@@ -342,7 +352,7 @@ class _GrammarProcessor:
                     guide.advance(last)
             allowed = torch.zeros(scores.shape[-1], dtype=torch.bool)
             if not guide.finished:
-                allowed = guide.allowed(scores.shape[-1])
+                allowed = guide.allowed(scores.shape[-1], close=close)
             if guide.finished or not allowed.any():   # complete (or stuck): it may only end
                 allowed = torch.zeros(scores.shape[-1], dtype=torch.bool)
                 allowed[self.eos] = True

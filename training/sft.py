@@ -14,7 +14,6 @@ same script runs under ``accelerate launch -m training.sft ...`` (bf16 where sup
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 
@@ -46,7 +45,7 @@ class Config:
 
 
 def main(argv=None) -> dict:
-    from .common import last_checkpoint, load_base, load_rows, lora_config, parse_config, trainer_args, write_outputs
+    from .common import load_base, load_rows, lora_config, parse_config, train_and_save, trainer_args
     config = parse_config(Config, argv)
     from trl import SFTConfig, SFTTrainer
 
@@ -59,12 +58,7 @@ def main(argv=None) -> dict:
                          peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout,
                                                  config.lora_targets))
     # 3. train (resuming a killed run), then save adapter + config + metrics
-    resume = last_checkpoint(args.output_dir) if config.resume else None
-    started = time.time()
-    trainer.train(resume_from_checkpoint=resume)
-    return write_outputs(trainer, config, config.out, {"examples": len(dataset), "resumed_from": resume,
-                                                        "wall_seconds": round(time.time() - started, 1)})
-
+    return train_and_save(trainer, config, {"examples": len(dataset)})
 
 if __name__ == "__main__":
     main()

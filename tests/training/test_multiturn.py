@@ -123,3 +123,15 @@ def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
     assert len(replies) == 16 and all(not e.truncated and e.invalid_actions == 0 for e in episodes)
     legal = {json.dumps({"action_type": move, "argument": ""}) for move in ("rock", "paper", "scissors")}
     assert {reply_to_action(r, {}) for r in replies} <= legal
+
+
+def test_constrained_free_text_is_closed_within_the_token_budget(smollm2_base):
+    """A describe phase (free text) under a budget of 8 new tokens: the processor closes the
+    string before the budget runs out, so even cut-short talk is a legal action."""
+    from training.multiturn import hf_generate_fn
+    model, tokenizer = smollm2_base
+    specs = episode_specs("undercover", "player_0", ["scripted:heuristic"], range(2), {"rounds": 1})
+    generate = hf_generate_fn(model, tokenizer, 8, temperature=1.5, seed=1, constrained=True)
+    episodes = play_episodes(specs, generate, tokenizer, prompt="compact", max_turns=20)
+    assert all(not e.truncated and e.invalid_actions == 0 and e.replies for e in episodes)
+    assert any('"argument": "' in reply for e in episodes for reply in e.replies)   # free text was written
