@@ -20,6 +20,9 @@
 | ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
+| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (about |
+|                   |                | 1.5x faster on CPUs with AVX512-BF16 or AMX, slower without);  |
+|                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
 | ``timeout``       | 60             | openai: seconds per HTTP request                               |
@@ -37,6 +40,7 @@ from urllib.parse import parse_qsl
 
 
 MODES = ("batched", "naive", "score")
+DTYPES = ("float32", "bfloat16", "auto")
 
 
 @dataclass
@@ -53,6 +57,7 @@ class LLMConfig:
     cache_mb: int = 2048
     context: int = 0
     threads: int = 0
+    dtype: str = "float32"
     stop_at_json: bool = True
     timeout: float = 60.0
     attempts: int = 5
@@ -107,6 +112,8 @@ def parse_options(query: str, seed: int = 0) -> LLMConfig:
         raise ValueError(f"option prompt={config.prompt!r}: expected turns or single")
     if config.mode not in MODES:
         raise ValueError(f"option mode={config.mode!r}: expected one of {', '.join(MODES)}")
+    if config.dtype not in DTYPES:
+        raise ValueError(f"option dtype={config.dtype!r}: expected one of {', '.join(DTYPES)}")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
     return config

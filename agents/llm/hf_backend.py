@@ -55,7 +55,7 @@ from typing import Optional
 from .backend import Completion, Reply
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
-from .loading import ModelNotAvailable, cache_root, configure_threads, load_model, smollm2_gguf  # noqa: F401
+from .loading import ModelNotAvailable, cache_root, configure_threads, load_model, resolve_dtype, smollm2_gguf  # noqa: F401
 from .parsing import json_object_complete
 
 # A constrained reply may run past max_new_tokens to finish its fixed text (free text is closed
@@ -64,6 +64,7 @@ GUIDED_EXTRA = 48
 CLOSE_RESERVE = 4
 PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained reply
 SCORE_BATCH = 32    # candidate rows per scoring forward pass
+SHARE_MIN = 48      # tokens another seat's cache must share with a prompt to be worth a look
 
 @dataclass
 class _Row:
@@ -99,8 +100,11 @@ class HFBackend:
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (agents.llm.adapters)
             from .adapters import load_adapted
             self.model, self.tokenizer = load_adapted(model_name, config.adapter)
+            if resolve_dtype(config.dtype) != "float32":     # the adapted model is this policy's own copy
+                import torch
+                self.model = self.model.to(getattr(torch, resolve_dtype(config.dtype)))
         else:
-            self.model, self.tokenizer = load_model(model_name)
+            self.model, self.tokenizer = load_model(model_name, config.dtype)
         model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
         self.context = config.context or model_context
         self.eos_ids = self._eos_ids()
@@ -165,12 +169,53 @@ class HFBackend:
                 reuse = min(_common_prefix(entry[0], ids), len(ids) - 1)
                 kv = entry[1] if reuse > 0 else None
                 self._seat_cache.move_to_end(item.key)
+            if reuse_cache and reuse < len(ids) // 2:
+                shared, shared_kv = self._shared_prefix(ids)
+                if shared > reuse:
+                    reuse, kv = min(shared, len(ids) - 1), shared_kv
             guide = None
             if item.grammar is not None:
                 vocab = vocab or vocab_for(self.tokenizer, self._vocab_size())
                 guide = Guide(item.grammar, vocab, prefix)
             rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
         return rows
+
+    def _shared_prefix(self, ids: list) -> tuple[int, Optional[list]]:
+        """The longest prefix of ``ids`` that another seat's cache holds, and that cache. A
+        seat's first prompt starts with the game's description, which every seat of the game
+        shares, so it is encoded once, not once per seat (the cache is only read)."""
+        best, best_kv = 0, None
+        for cached, kv, _ in self._seat_cache.values():
+            if cached[:SHARE_MIN] == ids[:SHARE_MIN]:
+                n = _common_prefix(cached, ids)
+                if n > best:
+                    best, best_kv = n, kv
+        return best, best_kv
+
+    def _encode_shared_prefixes(self, rows: list) -> None:
+        """Rows of one tick that start alike (the first prompts of every seat of a game share its
+        description) and have no cache to reuse: their common prefix is encoded once, kept as a
+        cache entry of its own, and every one of them reuses it."""
+        from transformers import DynamicCache
+        alike: dict = {}
+        for row in rows:
+            if row.reuse < len(row.ids) // 2 and len(row.ids) > SHARE_MIN:
+                alike.setdefault(tuple(row.ids[:SHARE_MIN]), []).append(row)
+        for group in alike.values():
+            if len(group) < 2:
+                continue
+            shared = min(min(_common_prefix(group[0].ids, row.ids) for row in group[1:]), *(len(r.ids) - 1 for r in group))
+            if shared <= max(row.reuse for row in group):
+                continue
+            prefix = group[0].ids[:shared]
+            key = ("shared-prefix", hash(tuple(prefix)))
+            layers, mask, _, _ = self._prefill([_Row(-1, key, prefix, 0, None, 0)])
+            self.stats["encoded_tokens"] += shared
+            self._store(key, prefix, DynamicCache(ddp_cache_data=layers), mask[0].bool(), 0)
+            entry = self._seat_cache.get(key)
+            if entry is not None:
+                for row in group:
+                    row.reuse, row.kv = shared, entry[1]
 
     def _vocab_size(self) -> int:
         return int(self.model.get_output_embeddings().weight.shape[0])
@@ -182,7 +227,9 @@ class HFBackend:
             if self.config.mode == "naive":
                 rows = self._rows(items, reuse_cache=False)
                 return [self._naive(row) for row in rows]
-            return self._batched(self._rows(items))
+            rows = self._rows(items)
+            self._encode_shared_prefixes(rows)
+            return self._batched(rows)
 
     # ------------------------------------------------------------------ naive reference
     def _naive(self, row: "_Row") -> Reply:
@@ -300,7 +347,9 @@ class HFBackend:
         return [out_scores[row.index] for row in rows]
 
     def _prefill_groups(self, rows: list) -> list:
-        """Rows with similar new-suffix lengths, for the prefill passes."""
+        """Rows with similar new-suffix lengths and similar cached lengths, for the prefill
+        passes (a row pays attention over its group's longest cache, so a 300-token seat is
+        not padded to a 3,000-token one)."""
         rows = sorted(rows, key=lambda r: len(r.ids) - r.reuse)
         groups, current = [], []
         for row in rows:
@@ -313,7 +362,7 @@ class HFBackend:
             current.append(row)
         if current:
             groups.append(current)
-        return groups
+        return [part for group in groups for part in _similar_lengths(group, lambda r: r.reuse)]
 
     def _prefill(self, rows: list):
         """Encode the new suffixes of ``rows`` on top of their cached prefixes (one forward).
@@ -356,25 +405,25 @@ class HFBackend:
         return layers, mask, out.logits[:, -1, :].float(), starts
 
     def _decode_group(self, rows: list, store: bool = True) -> list:
-        """Prefill each suffix-length group, merge the groups' caches (left-padded to one
-        length) and decode every row together, one token per forward pass."""
+        """Prefill each suffix-length group, merge the groups of similar total length into
+        decode batches (caches left-padded to one length) and decode each batch's rows
+        together, one token per forward pass."""
         parts = [(group, *self._prefill(group)) for group in self._prefill_groups(rows)]
-        rows = [row for group, *_ in parts for row in group]
-        starts = [c for *_, cs in parts for c in cs]
-        cache, mask, logits = _merge_prefills(parts)
-        generated, cache, mask = self._decode_loop(rows, cache, mask, logits)
         replies = []
-        for i, row in enumerate(rows):
-            self._count(row, starts[i], len(generated[i]))
-            if store:
-                self._store(row.key, row.ids + generated[i][:-1], cache, mask[i].bool(), i)
-            if row.guide is not None and not row.guide.finished:   # out of steps: close by text
-                row.tail = row.guide.completion()
-            text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
-            replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
-                                                    "prefilled_reply_tokens": row.prefix_tokens,
-                                                    "reused_tokens": starts[i], "new_tokens": len(generated[i]),
-                                                    "constrained": row.guide is not None})))
+        for batch in _similar_lengths(parts, lambda part: part[2].shape[1]):
+            rows = [row for group, *_ in batch for row in group]
+            starts = [c for *_, cs in batch for c in cs]
+            cache, mask, logits = _merge_prefills(batch)
+            generated = self._decode_loop(rows, cache, mask, logits, store)
+            for i, row in enumerate(rows):
+                self._count(row, starts[i], len(generated[i]))
+                if row.guide is not None and not row.guide.finished:   # out of steps: close by text
+                    row.tail = row.guide.completion()
+                text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
+                replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
+                                                        "prefilled_reply_tokens": row.prefix_tokens,
+                                                        "reused_tokens": starts[i], "new_tokens": len(generated[i]),
+                                                        "constrained": row.guide is not None})))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
     def _count(self, row, reused: int, new_tokens: int) -> None:
@@ -383,39 +432,59 @@ class HFBackend:
         self.stats["encoded_tokens"] += len(row.ids) - reused
         self.stats["generated_tokens"] += new_tokens
 
-    def _decode_loop(self, rows, cache, mask, logits):
-        """Decode every row together until each is done; returns (tokens per row, cache, mask)."""
+    def _decode_loop(self, rows, cache, mask, logits, store: bool):
+        """Decode every row together until each is done; returns the tokens per row. A row
+        leaves the batch soon after it is done (its K/V kept for its seat first, if ``store``):
+        a finished short reply must not keep paying for a long one's decode steps."""
         import torch
+        from transformers import DynamicCache
         cfg = self.config
-        batch = len(rows)
         generators = None
         if cfg.temperature > 0:
             generators = [torch.Generator().manual_seed(r.sample_seed) for r in rows]
         generated = [[] for _ in rows]
-        texts = [""] * batch
-        active = [True] * batch
+        slots = list(range(len(rows)))            # the row decoded at each batch position
+        texts = [""] * len(rows)
+        active = [True] * len(rows)
         next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long)
         guided = any(r.guide is not None for r in rows)
         limit = cfg.max_new_tokens + (GUIDED_EXTRA if guided else 0)
         for step in range(limit):
+            here = [rows[r] for r in slots]
+            tokens_so_far = [generated[r] for r in slots]
             if guided:
-                logits = self._mask_guided(rows, logits, generated, active, step == limit - 1)
-            tokens = self._choose(logits, generators, active)
-            for i in range(batch):
+                logits = self._mask_guided(here, logits, tokens_so_far, active, step == limit - 1)
+            tokens = self._choose(logits, None if generators is None else [generators[r] for r in slots], active)
+            for i, r in enumerate(slots):
                 if active[i]:
-                    active[i] = self._accept(rows[i], int(tokens[i]), generated[i], texts, i)
+                    active[i] = self._accept(rows[r], int(tokens[i]), generated[r], texts, r)
             if not any(active) or step == limit - 1:
                 break
-            live = torch.tensor(active, dtype=torch.long)
-            feed = torch.tensor([generated[i][-1] if active[i] else self.pad_id for i in range(batch)])
-            mask = torch.cat([mask, live.unsqueeze(1)], dim=1)
+            live = sum(active)
+            if live <= len(slots) * 3 // 4:      # retire the finished rows (a copy of the live ones' K/V)
+                if store:
+                    for i, r in enumerate(slots):
+                        if not active[i]:
+                            self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
+                keep = torch.tensor([i for i in range(len(slots)) if active[i]])
+                cache = DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, keep), layer.values.index_select(0, keep))
+                                                     for layer in cache.layers])
+                mask, next_pos = mask.index_select(0, keep), next_pos.index_select(0, keep)
+                slots = [r for i, r in enumerate(slots) if active[i]]
+                active = [True] * live
+            feed = torch.tensor([generated[r][-1] if active[i] else self.pad_id for i, r in enumerate(slots)])
+            flags = torch.tensor(active, dtype=torch.long)
+            mask = torch.cat([mask, flags.unsqueeze(1)], dim=1)
             out = self.model(input_ids=feed.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
                              cache=cache, use_cache=True, logits_to_keep=1)
             self.stats["forward_passes"] += 1
             cache = out.cache
             logits = out.logits[:, -1, :].float()
-            next_pos = next_pos + live
-        return generated, cache, mask
+            next_pos = next_pos + flags
+        if store:
+            for i, r in enumerate(slots):
+                self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
+        return generated
 
     def _accept(self, row, token: int, generated: list, texts: list, i: int) -> bool:
         """Append ``token`` to a row; False once the row is done (grammar finished, EOS, the
@@ -486,6 +555,19 @@ class HFBackend:
         while self._cache_bytes > budget and len(self._seat_cache) > 1:
             _, (_, _, freed) = self._seat_cache.popitem(last=False)
             self._cache_bytes -= freed
+
+
+def _similar_lengths(items: list, length) -> list:
+    """``items`` in runs of similar ``length(item)``, shortest first: a run ends where the next
+    item is over twice the run's shortest plus 256 (padding a short row to a long one costs
+    more attention than one more weight pass)."""
+    runs, current = [], []
+    for item in sorted(items, key=length):
+        if current and length(item) > 2 * length(current[0]) + 256:
+            runs.append(current)
+            current = []
+        current.append(item)
+    return runs + [current] if current else runs
 
 
 def _merge_prefills(parts):

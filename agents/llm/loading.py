@@ -13,6 +13,7 @@ Decoding lives in :mod:`agents.llm.hf_backend`; this module only turns a name in
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import os
@@ -100,8 +101,29 @@ def _load_gguf_cached(gguf: Path, cache_name: str):
     return model, tokenizer
 
 
-def load_model(name: str):
-    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process."""
+def resolve_dtype(dtype: str) -> str:
+    """``auto``: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX; Linux flags),
+    float32 elsewhere (emulated bfloat16 is slower than float32)."""
+    if dtype != "auto":
+        return dtype
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "float32"
+    return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+
+
+def load_model(name: str, dtype: str = "float32"):
+    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process and
+    dtype (a ``bfloat16`` model is a converted copy of the float32 one)."""
+    dtype = resolve_dtype(dtype)
+    if dtype != "float32":
+        import torch
+        model, tokenizer = load_model(name)
+        with _LOAD_LOCK:
+            if (name, dtype) not in _MODELS:
+                _MODELS[(name, dtype)] = (copy.deepcopy(model).to(getattr(torch, dtype)), tokenizer)
+            return _MODELS[(name, dtype)]
     with _LOAD_LOCK:
         if name in _MODELS:
             return _MODELS[name]

@@ -1,10 +1,11 @@
 """The paper's game-play prompt (Appendix E), rendered from ``env.prompt_parts(agent)`` + info.
 
-Template (slot order as in the paper; ``status`` is our addition, shown after the history)::
+Template (the paper's slots; the description comes before the role-play line here, as it is
+the same for every seat; ``status`` is our addition, shown after the history)::
 
     {playbook}                                   <- the "reflection" slot, empty without one
-    Imagine you are playing the game as {agent}.
     Here is the description of the game: {description}
+    Imagine you are playing the game as {agent}.
     Your ({agent}'s) goal: {goal}
     {secret}
     Here is the context of the interaction:
@@ -80,8 +81,10 @@ def render_head(parts: dict, playbook: Optional[str] = None) -> list:
     lines = []
     if playbook:
         lines += [playbook.strip(), ""]
-    lines.append(f"Imagine you are playing the game as {agent}.")
+    # The description before the role-play line: it is the same for every seat of a game, so
+    # the local backend encodes it once and every seat's first prompt reuses it.
     lines.append(f"Here is the description of the game: {parts.get('description', '')}")
+    lines.append(f"Imagine you are playing the game as {agent}.")
     lines.append(f"Your ({agent}'s) goal: {parts.get('goal', '')}")
     secret = parts.get("secret") or []
     if isinstance(secret, str):

@@ -6,7 +6,9 @@
   free generation (``constrained=0``);
 - ``constrained``: the batched runner with constrained decoding (the default);
 - ``score``: the scoring mode (``mode=score``): finite legal lists ranked by log-probability in
-  one forward pass, no generation.
+  one forward pass, no generation;
+- ``bf16``: ``constrained`` with weights and KV caches in bfloat16 (``dtype=bfloat16``; pays on
+  CPUs with AVX512-BF16 or AMX).
 
 Repetitions are interleaved (naive, batched, constrained, score, naive, batched, ...) so that a
 change of machine load hits every mode alike; the table gives the median and the range over
@@ -31,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from agents import make_policy  # noqa: E402
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs  # noqa: E402
 
-MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score"}
+MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
+         "bf16": "dtype=bfloat16"}
 
 
 def parse_args(argv=None):
@@ -42,7 +45,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per size")
     parser.add_argument("--naive-games", type=int, default=2, help="games the naive loop plays per repetition")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default="naive,batched,constrained,score")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 

@@ -39,7 +39,9 @@ def test_prompt_has_every_appendix_e_slot():
 def test_prompt_without_playbook_or_history():
     env, agent, parts, info = _seat("prisoners_dilemma")
     prompt = render_prompt(dict(parts, history=[]), info)
-    assert prompt.startswith("Imagine you are playing")
+    # the description (the same for every seat) comes first, then the role-play line
+    assert prompt.startswith("Here is the description of the game: ")
+    assert prompt.index("Here is the description") < prompt.index("Imagine you are playing") < prompt.index("goal")
     assert "(nothing yet)" in prompt
     assert format_instructions(info).splitlines() == ['{"action_type": "cooperate", "argument": ""}',
                                                       '{"action_type": "defect", "argument": ""}']

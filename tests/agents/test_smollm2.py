@@ -46,3 +46,99 @@ def test_context_overflow_trims_history_instead_of_crashing(smollm2_available):
     prompt = decision.meta["attempts"][0]["prompt"]
     assert f"[... {decision.meta['history_omitted']} earlier messages omitted ...]" in prompt
     assert decision.meta["attempts"][0]["usage"]["prompt_tokens"] <= policy.backend.prompt_budget()
+
+
+# ----------------------------------------------------------------------------- backend internals
+def _backend(opts="max_new_tokens=24&constrained=0"):
+    from agents.llm.config import parse_options
+    from agents.llm.hf_backend import HFBackend
+    return HFBackend("smollm2", parse_options(opts))
+
+
+def _user(text):
+    return [{"role": "user", "content": text}]
+
+
+def _batch_sizes(model):
+    """Batch size of every forward pass of ``model`` from now on (a pre-hook on its forward)."""
+    sizes = []
+    handle = model.register_forward_pre_hook(lambda mod, args, kwargs: sizes.append(kwargs["input_ids"].shape[0]),
+                                             with_kwargs=True)
+    return sizes, handle
+
+
+def test_finished_rows_leave_the_batch_and_keep_their_cache(smollm2_available):
+    from agents.llm.backend import Completion
+    prompts = ['Reply with the JSON {"action_type": "go", "argument": ""} and nothing else.',
+               "Write a long story about a dragon who learns to cook, in many sentences.",
+               'Answer in JSON: {"action_type": "stay", "argument": ""}',
+               "List ten animals that live in the sea, one per line, with a sentence about each."]
+    items = [Completion(("ep", f"seat{i}"), _user(p)) for i, p in enumerate(prompts)]
+    batched = _backend()
+    sizes, handle = _batch_sizes(batched.model)
+    try:
+        together = batched.complete(items)
+    finally:
+        handle.remove()
+    alone = [_backend().complete([item])[0] for item in items]
+    assert [r.text for r in together] == [r.text for r in alone]
+    new = [r.usage["new_tokens"] for r in together]
+    assert min(new) < max(new) == 24          # one reply stops early, one runs to the budget
+    assert min(sizes) < len(items)            # ... and the finished rows left the decode batch
+    # A retired row's cache was kept: its seat's next turn reuses it and decodes as a fresh backend.
+    short = min(range(len(items)), key=lambda i: new[i])
+    follow = items[short].messages + [{"role": "assistant", "content": together[short].text},
+                                      {"role": "user", "content": "And now the other one."}]
+    again = batched.complete([Completion(items[short].key, follow)])[0]
+    assert again.usage["reused_tokens"] > 0
+    assert again.text == _backend().complete([Completion(("x", "y"), follow)])[0].text
+
+
+def test_a_seats_first_prompt_reuses_the_description_another_seat_encoded(smollm2_available):
+    import socialgym_env
+    from agents.llm.backend import Completion
+    from agents.llm.prompt import render_prompt
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=3)
+    first, second = env.possible_agents[:2]
+    prompts = [render_prompt(env.prompt_parts(a), env.infos.get(a) or {}) for a in (first, second)]
+    backend = _backend()
+    backend.complete([Completion(("ep", first), _user(prompts[0]))])
+    reply = backend.complete([Completion(("ep", second), _user(prompts[1]))])[0]
+    description = len(backend.tokenizer.encode(env.prompt_parts(second)["description"]))
+    assert reply.usage["reused_tokens"] >= description     # the shared description, at least
+    assert reply.text == _backend().complete([Completion(("other", second), _user(prompts[1]))])[0].text
+
+
+def test_dtype_option_loads_a_bfloat16_copy_and_plays_legally(smollm2_available):
+    import torch
+    from agents.llm.config import parse_options
+    from agents.llm.loading import resolve_dtype
+    with pytest.raises(ValueError, match="dtype"):
+        parse_options("dtype=float16")
+    policy = make_policy(f"smollm2?{OPTS}&dtype=bfloat16")
+    assert next(policy.backend.model.parameters()).dtype == torch.bfloat16
+    assert next(_backend().model.parameters()).dtype == torch.float32     # the shared model is untouched
+    auto = _backend("dtype=auto")
+    assert next(auto.model.parameters()).dtype == getattr(torch, resolve_dtype("auto"))
+    record = run_jobs([EpisodeJob("prisoners_dilemma", 5, ["llm", "llm"], config={"rounds": 2})],
+                      PolicyPool(prebuilt={"llm": policy}))[0]
+    assert record["finished"] and sum(record["invalid_actions"].values()) == 0
+    assert all(t["agent_meta"]["attempts"][0].get("action") for t in record["turns"] if "agent_meta" in t)
+
+
+def test_seats_asking_in_the_same_tick_encode_their_shared_description_once(smollm2_available):
+    import socialgym_env
+    from agents.llm.backend import Completion
+    from agents.llm.prompt import render_prompt
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=4)
+    seats = env.possible_agents[:3]
+    items = [Completion(("ep", a), _user(render_prompt(env.prompt_parts(a), env.infos.get(a) or {}))) for a in seats]
+    backend = _backend()
+    replies = backend.complete(items)
+    description = len(backend.tokenizer.encode(env.prompt_parts(seats[0])["description"]))
+    assert all(r.usage["reused_tokens"] >= description for r in replies)
+    prompt_tokens = sum(r.usage["prompt_tokens"] for r in replies)
+    assert backend.stats["encoded_tokens"] <= prompt_tokens - 2 * description   # encoded once, not three times
+    assert [r.text for r in replies] == [_backend().complete([item])[0].text for item in items]
