@@ -61,10 +61,10 @@ class Config:
     out: str = "runs/detect_lm/logs"          # one <game>.jsonl per game
     episodes: int = 30                        # per game
     games: str = ",".join(DETECTION_GAMES)    # comma-separated subset of the hidden-role games
-    talk_policy: str = "smollm2?max_new_tokens=40"  # writes every free-text action
+    talk_policy: str = "smollm2?max_new_tokens=40&dtype=auto"  # writes every free-text action
     finite_policy: str = "scripted:heuristic"      # takes every choice from a finite list
     seed: int = 0
-    max_concurrent: int = 64                  # episodes played at once by the batched runner
+    max_concurrent: int = 32                  # episodes played at once by the batched runner
 
 
 class TalkPolicy:
