@@ -34,3 +34,17 @@ def test_textarena_agents_play_legal_moves():
         bid = env_vs_textarena.textarena_action(core, "liars_dice", 0, rng)
         match = re.search(r"\[bid\s*:?\s*(\d+)[,\s]+(\d+)\]", bid, re.IGNORECASE)
         assert bid == "[Call]" or (match and (int(match[1]), int(match[2])) > (2, 3) and int(match[2]) >= 3)
+
+
+def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, capsys):
+    from benchmarks.perf import llm_throughput
+    results = llm_throughput.main(["--sizes", "2", "--reps", "2", "--naive-games", "1", "--rounds", "1",
+                                   "--games", "prisoners_dilemma", "--modes", "naive,bf16",
+                                   "--max-new-tokens", "16"])
+    rows = results[2]
+    assert set(rows) == {"naive", "bf16"}
+    assert rows["bf16"]["decisions"] == 2 * 2 * 2      # 2 games x 2 seats x 2 repetitions
+    assert rows["naive"]["decisions"] == 1 * 2 * 2     # the naive loop plays the first game only
+    assert rows["bf16"]["first_try"] == 1.0            # constrained: legal by construction
+    assert len(rows["bf16"]["rates"]) == 2 and rows["bf16"]["speedup"] > 0
+    assert "vs naive" in capsys.readouterr().out
