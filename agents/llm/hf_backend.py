@@ -100,9 +100,10 @@ class HFBackend:
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (agents.llm.adapters)
             from .adapters import load_adapted
             self.model, self.tokenizer = load_adapted(model_name, config.adapter)
-            if resolve_dtype(config.dtype) != "float32":     # the adapted model is this policy's own copy
+            dtype = resolve_dtype(config.dtype)
+            if dtype != "float32":     # the adapted model is this policy's own copy
                 import torch
-                self.model = self.model.to(getattr(torch, resolve_dtype(config.dtype)))
+                self.model = self.model.to(getattr(torch, dtype))
         else:
             self.model, self.tokenizer = load_model(model_name, config.dtype)
         model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
