@@ -19,10 +19,9 @@ setup-test: setup
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 demo: setup
-	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the CPU
-	# computes it natively) against the per-game
-	# scripted baselines and the random anchor on every game, short per-game configs, every
-	# episode played to its real end (--preset demo).
+	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the
+	# CPU computes it natively) against the per-game scripted baselines and the random anchor on
+	# every game, short per-game configs, every episode played to its real end (--preset demo).
 	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto,scripted:heuristic,scripted:random" --out $(OUT)
 
 test: setup-test

@@ -451,10 +451,9 @@ class HFBackend:
         guided = any(r.guide is not None for r in rows)
         limit = cfg.max_new_tokens + (GUIDED_EXTRA if guided else 0)
         for step in range(limit):
-            here = [rows[r] for r in slots]
-            tokens_so_far = [generated[r] for r in slots]
             if guided:
-                logits = self._mask_guided(here, logits, tokens_so_far, active, step == limit - 1)
+                logits = self._mask_guided([rows[r] for r in slots], logits, [generated[r] for r in slots],
+                                           active, step == limit - 1)
             tokens = self._choose(logits, None if generators is None else [generators[r] for r in slots], active)
             for i, r in enumerate(slots):
                 if active[i]:

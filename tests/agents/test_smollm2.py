@@ -142,3 +142,19 @@ def test_seats_asking_in_the_same_tick_encode_their_shared_description_once(smol
     prompt_tokens = sum(r.usage["prompt_tokens"] for r in replies)
     assert backend.stats["encoded_tokens"] <= prompt_tokens - 2 * description   # encoded once, not three times
     assert [r.text for r in replies] == [_backend().complete([item])[0].text for item in items]
+
+
+def test_rows_of_very_different_lengths_decode_in_separate_batches(smollm2_available):
+    from agents.llm.backend import Completion
+    long_text = "Here is a long record of the game so far. " * 120 + 'Reply with {"action_type": "go", "argument": ""}.'
+    items = [Completion(("ep", "short"), _user('Reply with {"action_type": "go", "argument": ""}.')),
+             Completion(("ep", "long"), _user(long_text))]
+    backend = _backend("max_new_tokens=8&constrained=0")
+    sizes, handle = _batch_sizes(backend.model)
+    try:
+        together = backend.complete(items)
+    finally:
+        handle.remove()
+    assert max(sizes) == 1            # a 20-token prompt is not padded to a 1,000-token one
+    assert [r.text for r in together] == [_backend("max_new_tokens=8&constrained=0").complete([i])[0].text
+                                          for i in items]
