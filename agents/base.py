@@ -51,6 +51,10 @@ class BasePolicy:
     """Convenience base: per-seat RNGs seeded from the episode seed, batch = loop."""
 
     policy_id = "base"
+    # True for policies that decide in microseconds and gain nothing from batching (scripted):
+    # the batched runner plays their turns as soon as they are due instead of one per tick, so
+    # a scripted seat never waits for a model's forward pass.
+    instant = False
 
     def __init__(self, seed: int = 0):
         self.seed = seed

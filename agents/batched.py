@@ -144,10 +144,15 @@ class _BatchRun:
                 self.fail(index, job, err)
 
     def gather(self) -> dict:
-        """id(policy) -> (policy, [(live, agent, request)]) for every pending decision."""
+        """id(policy) -> (policy, [(live, agent, request)]) for every pending decision. Turns
+        whose every actor is an instant (scripted) policy are played first, right away."""
         by_policy: dict = {}
         for entry in list(self.live):
             try:
+                _play_instant_turns(entry)
+                if not entry.env.agents:
+                    self.end(entry)
+                    continue
                 for offset, agent in enumerate(entry.env.pending_actors()):
                     policy = entry.policies[agent]
                     request = _request(entry.env, entry, agent, policy, offset)
@@ -187,11 +192,32 @@ class _BatchRun:
                 self.fail(entry.index, entry.job, err, entry)
                 continue
             if not entry.env.agents:
-                self.live.remove(entry)
-                job = entry.job
-                record = entry.env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
-                                                  extra={"tags": job.tags}, playbook_ids=job.playbook_ids)
-                self.finish(entry.index, job, record, entry)
+                self.end(entry)
+
+    def end(self, entry) -> None:
+        """Log a live episode that has ended."""
+        self.live.remove(entry)
+        job = entry.job
+        record = entry.env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
+                                          extra={"tags": job.tags}, playbook_ids=job.playbook_ids)
+        self.finish(entry.index, job, record, entry)
+
+
+def _play_instant_turns(entry: _Live) -> None:
+    """Step ``entry`` while every actor due is an instant policy. Without this a scripted seat's
+    turn would take a whole tick (a model forward pass elsewhere): a Resistance episode with two
+    model seats of five would need a tick per turn, not per model decision. Requests are built
+    as in a tick (all of a simultaneous phase before any step), so records do not change."""
+    env = entry.env
+    while env.agents:
+        actors = env.pending_actors()
+        if not actors or not all(getattr(entry.policies[a], "instant", False) for a in actors):
+            return
+        decisions = []
+        for offset, agent in enumerate(actors):
+            policy = entry.policies[agent]
+            decisions.append((agent, policy.act_batch([_request(env, entry, agent, policy, offset)])[0]))
+        _apply(env, decisions)
 
 
 def _apply(env, decisions: list) -> None:

@@ -51,6 +51,7 @@ def _sample_value(schema: dict, rng: random.Random) -> str:
 
 class RandomPolicy(BasePolicy):
     policy_id = "scripted:random"
+    instant = True
 
     def act(self, observation, info, key=("", "")):
         return Decision(sample_from_info(info, self.rng(key)))
@@ -58,6 +59,8 @@ class RandomPolicy(BasePolicy):
 
 class ConstantPolicy(BasePolicy):
     """Always the same action (when legal; otherwise random)."""
+
+    instant = True
 
     def __init__(self, action: str, seed: int = 0):
         super().__init__(seed)
@@ -73,6 +76,8 @@ class ConstantPolicy(BasePolicy):
 
 class IteratedStrategy(BasePolicy):
     """Base of history-based strategies; subclasses decide nice (True) or nasty (False)."""
+
+    instant = True
 
     def choose_nice(self, my_moves: list[bool], their_moves: list[list[bool]]) -> bool:
         raise NotImplementedError

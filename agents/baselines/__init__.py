@@ -33,6 +33,7 @@ def heuristic_for(game_id: str):
 
 class HeuristicPolicy(BasePolicy):
     policy_id = "scripted:heuristic"
+    instant = True
 
     def __init__(self, seed: int = 0):
         super().__init__(seed)

@@ -5,6 +5,7 @@ import pytest
 
 import socialgym_env
 from agents.base import BasePolicy, Decision
+from agents.scripted import RandomPolicy
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 from socialgym_env.logs import read_episodes
 
@@ -94,3 +95,47 @@ def test_duplicate_episode_ids_run_one_after_the_other():
     job = EpisodeJob("prisoners_dilemma", 0, ["scripted:random", "scripted:random"], config={"rounds": 2})
     records = run_jobs([job, job], resume=False)
     assert len(records) == 2 and _canonical(records[0]) == _canonical(records[1])
+
+
+class BatchingRandom(RandomPolicy):
+    """A random player that, like a model policy, waits for the tick (not instant)."""
+
+    instant = False
+
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def act_batch(self, requests):
+        self.batches.append(len(requests))
+        return super().act_batch(requests)
+
+
+def test_scripted_turns_do_not_wait_for_a_tick(monkeypatch):
+    """A model seat among scripted ones: the runner ticks once per decision of the batching
+    policy, not once per turn (scripted turns are played as soon as they are due)."""
+    from agents import batched
+    ticks = []
+    decide = batched._BatchRun.decide
+    monkeypatch.setattr(batched._BatchRun, "decide", staticmethod(lambda by_policy: ticks.append(1) or decide(by_policy)))
+    policy = BatchingRandom()
+    job = EpisodeJob("resistance", 3, ["counting"] + ["scripted:random"] * 4)
+    [record] = run_jobs([job], PolicyPool(prebuilt={"counting": policy}))
+    model_turns = sum(1 for t in record["turns"] if t["agent"] == "player_0")
+    assert record["finished"] and not record.get("failed")
+    assert len(ticks) == len(policy.batches) == model_turns
+    assert len(record["turns"]) > 2 * model_turns      # the scripted seats took most turns
+    assert _canonical(record) == _canonical(play_episode(job, PolicyPool(prebuilt={"counting": BatchingRandom()})))
+
+
+class InstantExploding(ExplodingPolicy):
+    instant = True
+
+
+def test_an_instant_policy_that_raises_fails_only_its_episode():
+    pool = PolicyPool(prebuilt={"exploding": InstantExploding()})
+    jobs = [EpisodeJob("prisoners_dilemma", 0, ["exploding", "scripted:random"], config={"rounds": 3}),
+            EpisodeJob("rock_paper_scissors", 0, ["scripted:random", "scripted:random"], config={"rounds": 3})]
+    records = run_jobs(jobs, pool)
+    assert [bool(r.get("failed")) for r in records] == [True, False]
+    assert "policy bug in round 2" in records[0]["error"]
