@@ -138,8 +138,9 @@ class HFBackend:
             reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
         return max(64, self.context - reply - self.config.max_retries * (reply + 96))
 
-    def fits(self, messages: list) -> bool:
-        return len(self.encode(messages)) <= self.prompt_budget()
+    def fits(self, messages: list, share: float = 1.0) -> bool:
+        """Whether ``messages`` take at most ``share`` of the prompt budget."""
+        return len(self.encode(messages)) <= self.prompt_budget() * share
 
     def release(self, key: tuple) -> None:
         entry = self._seat_cache.pop(key, None)

@@ -79,9 +79,10 @@ class OpenAIBackend:
         self.schema_supported = True     # set False once the server rejects response_format
 
     # The policy asks whether a prompt fits; by default (context_chars=0) everything does.
-    def fits(self, messages: list) -> bool:
+    def fits(self, messages: list, share: float = 1.0) -> bool:
+        """Whether ``messages`` take at most ``share`` of ``context_chars`` (no limit: always)."""
         limit = self.config.context_chars
-        return not limit or sum(len(m["content"]) for m in messages) <= limit
+        return not limit or sum(len(m["content"]) for m in messages) <= limit * share
 
     def release(self, key: tuple) -> None:
         pass

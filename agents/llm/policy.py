@@ -43,6 +43,10 @@ REASK = ("Your previous answer could not be used: {error}. Reply with only one J
          "required format, for example: {example}")
 
 
+# A conversation that outgrows the context restarts at this share of the prompt budget.
+RESTART_SHARE = 0.5
+
+
 def _example(info: dict) -> str:
     types = info.get("action_types") or ["<action type>"]
     legal = info.get("legal_action_list") or []
@@ -181,6 +185,12 @@ class LLMPolicy:
             fits = getattr(self.backend, "fits", None)
             if fits is None or fits(messages):
                 return messages, chat["omitted"], self._chat_record(head, messages, history, chat["omitted"])
+            # The conversation outgrew the context: start over with the oldest history dropped
+            # down to RESTART_SHARE of the budget, so the next turns extend it (and reuse its
+            # cache) for a while; fitted to the brim it would be re-encoded whole every turn.
+            prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn(RESTART_SHARE))
+            messages = [{"role": "user", "content": prompt}]
+            return messages, omitted, self._chat_record(head, messages, history, omitted)
         prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn())
         messages = [{"role": "user", "content": prompt}]
         return messages, omitted, self._chat_record(head, messages, history, omitted)
@@ -236,8 +246,8 @@ class LLMPolicy:
         weights = [math.exp((x - top) / self.config.temperature) for x in scores]
         return random.Random(seed).choices(range(len(scores)), weights=weights)[0]
 
-    def _fits_fn(self):
+    def _fits_fn(self, share: float = 1.0):
         fits = getattr(self.backend, "fits", None)
         if fits is None:
             return lambda prompt: True
-        return lambda prompt: fits([{"role": "user", "content": prompt}])
+        return lambda prompt: fits([{"role": "user", "content": prompt}], share)

@@ -20,8 +20,8 @@ class FakeBackend:
         self.released = []
         self.budget_chars = budget_chars
 
-    def fits(self, messages):
-        return not self.budget_chars or sum(len(m["content"]) for m in messages) <= self.budget_chars
+    def fits(self, messages, share=1.0):
+        return not self.budget_chars or sum(len(m["content"]) for m in messages) <= self.budget_chars * share
 
     def release(self, key):
         self.released.append(key)

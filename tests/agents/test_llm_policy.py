@@ -155,6 +155,27 @@ def test_turn_layout_extends_the_previous_turn(make_fake_policy):
     assert all(len(c[0].messages) == 1 for c in single.backend.calls)
 
 
+def test_a_conversation_that_outgrows_the_context_restarts_at_half_the_budget(make_fake_policy):
+    """prompt=turns with a small budget: an overflowing conversation starts over with the oldest
+    history dropped to half the budget, and the next turns extend it again (not a restart at
+    the brim on every turn, which would re-encode the whole prompt each time)."""
+    from agents.llm.policy import RESTART_SHARE
+    budget = 3000
+    policy = make_fake_policy(fn=lambda item: Reply(GOOD, {}))
+    policy.backend.budget_chars = budget
+    play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 60}),
+                 PolicyPool(prebuilt={"llm": policy}))
+    seat = [c[0].messages for c in policy.backend.calls if c[0].key[1] == "player_0"]
+    size = [sum(len(m["content"]) for m in messages) for messages in seat]
+    restarts = [i for i in range(1, len(seat)) if len(seat[i]) == 1]
+    assert restarts and all(s <= budget for s in size)
+    for i in restarts:
+        assert size[i] <= budget * RESTART_SHARE
+        assert i + 1 == len(seat) or len(seat[i + 1]) == 3      # the next turn extends it
+    assert len(restarts) <= len(seat) // 3
+    assert "earlier messages omitted" in seat[-1][0]["content"]      # the history did outgrow it
+
+
 # Bounded logs (issue 11, item 16): replies and error texts are clipped in the meta and the log.
 def test_a_huge_model_reply_and_its_parse_error_are_clipped_in_the_meta():
     policy = fake_policy(["{" * 100 + "z" * 20000, '{"action_type": "defect", "argument": ""}'])
