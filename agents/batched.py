@@ -6,7 +6,8 @@ Each tick:
    as others finish);
 2. gather every decision that is due now: for each live env, ``env.pending_actors()`` (the
    one seat to move, or every remaining actor of a simultaneous phase, whose decisions are
-   independent);
+   independent); turns whose every actor is an ``instant`` policy (the scripted ones) are
+   played on the spot first, so a tick is spent only on decisions that batch;
 3. group the requests by policy and call ``policy.act_batch`` once per policy (the local LLM
    backend decodes them as one padded batch reusing per-seat KV caches; the API backend sends
    them concurrently);

@@ -99,6 +99,17 @@ def _progress_callback(ep_bar, game_bar, shards: dict):
     return on_record
 
 
+HORIZON_ORDER = {"open_ended": 0, "fixed_rounds": 1, "single_round": 2}
+
+
+def _expected_length(game: str, jobs: int) -> tuple:
+    """Sort key, longest first: open-ended games before fixed rounds, more seats first, then the
+    bigger shard. Started last, a long game would run on alone at the end; started first, it
+    overlaps the short ones."""
+    info = socialgym_env.game_class(game).info
+    return HORIZON_ORDER.get(info.horizon, 1), -info.num_players, -jobs
+
+
 def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
               progress: bool = True) -> int:
     """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process."""
@@ -106,8 +117,7 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     paths = [shard_log(log_dir, g) for g in shards]
     counter = _LineCounter(paths)
     ep_bar, game_bar = _bars(total, len(shards), progress)
-    # biggest shards first so the slowest game does not start last
-    order = sorted(shards, key=lambda g: -len(shards[g]))
+    order = sorted(shards, key=lambda game: _expected_length(game, len(shards[game])))
     if workers == 1:
         # One process, one batched runner over every game: all pending LLM decisions of all
         # games share each forward pass (the fastest way to run a local model).

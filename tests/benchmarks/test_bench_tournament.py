@@ -113,3 +113,15 @@ def test_demo_preset_finishes_every_game_without_truncation():
     records = run_jobs(jobs, PolicyPool())
     assert {r["game"] for r in records} == set(games)
     assert all(r["finished"] and not r.get("failed") and not r.get("truncated") for r in records)
+
+
+def test_one_process_runs_start_the_longest_games_first(tmp_path, monkeypatch):
+    """run_local (one process) queues open-ended games with many seats before fixed-round ones,
+    so a long hidden-role game does not start last and run on alone."""
+    from benchmarks import tournament_backends as backends
+    started = []
+    monkeypatch.setattr(backends, "run_jobs", lambda jobs, **kw: started.extend(j.game for j in jobs) or [])
+    games = ["prisoners_dilemma", "chameleon", "triadic_werewolf", "coup", "resistance"]
+    shards = {g: tour.plan_game(g, ["scripted:random"], 1) for g in games}
+    backends.run_local(shards, tmp_path, workers=1, progress=False)
+    assert list(dict.fromkeys(started)) == ["triadic_werewolf", "resistance", "coup", "prisoners_dilemma", "chameleon"]
