@@ -37,13 +37,14 @@ from .backend import Completion
 from .config import LLMConfig
 from .constraint import reply_grammar
 from .parsing import ReplyError, action_string, parse_reply
-from .prompt import fit_prompt, render_head, render_turn
+from .prompt import fit_prompt, render_actions, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
          "required format, for example: {example}")
 
 
-# A conversation that outgrows the context restarts at this share of the prompt budget.
+# A conversation that outgrows the context restarts at this share of the prompt budget
+# (see _messages).
 RESTART_SHARE = 0.5
 
 
@@ -177,27 +178,34 @@ class LLMPolicy:
         parts, info = self._parts(request), request.info
         history = list(parts.get("history") or [])
         head = "\n".join(render_head(parts, playbook))
+        actions = render_actions(info)
         chat = self._chats.get(request.key) if self.config.prompt == "turns" else None
         if chat and chat["head"] == head and chat["seen"] <= len(history) \
                 and (chat["seen"] == 0 or history[chat["seen"] - 1] == chat["last_line"]):
+            turn = render_turn(parts, info, history[chat["seen"]:], same_actions=actions in chat["shown"])
             messages = chat["messages"] + [{"role": "assistant", "content": chat["reply"]},
-                                           {"role": "user", "content": render_turn(parts, info, history[chat["seen"]:])}]
+                                           {"role": "user", "content": turn}]
             fits = getattr(self.backend, "fits", None)
             if fits is None or fits(messages):
-                return messages, chat["omitted"], self._chat_record(head, messages, history, chat["omitted"])
+                shown = chat["shown"] + ([] if actions in chat["shown"] else [actions])
+                return messages, chat["omitted"], self._chat_record(head, messages, history, chat["omitted"], shown)
             # The conversation outgrew the context: start over with the oldest history dropped
             # down to RESTART_SHARE of the budget, so the next turns extend it (and reuse its
             # cache) for a while; fitted to the brim it would be re-encoded whole every turn.
+            # Each restart re-encodes share * budget tokens once per (1 - share) * budget of new
+            # ones (a half doubles the encoding of a long game's turns, a quarter adds a third
+            # but keeps hardly any history after the static head at a 2k context).
             prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn(RESTART_SHARE))
             messages = [{"role": "user", "content": prompt}]
-            return messages, omitted, self._chat_record(head, messages, history, omitted)
+            return messages, omitted, self._chat_record(head, messages, history, omitted, [actions])
         prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn())
         messages = [{"role": "user", "content": prompt}]
-        return messages, omitted, self._chat_record(head, messages, history, omitted)
+        return messages, omitted, self._chat_record(head, messages, history, omitted, [actions])
 
     @staticmethod
-    def _chat_record(head: str, messages: list, history: list, omitted: int) -> dict:
-        return {"head": head, "messages": list(messages), "seen": len(history),
+    def _chat_record(head: str, messages: list, history: list, omitted: int, shown: list) -> dict:
+        """``shown``: the action blocks this conversation has shown in full."""
+        return {"head": head, "messages": list(messages), "seen": len(history), "shown": shown,
                 "last_line": history[-1] if history else None, "omitted": omitted, "reply": ""}
 
     # ------------------------------------------------------------------ constraints and scoring

@@ -106,20 +106,34 @@ def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitt
     return "\n".join(lines + render_action_block(parts, info))
 
 
-def render_turn(parts: dict, info: dict, new_lines: list) -> str:
+SAME_ACTIONS = "Your available actions and the reply format are as shown earlier in this conversation."
+
+
+def render_turn(parts: dict, info: dict, new_lines: list, same_actions: bool = False) -> str:
     """A later decision's user message in the turn layout: the new history lines, then the
-    status, action and format block."""
+    status, action and format block. ``same_actions``: an earlier message of this conversation
+    showed the same actions and format, so one line refers to them instead (in talk phases
+    that block was most of every turn's new tokens)."""
     lines = ["Here is what happened since your last action:"]
     lines.extend(new_lines or ["(nothing new)"])
+    if same_actions:
+        return "\n".join(lines + render_status(parts) + [SAME_ACTIONS])
     return "\n".join(lines + render_action_block(parts, info))
+
+
+def render_status(parts: dict) -> list:
+    status = parts.get("status") or []
+    return ["Current status: " + " ".join(status)] if status else []
 
 
 def render_action_block(parts: dict, info: dict) -> list:
     """The lines after the history: status, action types and instructions, JSON format."""
+    return render_status(parts) + render_actions(info)
+
+
+def render_actions(info: dict) -> list:
+    """Action types and instructions, the legal list, the JSON format lines."""
     lines = []
-    status = parts.get("status") or []
-    if status:
-        lines.append("Current status: " + " ".join(status))
     action_types = info.get("action_types") or []
     lines.append(f"Your available action type(s): [{', '.join(action_types)}].")
     instructions = (info.get("instructions") or "").strip()

@@ -155,15 +155,15 @@ def test_turn_layout_extends_the_previous_turn(make_fake_policy):
     assert all(len(c[0].messages) == 1 for c in single.backend.calls)
 
 
-def test_a_conversation_that_outgrows_the_context_restarts_at_half_the_budget(make_fake_policy):
+def test_a_conversation_that_outgrows_the_context_restarts_at_a_share_of_the_budget(make_fake_policy):
     """prompt=turns with a small budget: an overflowing conversation starts over with the oldest
-    history dropped to half the budget, and the next turns extend it again (not a restart at
+    history dropped to RESTART_SHARE of the budget, and the next turns extend it again (not a restart at
     the brim on every turn, which would re-encode the whole prompt each time)."""
     from agents.llm.policy import RESTART_SHARE
-    budget = 3000
+    budget = 5000
     policy = make_fake_policy(fn=lambda item: Reply(GOOD, {}))
     policy.backend.budget_chars = budget
-    play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 60}),
+    play_episode(EpisodeJob("prisoners_dilemma", 1, ["llm", "llm"], config={"rounds": 100}),
                  PolicyPool(prebuilt={"llm": policy}))
     seat = [c[0].messages for c in policy.backend.calls if c[0].key[1] == "player_0"]
     size = [sum(len(m["content"]) for m in messages) for messages in seat]
@@ -174,6 +174,20 @@ def test_a_conversation_that_outgrows_the_context_restarts_at_half_the_budget(ma
         assert i + 1 == len(seat) or len(seat[i + 1]) == 3      # the next turn extends it
     assert len(restarts) <= len(seat) // 3
     assert "earlier messages omitted" in seat[-1][0]["content"]      # the history did outgrow it
+
+
+def test_a_turn_with_the_same_actions_refers_to_them_in_one_line(make_fake_policy):
+    """Turn layout: when a seat's actions and format are ones its conversation already showed
+    (the talk phase of each proposal), the turn gives the status and one line instead of the
+    whole block; a block not shown yet (each vote names its team) is shown in full."""
+    from agents.llm.prompt import SAME_ACTIONS
+    policy = make_fake_policy(fn=lambda item: Reply('{"action_type": "pass", "argument": ""}', {}))
+    play_episode(EpisodeJob("resistance", 2, ["llm"] * 5), PolicyPool(prebuilt={"llm": policy}))
+    turns = [c[0].messages[-1]["content"] for c in policy.backend.calls
+             if c[0].key[1] == "player_0" and len(c[0].messages) > 1]
+    same = [t for t in turns if SAME_ACTIONS in t]
+    assert same and all("Current status:" in t and "Your available action type(s)" not in t for t in same)
+    assert any("Your available action type(s): [approve, reject]" in t for t in turns)
 
 
 # Bounded logs (issue 11, item 16): replies and error texts are clipped in the meta and the log.
