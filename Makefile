@@ -22,7 +22,9 @@ demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the
 	# CPU computes it natively) against the per-game scripted baselines and the random anchor on
 	# every game, short per-game configs, every episode played to its real end (--preset demo).
-	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto,scripted:heuristic,scripted:random" --out $(OUT)
+	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
+	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
+	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048,scripted:heuristic,scripted:random" --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q
