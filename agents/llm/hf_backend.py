@@ -293,6 +293,7 @@ class HFBackend:
                 row.index, row.reuse = index, min(row.reuse, len(row.ids) - 1)
                 rows.append(row)
                 suffixes.append([self.tokenizer.encode(c[len(common):], add_special_tokens=False) for c in cands])
+            self._encode_shared_prefixes(rows)
             results: list = [None] * len(rows)
             for start in range(0, len(rows), self.config.batch_size):
                 chunk = rows[start:start + self.config.batch_size]

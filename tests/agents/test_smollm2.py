@@ -144,6 +144,26 @@ def test_seats_asking_in_the_same_tick_encode_their_shared_description_once(smol
     assert [r.text for r in replies] == [_backend().complete([item])[0].text for item in items]
 
 
+def test_scoring_seats_of_one_tick_encode_their_shared_description_once(smollm2_available):
+    """mode=score: the same one-time encoding of the shared description as generation, and the
+    same scores as scoring each seat alone."""
+    import socialgym_env
+    from agents.llm.backend import Completion
+    from agents.llm.prompt import render_prompt
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=4)
+    seats = env.possible_agents[:3]
+    items = [Completion(("ep", a), _user(render_prompt(env.prompt_parts(a), env.infos.get(a) or {}))) for a in seats]
+    candidates = [['{"action_type": "pass", "argument": ""}', '{"action_type": "say", "argument": "I trust Vera"}']] * 3
+    backend = _backend()
+    scores = backend.score(items, candidates)
+    description = len(backend.tokenizer.encode(env.prompt_parts(seats[0])["description"]))
+    assert backend.stats["reused_tokens"] >= 3 * description
+    assert backend.stats["encoded_tokens"] <= backend.stats["prompt_tokens"] - 2 * description
+    alone = [_backend().score([item], [cands])[0] for item, cands in zip(items, candidates)]
+    assert [x for row in scores for x in row] == pytest.approx([x for row in alone for x in row], abs=1e-3)
+
+
 def test_rows_of_very_different_lengths_decode_in_separate_batches(smollm2_available):
     from agents.llm.backend import Completion
     long_text = "Here is a long record of the game so far. " * 120 + 'Reply with {"action_type": "go", "argument": ""}.'
