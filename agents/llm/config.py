@@ -20,7 +20,7 @@
 | ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
-| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (1.6x |
+| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (1.7x |
 |                   |                | the decisions/s in llm_throughput on an AVX512-BF16 CPU; slower |
 |                   |                | on CPUs without AVX512-BF16 or AMX);                           |
 |                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
