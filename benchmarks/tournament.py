@@ -62,7 +62,7 @@ QUICK_MAX_STEPS = 12
 
 # The demo preset (``make demo``): per-game configs that keep every episode short while each
 # game still ends by its own rules (no decision budget, no truncation; a test plays them all).
-# Model combinations are what cost time (~2 s per SmolLM2 decision in the demo on 2 cores); combinations
+# Model combinations are what cost time (~0.7 s per SmolLM2 decision in the demo on 2 cores); combinations
 # of scripted policies only are nearly free and carry the anchor (heuristic vs random).
 DEMO_EPISODES = 2
 DEMO_SCRIPTED_EPISODES = 8
