@@ -182,7 +182,7 @@ class LLMPolicy:
         chat = self._chats.get(request.key) if self.config.prompt == "turns" else None
         if chat and chat["head"] == head and chat["seen"] <= len(history) \
                 and (chat["seen"] == 0 or history[chat["seen"] - 1] == chat["last_line"]):
-            turn = render_turn(parts, info, history[chat["seen"]:], same_actions=actions in chat["shown"])
+            turn = render_turn(parts, actions, history[chat["seen"]:], chat["shown"])
             messages = chat["messages"] + [{"role": "assistant", "content": chat["reply"]},
                                            {"role": "user", "content": turn}]
             fits = getattr(self.backend, "fits", None)

@@ -37,7 +37,7 @@ in chunks (``OMIT_CHUNK``) so that the prompt prefix stays stable for several tu
 from __future__ import annotations
 
 import json
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 OMIT_CHUNK = 16
 OMIT_MARKER = "[... {n} earlier messages omitted ...]"
@@ -109,16 +109,14 @@ def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitt
 SAME_ACTIONS = "Your available actions and the reply format are as shown earlier in this conversation."
 
 
-def render_turn(parts: dict, info: dict, new_lines: list, same_actions: bool = False) -> str:
+def render_turn(parts: dict, actions: list, new_lines: list, shown: Sequence[list] = ()) -> str:
     """A later decision's user message in the turn layout: the new history lines, then the
-    status, action and format block. ``same_actions``: an earlier message of this conversation
-    showed the same actions and format, so one line refers to them instead (in talk phases
-    that block was most of every turn's new tokens)."""
+    status and ``actions`` (:func:`render_actions`). If an earlier message of this conversation
+    showed the same actions (``shown``), one line refers to them instead: in talk phases that
+    block was most of every turn's new tokens."""
     lines = ["Here is what happened since your last action:"]
     lines.extend(new_lines or ["(nothing new)"])
-    if same_actions:
-        return "\n".join(lines + render_status(parts) + [SAME_ACTIONS])
-    return "\n".join(lines + render_action_block(parts, info))
+    return "\n".join(lines + render_status(parts) + ([SAME_ACTIONS] if actions in shown else actions))
 
 
 def render_status(parts: dict) -> list:
