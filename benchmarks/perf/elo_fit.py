@@ -5,7 +5,8 @@
 Ours (``benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
 per resample over the distinct win-count cells, scattered into win matrices) and
 ``fit_bt_batch`` (all resamples at once, batched Newton from the point fit), timed end to end
-on ``--boot`` resamples.
+on ``--boot`` resamples, then its two parts again on their own (draws, fit), printed under
+each row.
 
 Baselines, both ``LogisticRegression(C=0.1, fit_intercept=False, lbfgs, tol=1e-8)``:
   sklearn aggregated  the paper's Appendix B design: one row per ordered pair with its win
@@ -92,11 +93,14 @@ def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_c
     k, n = len(battles.players), battles.n
     t_ours, ratings = timed(bt.rate, battles, n_boot, by="battle", seed=seed, keep_samples=True)
     ours = ratings.samples
-    resamples = bt.bootstrap_wins(battles, ref_boot, by="battle", seed=seed)   # the same first draws
+    # ours in its two parts, on the same draws: the multinomial resampling and the batched fit
+    t_draws, wins = timed(bt.bootstrap_wins, battles, n_boot, by="battle", seed=seed)
+    t_fit, _ = timed(bt.fit_bt_batch, wins, start=ratings.elo)
+    resamples = wins[:ref_boot]                                                # the same first draws
     t_agg, ref = timed(lambda: [sklearn_aggregated_fit(battles.win_matrix())]
                        + [sklearn_aggregated_fit(w) for w in resamples])
     ref = np.array(ref[1:])
-    row = {"ours_s": t_ours, "agg_s": t_agg * n_boot / ref_boot,
+    row = {"ours_s": t_ours, "draws_s": t_draws, "fit_s": t_fit, "agg_s": t_agg * n_boot / ref_boot,
            "max_diff_elo": float(np.abs(ours[:ref_boot] - ref).max())}
     if n * k <= max_battle_cells:
         rng = np.random.default_rng(seed)
@@ -154,6 +158,7 @@ def main(argv=None):
                         if battle else f"{'skipped (design too big)':>24} {'-':>9}")
         print(f"{k:>8} {n:>10,} | {fmt(ours):>22} | {fmt(agg):>24} {speed_agg:8.0f}x | {battle_cells} | "
               f"{max(r['max_diff_elo'] for r in rows):11.4f}")
+        print(f"{'':>19} | of which: draws {fmt([r['draws_s'] for r in rows])}, fit {fmt([r['fit_s'] for r in rows])}")
     print(f"* timed on {min(args.ref_boot, args.boot)} resamples, scaled linearly to {args.boot}. "
           "Speed-up: median over repetitions of baseline time / ours in the same repetition.")
     return results

@@ -48,3 +48,11 @@ def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, caps
     assert rows["bf16"]["first_try"] == 1.0            # constrained: legal by construction
     assert len(rows["bf16"]["rates"]) == 2 and rows["bf16"]["speedup"] > 0
     assert "vs naive" in capsys.readouterr().out
+
+
+def test_prefill_rate_times_every_shape_and_dtype_each_repetition(smollm2_available, capsys):
+    from benchmarks.perf import prefill_rate
+    rates = prefill_rate.main(["--shapes", "1x16,2x8", "--reps", "2"])
+    assert set(rates) == {(d, s) for d in ("float32", "bfloat16") for s in ((1, 16), (2, 8))}
+    assert all(len(v) == 2 and min(v) > 0 for v in rates.values())
+    assert "median [min-max]" in capsys.readouterr().out
