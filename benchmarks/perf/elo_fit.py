@@ -3,10 +3,10 @@
     python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000]
 
 Ours (``benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
-per resample over the distinct win-count cells, scattered into win matrices) and
-``fit_bt_batch`` (all resamples at once, batched Newton from the point fit), timed end to end
-on ``--boot`` resamples, then its two parts again on their own (draws, fit), printed under
-each row.
+per resample over the win-count cells, ``multinomial_counts``) and ``fit_bt_batch`` (all
+resamples at once: float32 chord steps from the point fit, float64 Newton where those do not
+settle), timed end to end on ``--boot`` resamples, then its two parts again on their own
+(draws, fit), printed under each row.
 
 Baselines, both ``LogisticRegression(C=0.1, fit_intercept=False, lbfgs, tol=1e-8)``:
   sklearn aggregated  the paper's Appendix B design: one row per ordered pair with its win

@@ -150,31 +150,32 @@ def test_wilson_empty_and_win_rates():
 
 
 # ----------------------------------------------------------------------------- speed work (issue 12)
-def _integer_product(battles, n_boot, by, seed):
-    """The bootstrap's win matrices as first written: an integer ``draws @ patterns``."""
+def _integer_product(battles, n_boot, seed):
+    """The episode bootstrap's win matrices as first written: an integer ``draws @ patterns``."""
     k = len(battles.players)
     rng = np.random.default_rng(seed)
-    if by == "episode":
-        patterns, counts = bt._group_rows(bt.episode_cell_counts(battles))
-    else:
-        cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
-        nz = np.flatnonzero(cells)
-        patterns = np.zeros((nz.size, k * k), dtype=np.int64)
-        patterns[np.arange(nz.size), nz] = 1
-        counts = cells[nz]
-    total = int(counts.sum())
-    draws = rng.multinomial(total, counts / total, size=n_boot)
+    patterns, counts = bt._group_rows(bt.episode_cell_counts(battles))
+    draws = bt.multinomial_counts(rng, counts, n_boot)
     return (draws @ patterns).reshape(n_boot, k, k).astype(float)
 
 
-@pytest.mark.parametrize("by", ["battle", "episode"])
-def test_bootstrap_wins_identical_to_the_integer_product(by):
+def test_battle_resamples_are_centred_on_the_win_matrix():
+    from benchmarks.perf.elo_fit import make_battles
+    battles = make_battles(3000, 12, seed=1)
+    resamples = bt.bootstrap_wins(battles, 4000, by="battle", seed=3)
+    wins = battles.win_matrix()
+    assert np.all(resamples.sum((1, 2)) == battles.n) and np.all(resamples[:, wins == 0] == 0)
+    se = np.sqrt(wins * (1 - wins / battles.n) / 4000) + 1e-12
+    assert np.all(np.abs(resamples.mean(0) - wins) <= 5 * se)
+
+
+def test_episode_bootstrap_wins_identical_to_the_integer_product():
     from benchmarks.perf.elo_fit import make_battles
     rng = np.random.default_rng(4)
     records = [rec(list(rng.permutation(["A", "B", "C", "D"])), list(rng.permutation([1, 0, 0, -1])))
                for _ in range(80)]
     for battles in (bt.collect_battles(records), make_battles(5000, 12, seed=1)):
-        assert np.array_equal(bt.bootstrap_wins(battles, 300, by=by, seed=9), _integer_product(battles, 300, by, 9))
+        assert np.array_equal(bt.bootstrap_wins(battles, 300, by="episode", seed=9), _integer_product(battles, 300, 9))
 
 
 @pytest.mark.parametrize("k,n", [(7, 20_000), (50, 20_000)])
@@ -182,7 +183,63 @@ def test_bootstrap_ratings_equal_sklearn_aggregated_within_a_hundredth_elo(k, n)
     from benchmarks.perf.elo_fit import make_battles, sklearn_aggregated_fit
     battles = make_battles(n, k, seed=k)
     ratings = bt.rate(battles, n_boot=40, by="battle", seed=2, keep_samples=True)
-    resamples = bt.bootstrap_wins(battles, 4, by="battle", seed=2)
+    resamples = bt.bootstrap_wins(battles, 40, by="battle", seed=2)[:4]
     assert np.abs(ratings.elo - sklearn_aggregated_fit(battles.win_matrix(), tol=1e-12)).max() < 0.01
     for sample, wins in zip(ratings.samples, resamples):
         assert np.abs(sample - sklearn_aggregated_fit(wins, tol=1e-12)).max() < 0.01
+
+
+class _CountingGenerator:
+    """A NumPy Generator that counts the calls of each sampler."""
+
+    def __init__(self, seed):
+        self.rng, self.calls = np.random.default_rng(seed), {}
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return getattr(self.rng, name)(*args, **kwargs)
+        return call
+
+
+@pytest.mark.parametrize("counts_seed,total_hint", [(0, 100), (1, 600)])
+def test_poisson_topped_up_draws_are_multinomial(counts_seed, total_hint):
+    """The Poisson + top-up route (many categories, few items each) has the multinomial's
+    sums, means, variances, covariances and marginal law, including rows redrawn after an
+    overshoot (with 100 items about 2% of rows overshoot)."""
+    from scipy import stats
+    counts = np.random.default_rng(counts_seed).integers(1, 2 * total_hint // 100, 100)
+    total, p, size = int(counts.sum()), counts / counts.sum(), 40_000
+    rng = _CountingGenerator(5)
+    draws = bt.multinomial_counts(rng, counts, size)
+    assert rng.calls.get("poisson") == 1 and rng.calls.get("multinomial") == 1      # the overshoot redraw
+    assert draws.shape == (size, counts.size) and np.all(draws.sum(1) == total) and draws.min() >= 0
+    se = np.sqrt(total * p * (1 - p) / size)
+    assert np.all(np.abs(draws.mean(0) - total * p) < 5 * se)
+    assert np.allclose(draws.var(0), total * p * (1 - p), rtol=0.05)
+    a, b = np.argsort(p)[-2:]
+    products = (draws[:, a] - draws[:, a].mean()) * (draws[:, b] - draws[:, b].mean())
+    assert abs(products.mean() + total * p[a] * p[b]) < 5 * products.std() / np.sqrt(size)
+    observed = np.bincount(draws[:, a], minlength=total + 1)
+    expected = size * stats.binom.pmf(np.arange(total + 1), total, p[a])
+    keep = expected >= 5
+    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+
+
+def test_few_categories_use_numpy_multinomial():
+    rng = _CountingGenerator(0)
+    draws = bt.multinomial_counts(rng, np.array([5, 0, 3]), 50)
+    assert rng.calls == {"multinomial": 1} and np.all(draws.sum(1) == 8) and np.all(draws[:, 1] == 0)
+
+
+@pytest.mark.parametrize("k,n", [(3, 12), (7, 300), (20, 2_000), (50, 200_000)])
+def test_chord_start_gives_the_newton_ratings(k, n):
+    """From the point fit, resamples take chord steps (and fall back to Newton where those do
+    not descend: with 12 outcomes resamples are far from the point fit); the ratings equal the
+    Newton-only fit from zero within 2e-3 Elo."""
+    from benchmarks.perf.elo_fit import make_battles
+    battles = make_battles(n, k, seed=n)
+    wins = bt.bootstrap_wins(battles, 200, by="battle", seed=1)
+    point = bt.fit_bt(battles.win_matrix())
+    assert np.abs(bt.fit_bt_batch(wins, start=point) - bt.fit_bt_batch(wins, tol=1e-9)).max() < 2e-3
