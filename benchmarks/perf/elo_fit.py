@@ -1,6 +1,6 @@
 """Speed of the rating bootstrap against scikit-learn, at 7 and 50 policies and 10k-1M outcomes.
 
-    python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000]
+    python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000] [--by episode]
 
 Ours (``benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
 per resample over the win-count cells, ``multinomial_counts``) and ``fit_bt_batch`` (all
@@ -89,12 +89,13 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - start, out
 
 
-def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_cells: int, seed: int) -> dict:
+def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_cells: int, seed: int,
+                   by: str = "battle") -> dict:
     k, n = len(battles.players), battles.n
-    t_ours, ratings = timed(bt.rate, battles, n_boot, by="battle", seed=seed, keep_samples=True)
+    t_ours, ratings = timed(bt.rate, battles, n_boot, by=by, seed=seed, keep_samples=True)
     ours = ratings.samples
     # ours in its two parts, on the same draws: the multinomial resampling and the batched fit
-    t_draws, wins = timed(bt.bootstrap_wins, battles, n_boot, by="battle", seed=seed)
+    t_draws, wins = timed(bt.bootstrap_wins, battles, n_boot, by=by, seed=seed)
     t_fit, _ = timed(bt.fit_bt_batch, wins, start=ratings.elo)
     resamples = wins[:ref_boot]                                                # the same first draws
     t_agg, ref = timed(lambda: [sklearn_aggregated_fit(battles.win_matrix())]
@@ -114,15 +115,15 @@ def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_c
     return row
 
 
-def run(sizes, policies, n_boot: int, ref_boot: int, reps: int, max_battle_cells: int) -> dict:
+def run(sizes, policies, n_boot: int, ref_boot: int, reps: int, max_battle_cells: int, by: str = "battle") -> dict:
     warm = make_battles(1000, 7)                     # imports and first-call costs out of the timings
-    one_repetition(warm, 10, 2, max_battle_cells, 0)
+    one_repetition(warm, 10, 2, max_battle_cells, 0, by)
     cases = [(k, n) for k in policies for n in sizes]
     data = {case: make_battles(case[1], case[0]) for case in cases}
     results: dict = {case: [] for case in cases}
     for rep in range(reps):
         for case in cases:                           # ours and both baselines back to back
-            results[case].append(one_repetition(data[case], n_boot, ref_boot, max_battle_cells, seed=rep))
+            results[case].append(one_repetition(data[case], n_boot, ref_boot, max_battle_cells, rep, by))
     return results
 
 
@@ -137,6 +138,8 @@ def main(argv=None):
     parser.add_argument("--boot", type=int, default=1000)
     parser.add_argument("--ref-boot", type=int, default=20, help="resamples the sklearn baselines are timed on")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--by", choices=["battle", "episode"], default="battle",
+                        help="what ours resamples (the outcomes here are one-battle episodes, so both are the same law)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads for every contender")
     parser.add_argument("--max-battle-cells", type=int, default=5_000_000,
                         help="skip the per-battle baseline above outcomes x policies")
@@ -144,8 +147,8 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
     with threadpool_limits(args.threads):
         results = run(args.sizes, args.policies, args.boot, min(args.ref_boot, args.boot), args.reps,
-                      args.max_battle_cells)
-    print(f"{args.boot} bootstrap resamples (battle resampling), {args.threads} BLAS thread(s), {args.reps} interleaved repetitions, "
+                      args.max_battle_cells, args.by)
+    print(f"{args.boot} bootstrap resamples ({args.by} resampling), {args.threads} BLAS thread(s), {args.reps} interleaved repetitions, "
           f"median [min-max]; shared machine: expect noise")
     print(f"{'policies':>8} {'outcomes':>10} | {'ours':>22} | {'sklearn aggregated*':>24} {'speed-up':>9} | "
           f"{'sklearn per-battle*':>24} {'speed-up':>9} | {'max |Δ| Elo':>11}")

@@ -118,7 +118,7 @@ def test_grouped_episode_resampling_matches_naive_resampling():
     records = [rec(list(rng.permutation(["A", "B", "C"])), list(rng.permutation([1, 0, -1]))) for _ in range(60)]
     battles = bt.collect_battles(records, players=["A", "B", "C"])
     grouped = bt.bootstrap_wins(battles, 4000, by="episode", seed=3).reshape(4000, -1)
-    per_ep = bt.episode_cell_counts(battles)
+    per_ep = dense_episode_cells(battles)
     naive = np.array([per_ep[rng.integers(0, len(records), len(records))].sum(0) for _ in range(4000)])
     assert np.allclose(grouped.mean(0), naive.mean(0), atol=0.6)
     sd_g, sd_n = grouped.std(0), naive.std(0)
@@ -150,15 +150,6 @@ def test_wilson_empty_and_win_rates():
 
 
 # ----------------------------------------------------------------------------- speed work (issue 12)
-def _integer_product(battles, n_boot, seed):
-    """The episode bootstrap's win matrices as first written: an integer ``draws @ patterns``."""
-    k = len(battles.players)
-    rng = np.random.default_rng(seed)
-    patterns, counts = bt._group_rows(bt.episode_cell_counts(battles))
-    draws = bt.multinomial_counts(rng, counts, n_boot)
-    return (draws @ patterns).reshape(n_boot, k, k).astype(float)
-
-
 def test_battle_resamples_are_centred_on_the_win_matrix():
     from benchmarks.perf.elo_fit import make_battles
     battles = make_battles(3000, 12, seed=1)
@@ -169,13 +160,60 @@ def test_battle_resamples_are_centred_on_the_win_matrix():
     assert np.all(np.abs(resamples.mean(0) - wins) <= 5 * se)
 
 
-def test_episode_bootstrap_wins_identical_to_the_integer_product():
-    from benchmarks.perf.elo_fit import make_battles
+def _episodes_with_repeats_and_empties():
+    """Battles of 4-seat episodes, a 2-seat policy pair that repeats its pairing (A, A vs B),
+    and no-battle episodes (all same value)."""
     rng = np.random.default_rng(4)
     records = [rec(list(rng.permutation(["A", "B", "C", "D"])), list(rng.permutation([1, 0, 0, -1])))
                for _ in range(80)]
-    for battles in (bt.collect_battles(records), make_battles(5000, 12, seed=1)):
-        assert np.array_equal(bt.bootstrap_wins(battles, 300, by="episode", seed=9), _integer_product(battles, 300, 9))
+    records += [rec(["A", "A", "B"], [1, 1, -1])] * 5 + [rec(["A", "B"], [0, 0])] * 7
+    return bt.collect_battles(records)
+
+
+def dense_episode_cells(battles):
+    """The (n_episodes, k*k) reference: what each episode adds to each win-count cell."""
+    k = len(battles.players)
+    out = np.zeros((battles.n_episodes, k * k), dtype=np.int64)
+    np.add.at(out, (battles.episode, battles.winner * k + battles.loser), 1)
+    return out
+
+
+def test_episode_patterns_equal_the_dense_grouping():
+    from benchmarks.perf.elo_fit import make_battles
+    rng = np.random.default_rng(6)
+    names = [f"p{i}" for i in range(50)]
+    # 4 of 50 competitors per episode, 6 battles: rows too wide for one integer key
+    wide = bt.collect_battles([rec(list(rng.choice(names, 4, replace=False)), [3, 2, 1, 0]) for _ in range(300)]
+                              + [rec(["p0", "p1", "p2", "p3"], [3, 2, 1, 0])] * 3, players=names)
+    for battles in (_episodes_with_repeats_and_empties(), make_battles(5000, 12, seed=1), wide):
+        patterns, counts = bt.episode_patterns(battles)
+        dense_rows, dense_counts = np.unique(dense_episode_cells(battles), axis=0, return_counts=True)
+        ours = sorted(zip(map(tuple, patterns.toarray().astype(int)), counts))
+        assert ours == sorted(zip(map(tuple, dense_rows), dense_counts))
+        assert counts.sum() == battles.n_episodes
+
+
+def test_episode_bootstrap_wins_are_sums_of_drawn_patterns():
+    battles = _episodes_with_repeats_and_empties()
+    patterns, counts = bt.episode_patterns(battles)
+    draws = bt.multinomial_counts(np.random.default_rng(9), counts, 300)
+    expected = (draws @ patterns.toarray().astype(np.int64)).reshape(300, 4, 4)
+    got = bt.bootstrap_wins(battles, 300, by="episode", seed=9)
+    assert np.array_equal(got, expected)
+    # A beats B twice in every A,A,B episode, and those two battles move together
+    pairs = bt.collect_battles([rec(["A", "A", "B"], [1, 1, -1])] * 5 + [rec(["A", "B"], [0, 0])] * 7)
+    twice = bt.bootstrap_wins(pairs, 300, by="episode", seed=1)[:, 0, 1]
+    assert twice.max() > 0 and np.all(twice % 2 == 0) and len(set(twice)) > 3
+
+
+def test_episode_bootstrap_of_50_competitors():
+    from benchmarks.perf.elo_fit import make_battles
+    battles = make_battles(20_000, 50, seed=2)
+    patterns, counts = bt.episode_patterns(battles)
+    played = np.count_nonzero(battles.win_matrix())
+    assert patterns.shape == (played, 2500) and patterns.nnz == played      # one battle per episode
+    resamples = bt.bootstrap_wins(battles, 100, by="episode", seed=1)
+    assert np.all(resamples.sum((1, 2)) == 20_000)
 
 
 @pytest.mark.parametrize("k,n", [(7, 20_000), (50, 20_000)])
