@@ -178,3 +178,28 @@ def test_rows_of_very_different_lengths_decode_in_separate_batches(smollm2_avail
     assert max(sizes) == 1            # a 20-token prompt is not padded to a 1,000-token one
     assert [r.text for r in together] == [_backend("max_new_tokens=8&constrained=0").complete([i])[0].text
                                           for i in items]
+
+
+def test_shared_kv_attention_gives_transformers_sdpa_logits_under_padding(smollm2_available):
+    """The loaded model's attention (SDPA with grouped KV heads, agents.llm.loading) equals
+    transformers' SDPA on a left-padded batch, and the padded row equals the row alone."""
+    import torch
+    from agents.llm.loading import SHARED_KV_ATTENTION, load_model
+    model, tokenizer = load_model("smollm2")
+    assert model.config._attn_implementation == SHARED_KV_ATTENTION
+    short = tokenizer.encode("Rock, paper or scissors?")
+    long = tokenizer.encode("Each round both players choose at the same time to cooperate or defect.")
+    pad = len(long) - len(short)
+    ids = torch.tensor([[tokenizer.pad_token_id] * pad + short, long])
+    mask = torch.tensor([[0] * pad + [1] * len(short), [1] * len(long)])
+    positions = (mask.cumsum(1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        ours = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
+        alone = model(input_ids=torch.tensor([short])).logits.float()
+        try:
+            model.set_attn_implementation("sdpa")
+            reference = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
+        finally:
+            model.set_attn_implementation(SHARED_KV_ATTENTION)
+    assert torch.allclose(ours, reference, atol=1e-3)
+    assert torch.allclose(ours[0, pad:], alone[0], atol=1e-3)
