@@ -16,13 +16,14 @@
 |                   |                | whole Appendix-E prompt as one message every turn              |
 | ``constrained``   | 1              | replies generated under the grammar of legal replies (hf);     |
 |                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
-| ``batch_size``    | 16             | hf: max sequences per forward pass                             |
+| ``batch_size``    | 32             | hf: max sequences decoded together (prefill passes are cut to  |
+|                   |                | ~3,200 tokens, where a CPU pass is fastest per token)          |
 | ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
-| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (1.7x |
-|                   |                | the decisions/s in llm_throughput on an AVX512-BF16 CPU; slower |
-|                   |                | on CPUs without AVX512-BF16 or AMX);                           |
+| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (in    |
+|                   |                | llm_throughput 3.1-3.4x the decisions/s on an AMX CPU, 1.7x on |
+|                   |                | AVX512-BF16 alone; slower on CPUs with neither);               |
 |                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
@@ -54,7 +55,7 @@ class LLMConfig:
     mode: str = "batched"
     constrained: bool = True
     prompt: str = "turns"
-    batch_size: int = 16
+    batch_size: int = 32
     cache_mb: int = 2048
     context: int = 0
     threads: int = 0

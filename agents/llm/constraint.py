@@ -264,6 +264,23 @@ class ReplyGrammar:
             state = self.step(state, ch)
         return out
 
+    def determined_rest(self, state: tuple) -> Optional[str]:
+        """The rest of the reply when only one remains from ``state`` (fixed text to the end:
+        ``erate", "argument": ""}`` once ``{"action_type": "coop`` is written), else None."""
+        rest = ""
+        while True:
+            live = [t for t in state if self._can_continue(t)]
+            if self.finished(state):
+                return rest if not live else None      # it may end here or go on
+            if not live or any(not isinstance(self._piece(t), Literals) for t in live):
+                return None
+            chars = {k for t in live for k in t.state if k != END}
+            if len(chars) != 1:
+                return None
+            ch = chars.pop()
+            rest += ch
+            state = self.step(state, ch)
+
     def next_chars(self, state: tuple) -> set:
         """The characters that may follow, free-text characters left out."""
         chars: set = set()

@@ -121,6 +121,10 @@ class Guide:
     def completion(self) -> str:
         return self.grammar.completion(self.state)
 
+    def determined_rest(self):
+        """The rest of the reply if only one remains, else None (see ReplyGrammar)."""
+        return self.grammar.determined_rest(self.state)
+
 
 def word_boundary(text: str) -> str:
     """``text`` cut after its last non-word character, so that what follows it starts on a

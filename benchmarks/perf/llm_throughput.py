@@ -8,7 +8,8 @@
 - ``score``: the scoring mode (``mode=score``): finite legal lists ranked by log-probability in
   one forward pass, no generation;
 - ``bf16``: ``constrained`` with weights and KV caches in bfloat16 (``dtype=bfloat16``; pays on
-  CPUs with AVX512-BF16 or AMX).
+  CPUs with AVX512-BF16 or AMX);
+- ``score-bf16``: ``score`` in bfloat16.
 
 Repetitions are interleaved (naive, batched, constrained, score, naive, batched, ...) so that a
 change of machine load hits every mode alike; the table gives the median and the range over
@@ -34,7 +35,7 @@ from agents import make_policy  # noqa: E402
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs  # noqa: E402
 
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
-         "bf16": "dtype=bfloat16"}
+         "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16"}
 
 
 def parse_args(argv=None):

@@ -61,3 +61,17 @@ def test_scoring_picks_the_argmax_of_independent_log_probabilities(smollm2_avail
     logged = dict(record["scores"])
     # same ranking; values agree up to the tokenization of the shared prefix
     assert sorted(candidates, key=lambda c: logged[c]) == sorted(candidates, key=lambda c: independent[candidates.index(c)])
+
+
+def test_a_constrained_reply_stops_decoding_when_one_way_is_left(smollm2_available):
+    """Once the grammar leaves one way to finish (``erate", "argument": ""}`` after ``coop``),
+    that text is written, not decoded token by token: a choice costs one or two decode steps."""
+    policy = make_policy("smollm2?max_retries=0")
+    records = run_jobs([EpisodeJob("prisoners_dilemma", seed, ["llm", "llm"], config={"rounds": 2}) for seed in (0, 1)],
+                       PolicyPool(prebuilt={"llm": policy}))
+    turns = _llm_turns(records)
+    assert len(turns) == 8 and all(t["valid"] for t in turns)
+    for turn in turns:
+        attempt = turn["agent_meta"]["attempts"][0]
+        assert attempt["reply"].endswith('", "argument": ""}')
+        assert 1 <= attempt["usage"]["new_tokens"] <= 2, attempt

@@ -123,3 +123,35 @@ def test_token_guide_only_allows_tokens_that_keep_the_reply_legal(game, seed):
         env.step(guide.text)              # invalid_action="raise": an illegal reply fails here
         decisions += 1
     assert decisions == 12
+
+
+def _grammar_of(game, seed=0, **config):
+    env = socialgym_env.make(game, **config)
+    env.reset(seed=seed)
+    return reply_grammar(env.decision_view(env.agent_selection))
+
+
+def test_determined_rest_is_the_one_way_left_to_finish():
+    pd = _grammar_of("prisoners_dilemma")
+    at = lambda grammar, text: grammar.determined_rest(grammar.advance(grammar.start(), text))
+    assert at(pd, '{"action_type": "coop') == 'erate", "argument": ""}'
+    assert at(pd, '{"action_type": "d') == 'efect", "argument": ""}'
+    assert at(pd, '{"action_type": "') is None                     # cooperate or defect
+    assert at(pd, '{"action_type": "defect", "argument": ""}') == ""
+    bargaining = _grammar_of("bargaining")                          # propose N, N from 0 to 10
+    assert at(bargaining, '{"action_type": "propose", "argument": 5') == "}"
+    assert at(bargaining, '{"action_type": "propose", "argument": 1') is None   # 1 or 10
+    talk = _grammar_of("battle_of_the_sexes")
+    state = talk.advance(talk.start(), '{"action_type": "say", "argument": "')
+    assert talk.free_text(state) is not None and talk.determined_rest(state) is None
+
+
+@pytest.mark.parametrize("game", ["prisoners_dilemma", "bargaining", "liars_dice", "public_goods"])
+def test_a_determined_rest_is_what_the_grammar_accepts(game):
+    grammar, rng = _grammar_of(game), random.Random(1)
+    for _ in range(30):
+        reply = _random_reply(grammar, rng)
+        for cut in range(len(reply) + 1):
+            rest = grammar.determined_rest(grammar.advance(grammar.start(), reply[:cut]))
+            if rest is not None:
+                assert reply[:cut] + rest == reply            # the only way on is the reply itself

@@ -1,0 +1,114 @@
+"""Key/value caches for the batched runner that grow in place.
+
+transformers' ``DynamicLayer`` appends a forward pass's new keys and values with ``torch.cat``,
+which copies the whole cache of the layer: once per layer per decode step, and once more when a
+``DynamicCache`` is built from tensors. With 64 seats of ~500 tokens that copying was a fifth
+of a tick. Here a layer keeps a buffer with spare room along the sequence; ``update`` writes the
+new tokens into it and exposes the filled part as a view, so a decode step copies one token.
+The buffers are allocated once per tick with the room the tick's decoding may need.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import Cache, DynamicLayer
+
+
+class RoomyLayer(DynamicLayer):
+    """A ``DynamicLayer`` over ``(batch, heads, capacity, dim)`` buffers of which the first
+    ``length`` positions are filled; ``keys``/``values`` are views of those. Without buffers
+    it allocates them at the first update, with ``room`` positions to spare."""
+
+    def __init__(self, key_buffer: Optional[torch.Tensor] = None, value_buffer: Optional[torch.Tensor] = None,
+                 length: int = 0, room: int = 0):
+        super().__init__()
+        self.key_buffer, self.value_buffer, self.length, self.room = key_buffer, value_buffer, length, room
+        if key_buffer is not None:
+            self.device, self.is_initialized = key_buffer.device, True
+            self._expose()
+
+    def _expose(self) -> None:
+        self.keys = self.key_buffer[:, :, :self.length]
+        self.values = self.value_buffer[:, :, :self.length]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if self.key_buffer is None:
+            batch, heads, tokens, dim = key_states.shape
+            self.key_buffer = key_states.new_empty(batch, heads, tokens + self.room, dim)
+            self.value_buffer = value_states.new_empty(batch, heads, tokens + self.room, dim)
+            self.device, self.is_initialized = key_states.device, True
+        end = self.length + key_states.shape[2]
+        if end > self.key_buffer.shape[2]:       # out of room (not planned for): grow by half
+            extra = max(end - self.key_buffer.shape[2], self.key_buffer.shape[2] // 2)
+            self.key_buffer, self.value_buffer = (_with_room(b, self.length, extra)
+                                                  for b in (self.key_buffer, self.value_buffer))
+        self.key_buffer[:, :, self.length:end] = key_states
+        self.value_buffer[:, :, self.length:end] = value_states
+        self.length = end
+        self._expose()
+        return self.keys, self.values
+
+
+class RoomyCache(DynamicCache):
+    """A ``DynamicCache`` made of :class:`RoomyLayer` s: ``layers``, or (None) layers added as
+    the model updates them, each with ``room`` positions to spare after its first update."""
+
+    def __init__(self, layers: Optional[list] = None, room: int = 0):
+        if layers is None:
+            Cache.__init__(self, layer_class_to_replicate=functools.partial(RoomyLayer, room=room))
+        else:
+            Cache.__init__(self, layers=layers)
+
+
+def _with_room(tensor: torch.Tensor, length: int, room: int) -> torch.Tensor:
+    """The first ``length`` positions of ``tensor`` in a new buffer with ``room`` more."""
+    batch, heads, _, dim = tensor.shape
+    out = tensor.new_empty(batch, heads, length + room, dim)
+    out[:, :, :length] = tensor[:, :, :length]
+    return out
+
+
+def empty_cache(template: list, batch: int, length: int, room: int) -> RoomyCache:
+    """A zero cache of ``batch`` rows shaped like ``template`` [(keys, values)] per layer, with
+    ``length`` filled positions (zeros: left padding and slots for the caller to copy into)
+    and ``room`` more."""
+    layers = []
+    for keys, values in template:
+        shape = (batch, keys.shape[1], length + room, keys.shape[3])
+        layers.append(RoomyLayer(keys.new_zeros(shape), values.new_zeros(shape), length))
+    return RoomyCache(layers)
+
+
+def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCache:
+    """A cache of the batch rows ``rows`` (in that order), with at least ``room`` free slots."""
+    layers = []
+    for layer in cache.layers:
+        if layer.key_buffer.shape[2] - layer.length >= room:
+            keys, values = layer.key_buffer.index_select(0, rows), layer.value_buffer.index_select(0, rows)
+        else:
+            keys = _with_room(layer.keys.index_select(0, rows), layer.length, room)
+            values = _with_room(layer.values.index_select(0, rows), layer.length, room)
+        layers.append(RoomyLayer(keys, values, layer.length))
+    return RoomyCache(layers)
+
+
+def stack_left_padded(caches: list, room: int) -> RoomyCache:
+    """One cache of all rows of ``caches``, each left-padded with zeros to the longest, with
+    ``room`` free slots (a single cache that has the room is used as it is)."""
+    if len(caches) == 1 and caches[0].layers[0].key_buffer.shape[2] - caches[0].layers[0].length >= room:
+        return caches[0]
+    length = max(c.layers[0].length for c in caches)
+    batch = sum(c.layers[0].keys.shape[0] for c in caches)
+    merged = empty_cache([(layer.keys, layer.values) for layer in caches[0].layers], batch, length, room)
+    for index, layer in enumerate(merged.layers):
+        row = 0
+        for cache in caches:
+            part = cache.layers[index]
+            rows = part.keys.shape[0]
+            layer.key_buffer[row:row + rows, :, length - part.length:length] = part.keys
+            layer.value_buffer[row:row + rows, :, length - part.length:length] = part.values
+            row += rows
+    return merged
