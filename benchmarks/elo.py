@@ -232,9 +232,10 @@ class _Pairs:
     C: float
     step_tol: float
 
-    def incidence(self, dtype=float) -> np.ndarray:
+    @functools.cached_property
+    def incidence(self) -> np.ndarray:
         """pair -> (+1 at i, -1 at j)"""
-        out = np.zeros((self.i.size, self.k), dtype=dtype)
+        out = np.zeros((self.i.size, self.k))
         out[np.arange(self.i.size), self.i] = 1
         out[np.arange(self.i.size), self.j] = -1
         return out
@@ -252,7 +253,7 @@ class _Pairs:
         hess = np.zeros((h.shape[0], k * k))
         hess[:, i * k + j] = -h
         hess[:, j * k + i] = -h
-        hess[:, ::k + 1] = h @ np.abs(self.incidence()) + 1.0
+        hess[:, ::k + 1] = h @ np.abs(self.incidence) + 1.0
         return hess.reshape(-1, k, k)
 
 
@@ -268,7 +269,7 @@ def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndar
     f32 = np.float32
     n = pairs.w_ij + pairs.w_ji
     chord = np.linalg.inv(pairs.hessian(pairs.curvature(beta[:1], n.mean(0))[1])[0]).astype(f32)
-    incidence = pairs.incidence(f32)
+    incidence = pairs.incidence.astype(f32)
     half_gap = np.ascontiguousarray(incidence.T) * f32(0.5 * LN_BASE)     # beta -> half the log-odds gap
     # C ln10 (n sigmoid(gap) - w_ij) = c/2 (n tanh(gap / 2) + n - 2 w_ij), c = C ln10
     slope = n.astype(f32)
@@ -283,7 +284,7 @@ def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndar
         return b + t @ incidence
 
     b = beta.astype(f32)
-    rows = np.arange(b.shape[0])                   # the matrices still stepping, and their data:
+    rows = np.arange(b.shape[0])                   # the matrices still stepping (b_rows, grad, ... hold theirs)
     grad = gradient(b, slope, offset)
     norm = (grad ** 2).sum(1)
     b_rows = b
@@ -314,7 +315,7 @@ def _newton_steps(pairs: _Pairs, rows: np.ndarray, beta: np.ndarray, iters: int)
     and it reuses the gradient the next iteration needs."""
     w_ij = pairs.w_ij[rows].astype(float)
     n = w_ij + pairs.w_ji[rows]
-    incidence = pairs.incidence()
+    incidence = pairs.incidence
 
     def gradient(b, sub):
         p, h = pairs.curvature(b, n[sub])

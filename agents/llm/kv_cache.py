@@ -2,9 +2,9 @@
 
 transformers' ``DynamicLayer`` appends a forward pass's new keys and values with ``torch.cat``,
 which copies the whole cache of the layer: once per layer per decode step, and once more when a
-``DynamicCache`` is built from tensors. With 64 seats of ~500 tokens that copying was a fifth
-of a tick. Here a layer keeps a buffer with spare room along the sequence; ``update`` writes the
-new tokens into it and exposes the filled part as a view, so a decode step copies one token.
+``DynamicCache`` is built from tensors. Here a layer keeps a buffer with spare room along the
+sequence; ``update`` writes the new tokens into it and exposes the filled part as a view, so a
+decode step copies one token.
 The buffers are allocated once per tick with the room the tick's decoding may need.
 """
 from __future__ import annotations

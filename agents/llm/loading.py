@@ -121,8 +121,8 @@ def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0
     """transformers' SDPA attention, except that grouped key/value heads reach
     ``scaled_dot_product_attention`` as they are (``enable_gqa``) also under an attention mask.
     transformers copies them out to every query head first (``repeat_kv``) whenever there is a
-    mask, which the batched runner always passes; that copy and the wider attention it feeds
-    were about half of the attention time of a tick on CPU. Same masks, same causal rule."""
+    mask, which the batched runner always passes, and the attention then runs over three times
+    the key/value heads it needs. Same masks, same causal rule."""
     import torch
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     causal = bool(query.shape[2] > 1 and attention_mask is None and causal)
