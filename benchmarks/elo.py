@@ -20,7 +20,8 @@ fits all resamples at once (the problem is tiny per resample: one parameter per 
 with chord steps from the point fit and damped Newton where those do not settle. Resamples are
 drawn exactly but cheaply: episodes (or battles) with identical contributions are grouped, so
 one multinomial draw over the distinct contribution patterns is a full resample of all
-episodes (:func:`multinomial_counts`).
+episodes (:func:`multinomial_counts`; with many patterns, Poisson counts read from CDF lookup
+tables, :func:`poisson_counts`, topped up to the exact multinomial).
 
 Pairs (§3.3): within an episode, free-for-all games compare every cross-policy pair of seats
 by the final outcome (reward by default, or score); two-team games compare only cross-team
@@ -257,7 +258,8 @@ class _Pairs:
         return hess.reshape(-1, k, k)
 
 
-def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndarray) -> np.ndarray:
+def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndarray,
+                 block: int = 128) -> np.ndarray:
     """Chord iteration from a common start ``beta`` (the point fit): Newton steps with one
     Hessian, the start point's for the mean win counts, inverted once for the whole batch, so
     a step is two matrix products and no per-matrix solve (those solves were most of the
@@ -265,17 +267,15 @@ def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndar
     (3-5 steps with hundreds of outcomes per pair, about 12 with a handful). It runs in
     float32, whose rounding moves a rating by about 1e-4 Elo, under the usual ``tol``. A
     matrix leaves when its step is within tol (marked in ``converged``) or when a step does
-    not shrink its gradient (left for Newton). Returns the new ``beta`` (float64)."""
+    not shrink its gradient (left for Newton). Matrices go ``block`` at a time, so the
+    per-pair temporaries stay in cache. Returns the new ``beta`` (float64)."""
     f32 = np.float32
     n = pairs.w_ij + pairs.w_ji
     chord = np.linalg.inv(pairs.hessian(pairs.curvature(beta[:1], n.mean(0))[1])[0]).astype(f32)
     incidence = pairs.incidence.astype(f32)
     half_gap = np.ascontiguousarray(incidence.T) * f32(0.5 * LN_BASE)     # beta -> half the log-odds gap
     # C ln10 (n sigmoid(gap) - w_ij) = c/2 (n tanh(gap / 2) + n - 2 w_ij), c = C ln10
-    slope = n.astype(f32)
-    offset = slope - 2 * pairs.w_ij.astype(f32)
-    slope *= f32(0.5 * pairs.C * LN_BASE)
-    offset *= f32(0.5 * pairs.C * LN_BASE)
+    half_c = f32(0.5 * pairs.C * LN_BASE)
 
     def gradient(b, slope, offset):
         t = np.tanh(b @ half_gap)
@@ -284,27 +284,32 @@ def _chord_steps(pairs: _Pairs, beta: np.ndarray, iters: int, converged: np.ndar
         return b + t @ incidence
 
     b = beta.astype(f32)
-    rows = np.arange(b.shape[0])                   # the matrices still stepping (b_rows, grad, ... hold theirs)
-    grad = gradient(b, slope, offset)
-    norm = (grad ** 2).sum(1)
-    b_rows = b
-    for _ in range(iters):
-        step = grad @ chord
-        new = b_rows - step
-        new_grad = gradient(new, slope, offset)
-        new_norm = (new_grad ** 2).sum(1)
-        better = new_norm < norm                   # the others leave for Newton
-        b[rows[better]] = new[better]
-        within = better & (np.abs(step).max(1) <= pairs.step_tol)
-        converged[rows[within]] = True
-        going = better & ~within
-        if going.all():
-            b_rows, grad, norm = new, new_grad, new_norm
-            continue
-        if not going.any():
-            break
-        rows, b_rows, grad, norm = rows[going], new[going], new_grad[going], new_norm[going]
-        slope, offset = slope[going], offset[going]
+    for first in range(0, b.shape[0], block):
+        rows = np.arange(first, min(first + block, b.shape[0]))   # the block's matrices still stepping
+        slope = n[rows].astype(f32)
+        offset = slope - 2 * pairs.w_ij[rows].astype(f32)
+        slope *= half_c
+        offset *= half_c
+        b_rows = b[rows]
+        grad = gradient(b_rows, slope, offset)
+        norm = (grad ** 2).sum(1)
+        for _ in range(iters):
+            step = grad @ chord
+            new = b_rows - step
+            new_grad = gradient(new, slope, offset)
+            new_norm = (new_grad ** 2).sum(1)
+            better = new_norm < norm               # the others leave for Newton
+            b[rows[better]] = new[better]
+            within = better & (np.abs(step).max(1) <= pairs.step_tol)
+            converged[rows[within]] = True
+            going = better & ~within
+            if going.all():
+                b_rows, grad, norm = new, new_grad, new_norm
+                continue
+            if not going.any():
+                break
+            rows, b_rows, grad, norm = rows[going], new[going], new_grad[going], new_norm[going]
+            slope, offset = slope[going], offset[going]
     return b.astype(np.float64)
 
 
@@ -372,8 +377,14 @@ def episode_patterns(battles: Battles):
     width = max(int(per_episode.max(initial=0)), 1)
     table = np.full((n_episodes, width), -1, dtype=np.int64)
     table[episode, slot] = cells
-    if (k * k + 1) ** width < 2 ** 62:             # a row fits one integer: a 1-d unique, ~6x faster
-        key = (table + 1) @ ((k * k + 1) ** np.arange(width, dtype=np.int64))
+    base = k * k + 1
+    if base ** width <= 1 << 22:                    # few possible rows: count them (30x a sort)
+        digit = base ** np.arange(width, dtype=np.int64)
+        per_key = np.bincount((table + 1) @ digit)
+        key = np.flatnonzero(per_key)
+        counts, rows = per_key[key], key[:, None] // digit % base - 1
+    elif base ** width < 2 ** 62:                   # a row fits one integer: a 1-d unique, ~6x faster
+        key = (table + 1) @ (base ** np.arange(width, dtype=np.int64))
         _, first, counts = np.unique(key, return_index=True, return_counts=True)
         rows = table[first]
     else:
@@ -382,6 +393,9 @@ def episode_patterns(battles: Battles):
     patterns = csr_matrix((np.ones(pattern.size), (pattern, rows[pattern, position])),
                           shape=(rows.shape[0], k * k))          # repeated cells are summed
     return patterns, counts
+
+
+EPISODE_DRAW_ENTRIES = 1 << 22
 
 
 def bootstrap_wins(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episode",
@@ -395,9 +409,22 @@ def bootstrap_wins(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episo
     if by == "episode":
         if battles.n_episodes == 0:
             return np.zeros((n_boot, k, k))
+        if np.bincount(battles.episode, minlength=1).max() <= 1:
+            # at most one battle an episode (every two-seat game): an episode's pattern is its
+            # battle's cell, or nothing; one multinomial over the cells and the empty episodes
+            cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
+            with_empty = np.append(cells, battles.n_episodes - battles.n)
+            draws = multinomial_counts(rng, with_empty, n_boot)[:, :k * k]
+            return draws.astype(float).reshape(n_boot, k, k)
         patterns, counts = episode_patterns(battles)
-        draws = multinomial_counts(rng, counts, n_boot)                # (n_boot, patterns)
-        return np.asarray((patterns.T @ draws.T).T).reshape(n_boot, k, k)   # float64: exact sums
+        wins = np.empty((n_boot, k * k))
+        # draws are (resamples, patterns), up to a pattern an episode: drawn in blocks of
+        # resamples of ~4M draws (32 MB), not all at once (8 GB at 1M distinct episodes)
+        block = max(1, min(n_boot, EPISODE_DRAW_ENTRIES // counts.size))
+        for first in range(0, n_boot, block):
+            draws = multinomial_counts(rng, counts, min(block, n_boot - first))
+            wins[first:first + draws.shape[0]] = (patterns.T @ draws.T).T   # float64: exact sums
+        return wins.reshape(n_boot, k, k)
     if by != "battle":
         raise ValueError(f"bootstrap by must be 'episode' or 'battle', got {by!r}")
     cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
@@ -412,7 +439,7 @@ def multinomial_counts(rng: np.random.Generator, counts: np.ndarray, size: int) 
 
     NumPy's sampler takes one binomial per category per row. With many categories and few
     items per category (the battle cells of 50 competitors) a cheaper exact route is:
-    independent Poisson(mu * p) counts with mu = total - 2 sqrt(total), which given their sum
+    independent Poisson(mu * p) counts (:func:`poisson_counts`) with mu = total - 2 sqrt(total), which given their sum
     s are Multinomial(s, p), topped up with total - s single draws of an item (uniform over
     the ``total`` items, so with probabilities p): Multinomial(s, p) + Multinomial(total - s, p)
     = Multinomial(total, p). A row whose Poisson sum overshoots ``total`` (probability about
@@ -421,21 +448,140 @@ def multinomial_counts(rng: np.random.Generator, counts: np.ndarray, size: int) 
     total = int(counts.sum())
     p = counts / total
     slack = 2.0 * math.sqrt(total)
-    # per row: NumPy ~70 ns a category; here ~30 ns a category plus ~10 ns a top-up draw,
+    # per row: NumPy ~70 ns a category; here ~10 ns a category plus ~10 ns a top-up draw,
     # and for a few dozen categories NumPy's sampler is as fast
     if counts.size < max(64, slack / 2):
         return rng.multinomial(total, p, size=size)
-    draws = rng.poisson((total - slack) * p, size=(size, counts.size))
+    draws = poisson_counts(rng, counts, (total - slack) / total, size)
     short = total - draws.sum(1)
     over = np.flatnonzero(short < 0)
     if over.size:
         draws[over] = rng.multinomial(total, p, size=over.size)
         short[over] = 0
-    item_category = np.repeat(np.arange(counts.size, dtype=np.int32), counts)   # int32: gathers stay in cache
-    picked = item_category[rng.integers(0, total, int(short.sum()))]
-    picked += np.repeat(np.arange(size) * counts.size, short)      # row by row: cache-friendly
-    np.add.at(draws.reshape(-1), picked, 1)
+    # the smallest integer type: the item -> category table is gathered at random
+    item_category = np.repeat(np.arange(counts.size, dtype=np.min_scalar_type(counts.size)), counts)
+    items = rng.integers(0, total, int(short.sum()))
+    ends = np.cumsum(short)
+    flat = draws.reshape(-1)
+    for first in range(0, size, 64):                # 64 rows at a time: the indices stay in cache
+        last = min(first + 64, size)
+        picked = item_category[items[ends[first] - short[first]:ends[last - 1]]].astype(np.int64)
+        picked += np.repeat(np.arange(first, last) * counts.size, short[first:last])
+        np.add.at(flat, picked, 1)
     return draws
+
+
+TABLE_BITS = 12             # a lookup slice per 1/4096 of the unit interval
+MAX_TABLES = 128            # more distinct means: each is split into two parts
+MAX_CDF_ENTRIES = 4_000_000  # CDF tables beyond this (huge means): NumPy's sampler
+
+
+def poisson_counts(rng: np.random.Generator, counts: np.ndarray, unit: float, size: int,
+                   chunk: int = 1 << 17) -> np.ndarray:
+    """``size`` rows of independent Poisson(``unit * counts``) draws (int64), one column per
+    integer count.
+
+    NumPy's ``Generator.poisson`` spends 25-35 ns a draw. Here the means are multiples of one
+    unit, so there are few distinct ones, and each gets a lookup table (:class:`PoissonTable`):
+    a draw is one uniform and one table read. With more than ``MAX_TABLES`` distinct counts,
+    each count is split as q * a + r (q about the square root of the largest), and the draw is
+    Poisson(unit q a) + Poisson(unit r), each part from its own few tables: two reads a draw
+    instead of hundreds of tables that would not stay in cache. Rows go about ``chunk`` draws
+    at a time, so the temporaries stay in cache (and are not fresh pages each time)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    out = np.zeros((size, counts.size), dtype=np.int64)
+    if counts.size == 0:
+        return out
+    parts = [counts]
+    if np.unique(counts).size > MAX_TABLES:
+        q = math.isqrt(int(counts.max())) + 1
+        parts = [counts - counts % q, counts % q]
+    tables = []
+    for part in parts:
+        values, column_value = np.unique(part, return_inverse=True)
+        longest = PoissonTable.window(unit * values.max())[1]
+        if values.size * longest > MAX_CDF_ENTRIES:
+            return rng.poisson(unit * counts, size=(size, counts.size))
+        tables.append((PoissonTable(unit * values), column_value))
+    chunk = max(1, chunk // counts.size)           # rows a chunk
+    part_draws = np.empty((min(chunk, size), counts.size), dtype=np.int64)
+    for first in range(0, size, chunk):
+        rows = out[first:first + chunk]
+        # a row's uniforms are consecutive in the stream (parts side by side): chunking-free
+        uniforms = rng.random((rows.shape[0], len(tables), counts.size))
+        if len(tables) == 1:
+            tables[0][0].invert(tables[0][1], uniforms[:, 0], rows)
+            continue
+        for part, (table, column_value) in enumerate(tables):
+            rows += table.invert(column_value, uniforms[:, part], part_draws[:rows.shape[0]])
+    return out
+
+
+class PoissonTable:
+    """Inversion sampling for a few Poisson means, by lookup.
+
+    Per mean, its CDF over a window of counts outside which the probability is below 1e-25
+    (mean +- 12 sd, plus 30 above), and per slice s of the unit interval (2**TABLE_BITS equal
+    slices) the fewest and the most counts a uniform in s inverts to: ``first`` (at the
+    slice's start) and ``last`` (just below its end), in window coordinates. ``table`` holds
+    the count where the two agree (all but about 1% of slices at a mean of 40, 4% at 400),
+    -1 where a CDF step cuts the slice; those uniforms are bisected between the two."""
+
+    def __init__(self, means: np.ndarray):
+        means = np.asarray(means, dtype=float)
+        width = 2 ** TABLE_BITS
+        self.start, stop = self.window(means)
+        length = int((stop - self.start).max())
+        count = self.start[:, None] + np.arange(length)
+        # unnormalised pmf by its recurrence, p(m + 1) = p(m) mean / (m + 1), then normalised
+        # so each CDF ends at exactly 1.0 (agrees with scipy's pdtr to ~1e-15)
+        ratio = means[:, None] / (count + 1)
+        ratio[count + 1 >= stop[:, None]] = 0.0
+        weight = np.ones((means.size, length))
+        weight[:, 1:] = ratio[:, :-1]
+        np.cumprod(weight, axis=1, out=weight)
+        self.cdf = np.cumsum(weight, axis=1)
+        self.cdf /= self.cdf[:, -1:]
+        # u <= F  <=>  u * width <= F * width, exact in binary: count the CDF values at or
+        # below each slice's start (ceil) and below its end (floor) by slice, cumulatively
+        scaled = self.cdf * width
+        base = (np.arange(means.size) * (width + 1))[:, None]
+
+        def at_or_below(slot):
+            flat = (slot.astype(np.int64) + base).ravel()
+            per_slot = np.bincount(flat, minlength=means.size * (width + 1))
+            return per_slot.reshape(means.size, width + 1).cumsum(1)[:, :width]
+
+        self.first = at_or_below(np.ceil(scaled))
+        self.last = at_or_below(np.floor(scaled))
+        self.table = np.where(self.first == self.last, self.start[:, None] + self.first, -1)
+
+    @staticmethod
+    def window(means):
+        sd = np.sqrt(means)
+        start = np.maximum(0, np.floor(means - 12 * sd - 30)).astype(np.int64)
+        stop = np.ceil(means + 12 * sd + 30).astype(np.int64) + 1
+        return start, stop
+
+    def invert(self, column_mean: np.ndarray, u: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Counts for uniforms ``u`` (rows, columns) into ``out``; column c draws from mean
+        ``column_mean[c]``: start + #{m : cdf[row, m] <= u}."""
+        width = self.table.shape[1]
+        cell = (u * width).astype(np.int32)             # int32: half the index traffic
+        cell += (column_mean * width).astype(np.int32)
+        np.take(self.table.reshape(-1), cell, out=out)
+        flat = out.reshape(-1)
+        cut = np.flatnonzero(flat < 0)
+        if cut.size:
+            cell = cell.reshape(-1)[cut]
+            row, value = cell // width, u[np.divmod(cut, u.shape[1])]   # u may be a strided view
+            lo, hi = self.first.reshape(-1)[cell], self.last.reshape(-1)[cell]
+            while np.any(lo < hi):                      # invariant: cdf[lo - 1] <= u < cdf[hi]
+                mid = (lo + hi) // 2
+                below = self.cdf[row, mid] <= value
+                lo, hi = np.where(below, mid + 1, lo), np.where(below, hi, mid)
+            flat[cut] = self.start[row] + lo
+        return out
 
 
 @dataclass

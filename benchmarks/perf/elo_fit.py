@@ -3,7 +3,8 @@
     python -m benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000] [--by episode]
 
 Ours (``benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
-per resample over the win-count cells, ``multinomial_counts``) and ``fit_bt_batch`` (all
+per resample over the win-count cells, ``multinomial_counts``: Poisson counts read from CDF
+tables, ``poisson_counts``, topped up to the exact multinomial) and ``fit_bt_batch`` (all
 resamples at once: float32 chord steps from the point fit, float64 Newton where those do not
 settle), timed end to end on ``--boot`` resamples, then its two parts again on their own
 (draws, fit), printed under each row.
@@ -33,7 +34,9 @@ import numpy as np
 from benchmarks import elo as bt
 
 
-def make_battles(n: int, k: int, seed: int = 0) -> bt.Battles:
+def make_battles(n: int, k: int, seed: int = 0, per_episode: int = 1) -> bt.Battles:
+    """``n`` outcomes between ``k`` policies with planted ratings (-200 to 200 Elo), grouped
+    ``per_episode`` consecutive outcomes to an episode (what episode resampling moves together)."""
     rng = np.random.default_rng(seed)
     planted = np.linspace(-200, 200, k)
     a = rng.integers(0, k, n)
@@ -41,7 +44,8 @@ def make_battles(n: int, k: int, seed: int = 0) -> bt.Battles:
     p = 1 / (1 + 10 ** (-(planted[a] - planted[b]) / 400))
     a_wins = rng.random(n) < p
     winner, loser = np.where(a_wins, a, b), np.where(a_wins, b, a)
-    return bt.Battles([f"p{i}" for i in range(k)], winner, loser, np.arange(n), n)
+    return bt.Battles([f"p{i}" for i in range(k)], winner, loser, np.arange(n) // per_episode,
+                      -(-n // per_episode))
 
 
 def _elo_from_coef(coef: np.ndarray) -> np.ndarray:
@@ -115,11 +119,12 @@ def one_repetition(battles: bt.Battles, n_boot: int, ref_boot: int, max_battle_c
     return row
 
 
-def run(sizes, policies, n_boot: int, ref_boot: int, reps: int, max_battle_cells: int, by: str = "battle") -> dict:
+def run(sizes, policies, n_boot: int, ref_boot: int, reps: int, max_battle_cells: int, by: str = "battle",
+        per_episode: int = 1) -> dict:
     warm = make_battles(1000, 7)                     # imports and first-call costs out of the timings
     one_repetition(warm, 10, 2, max_battle_cells, 0, by)
     cases = [(k, n) for k in policies for n in sizes]
-    data = {case: make_battles(case[1], case[0]) for case in cases}
+    data = {case: make_battles(case[1], case[0], per_episode=per_episode) for case in cases}
     results: dict = {case: [] for case in cases}
     for rep in range(reps):
         for case in cases:                           # ours and both baselines back to back
@@ -139,7 +144,9 @@ def main(argv=None):
     parser.add_argument("--ref-boot", type=int, default=20, help="resamples the sklearn baselines are timed on")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--by", choices=["battle", "episode"], default="battle",
-                        help="what ours resamples (the outcomes here are one-battle episodes, so both are the same law)")
+                        help="what ours resamples (with one battle per episode both are the same law)")
+    parser.add_argument("--battles-per-episode", type=int, default=1,
+                        help="outcomes grouped into one episode (matters for --by episode only)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads for every contender")
     parser.add_argument("--max-battle-cells", type=int, default=5_000_000,
                         help="skip the per-battle baseline above outcomes x policies")
@@ -147,8 +154,8 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
     with threadpool_limits(args.threads):
         results = run(args.sizes, args.policies, args.boot, min(args.ref_boot, args.boot), args.reps,
-                      args.max_battle_cells, args.by)
-    print(f"{args.boot} bootstrap resamples ({args.by} resampling), {args.threads} BLAS thread(s), {args.reps} interleaved repetitions, "
+                      args.max_battle_cells, args.by, args.battles_per_episode)
+    print(f"{args.boot} bootstrap resamples ({args.by} resampling, {args.battles_per_episode} battle(s) an episode), {args.threads} BLAS thread(s), {args.reps} interleaved repetitions, "
           f"median [min-max]; shared machine: expect noise")
     print(f"{'policies':>8} {'outcomes':>10} | {'ours':>22} | {'sklearn aggregated*':>24} {'speed-up':>9} | "
           f"{'sklearn per-battle*':>24} {'speed-up':>9} | {'max |Δ| Elo':>11}")

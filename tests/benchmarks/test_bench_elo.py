@@ -206,6 +206,38 @@ def test_episode_bootstrap_wins_are_sums_of_drawn_patterns():
     assert twice.max() > 0 and np.all(twice % 2 == 0) and len(set(twice)) > 3
 
 
+def test_one_battle_episodes_resample_like_any_episodes():
+    """Two-seat games (one battle an episode, or none when drawn) take the shortcut of one
+    multinomial over cells and empty episodes; it has the law of the general pattern route."""
+    rng = np.random.default_rng(8)
+    records = [rec(list(rng.permutation(["A", "B", "C"]))[:2], list(rng.choice([[1, -1], [0, 0], [-1, 1]])))
+               for _ in range(150)]
+    battles = bt.collect_battles(records, players=["A", "B", "C"])
+    assert 0 < battles.n < battles.n_episodes                       # drawn episodes are empty patterns
+    shortcut = bt.bootstrap_wins(battles, 20_000, by="episode", seed=2).reshape(20_000, -1)
+    patterns, counts = bt.episode_patterns(battles)
+    draws = bt.multinomial_counts(np.random.default_rng(3), counts, 20_000)
+    general = np.asarray((patterns.T @ draws.T).T)
+    assert shortcut.dtype == general.dtype and len(set(shortcut.sum(1))) > 5
+    assert np.allclose(shortcut.mean(0), general.mean(0), atol=0.15)
+    assert np.allclose(shortcut.std(0), general.std(0), rtol=0.05, atol=1e-9)
+    assert np.allclose(shortcut.sum(1).std(), general.sum(1).std(), rtol=0.05)
+
+
+def test_episode_bootstrap_in_blocks_of_resamples(monkeypatch):
+    """Many distinct episodes are drawn a block of resamples at a time (bounded memory); the
+    resamples keep their sums of whole episodes and are centred on the win matrix."""
+    battles = _episodes_with_repeats_and_empties()
+    patterns, _ = bt.episode_patterns(battles)
+    monkeypatch.setattr(bt, "EPISODE_DRAW_ENTRIES", 3 * patterns.shape[0])   # 3 resamples a block
+    blocks = bt.bootstrap_wins(battles, 3000, by="episode", seed=4)
+    assert np.array_equal(blocks, bt.bootstrap_wins(battles, 3000, by="episode", seed=4))
+    assert len({w.tobytes() for w in blocks[:30]}) == 30               # blocks are not repeats
+    wins = battles.win_matrix()
+    se = blocks.std(0) / np.sqrt(3000) + 1e-9
+    assert np.all(np.abs(blocks.mean(0) - wins) <= 5 * se)
+
+
 def test_episode_bootstrap_of_50_competitors():
     from benchmarks.perf.elo_fit import make_battles
     battles = make_battles(20_000, 50, seed=2)
@@ -250,7 +282,7 @@ def test_poisson_topped_up_draws_are_multinomial(counts_seed, total_hint):
     total, p, size = int(counts.sum()), counts / counts.sum(), 40_000
     rng = _CountingGenerator(5)
     draws = bt.multinomial_counts(rng, counts, size)
-    assert rng.calls.get("poisson") == 1 and rng.calls.get("multinomial") == 1      # the overshoot redraw
+    assert rng.calls.get("random") and rng.calls.get("multinomial") == 1      # the overshoot redraw
     assert draws.shape == (size, counts.size) and np.all(draws.sum(1) == total) and draws.min() >= 0
     se = np.sqrt(total * p * (1 - p) / size)
     assert np.all(np.abs(draws.mean(0) - total * p) < 5 * se)
@@ -263,6 +295,66 @@ def test_poisson_topped_up_draws_are_multinomial(counts_seed, total_hint):
     keep = expected >= 5
     chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
     assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+
+
+def test_poisson_table_inverts_the_poisson_cdf():
+    """Every uniform, in a slice the table answers or one a CDF step cuts (bisected), inverts
+    to the count a plain search of the CDF gives, including uniforms exactly on CDF values and
+    on slice edges; the windowed CDFs are scipy's within 1e-14 and miss under 1e-20 of mass."""
+    from scipy.special import pdtr
+    means = np.array([0.0, 0.05, 3.7, 40.5, 380.0, 20_000.0])
+    table = bt.PoissonTable(means)
+    assert (table.table < 0).any() and (table.table >= 0).mean() > 0.9
+    for row, mean in enumerate(means):
+        counts = table.start[row] + np.arange(table.cdf.shape[1])
+        assert np.abs(table.cdf[row] - pdtr(counts, mean)).max() < 1e-14
+        assert table.cdf[row, -1] == 1.0 and (table.start[row] == 0 or pdtr(table.start[row] - 1, mean) < 1e-20)
+    rng = np.random.default_rng(3)
+    column_mean = np.repeat(np.arange(means.size), 40)
+    u = rng.random((500, column_mean.size))
+    on_cdf = table.cdf[column_mean, np.arange(column_mean.size) % 7]
+    u[0] = np.where(on_cdf < 1.0, on_cdf, 0.5)                                      # on CDF values
+    u[1] = (np.arange(column_mean.size) % 4096) / 4096                            # on slice edges
+    u[2] = np.nextafter(1.0, 0.0)
+    out = table.invert(column_mean, u, np.empty(u.shape, dtype=np.int64))
+    direct = np.stack([table.start[m] + np.searchsorted(table.cdf[m], u[:, c], side="right")
+                       for c, m in enumerate(column_mean)], 1)
+    assert np.array_equal(out, direct)
+    assert np.all(out[:, column_mean == 0] == 0)
+
+
+@pytest.mark.parametrize("distinct", [5, 400])      # one table per mean / means split in two parts
+def test_table_poisson_counts_follow_the_poisson_law(distinct):
+    from scipy import stats
+    counts = np.concatenate([[0, 3, 1_000, 99_999], np.arange(distinct - 4) * 7 + 11])
+    unit = 0.0371
+    rng = _CountingGenerator(11)
+    draws = bt.poisson_counts(rng, counts, unit, 30_000, chunk=1000 * counts.size)
+    assert rng.calls == {"random": 30}
+    assert draws.dtype == np.int64 and draws.shape == (30_000, counts.size) and np.all(draws[:, 0] == 0)
+    for column in [1, 2, 3, counts.size - 1]:
+        x, mean = draws[:, column], unit * counts[column]
+        support = np.arange(x.max() + 1)
+        observed = np.bincount(x)
+        expected = x.size * stats.poisson.pmf(support, mean)
+        keep = expected >= 5
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, max(keep.sum() - 1, 1)) > 1e-3
+    assert np.allclose(draws.mean(0), unit * counts, atol=5 * np.sqrt(unit * counts.max() / 30_000))
+
+
+@pytest.mark.parametrize("distinct", [5, 400])
+def test_poisson_counts_are_seeded_and_chunk_free(distinct):
+    counts = np.random.default_rng(0).integers(0, distinct, 500)
+    whole = bt.poisson_counts(np.random.default_rng(4), counts, 0.8, 300, chunk=300 * 500)
+    assert np.array_equal(whole, bt.poisson_counts(np.random.default_rng(4), counts, 0.8, 300, chunk=7 * 500))
+
+
+def test_huge_means_use_numpy_poisson(monkeypatch):
+    monkeypatch.setattr(bt, "MAX_CDF_ENTRIES", 1000)
+    rng = _CountingGenerator(0)
+    draws = bt.poisson_counts(rng, np.array([2, 150, 5_000]), 1.0, 10)
+    assert rng.calls == {"poisson": 1} and draws.shape == (10, 3)
 
 
 def test_few_categories_use_numpy_multinomial():
