@@ -67,6 +67,30 @@ def render_message(message: Message, state: State, viewer: Optional[str] = None)
     return f"[{where}] {speaker}: {message.text}"
 
 
+def start_aec_episode(env: AECEnv) -> None:
+    """The PettingZoo AEC bookkeeping of a fresh episode: every possible agent live, no
+    rewards yet, nobody terminated or truncated, empty infos."""
+    env.agents = env.possible_agents[:]
+    env.rewards = {a: 0.0 for a in env.agents}
+    env._cumulative_rewards = {a: 0.0 for a in env.agents}
+    env.terminations = {a: False for a in env.agents}
+    env.truncations = {a: False for a in env.agents}
+    env.infos = {a: {} for a in env.agents}
+
+
+def begin_aec_step(env: AECEnv, action) -> Optional[str]:
+    """The PettingZoo AEC step prologue: a terminated or truncated agent's step only removes
+    it (None is returned); otherwise the acting agent's reward of the last step is cleared and
+    the agent returned."""
+    agent = env.agent_selection
+    if env.terminations[agent] or env.truncations[agent]:
+        env._was_dead_step(action)
+        return None
+    env._cumulative_rewards[agent] = 0.0
+    env._clear_rewards()
+    return agent
+
+
 class SocialGymEnv(AECEnv):
     """A Social Gym game as a PettingZoo AEC env with text observations.
 
@@ -217,12 +241,7 @@ class SocialGymEnv(AECEnv):
         self._board_lines: list = []
         self._clear_views()
 
-        self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        start_aec_episode(self)
 
         self.game.setup(self.state)
         if not self.state.phase and not self.state.finished:
@@ -405,12 +424,9 @@ class SocialGymEnv(AECEnv):
             raise GameOverError("call reset() before step()")
         if not self.agents:
             raise GameOverError("the episode is over; call reset() to start a new one")
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
+        agent = begin_aec_step(self, action)
+        if agent is None:
             return
-        self._cumulative_rewards[agent] = 0.0
-        self._clear_rewards()
         state = self.state
         phase = self.game.phase(state.phase)
         grammar = self.grammar(agent)

@@ -15,6 +15,10 @@ Modes (``--modes``):
           TextArena's ``-raw`` envs (the observation is the list of new message tuples).
   reset   env creation + reset per second.
 
+``--floor`` adds "aec-floor": the PettingZoo AEC protocol alone (a do-nothing env with the
+game's seats, a constant observation, 10 decisions an episode) in the same loop as ours, the
+ceiling of any engine that stays a PettingZoo AEC env.
+
 Agents: uniform random legal actions (ours: the action grammar's sample; TextArena: a random
 legal bracketed move per game, a fixed sentence in free-talk phases), one RNG seeded per episode.
 
@@ -82,6 +86,75 @@ def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
 
 
+FLOOR_STEPS = 10     # decisions an episode of the floor env (Prisoner's Dilemma has 10)
+
+
+def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
+    """The PettingZoo AEC protocol alone, in the same loop as ours: an env with the game's
+    seats that keeps the AEC bookkeeping (rewards, cumulative rewards, terminations,
+    truncations, infos, agent selection), returns a constant observation and ends after
+    FLOOR_STEPS random actions. No engine can be faster than this and stay an AEC env."""
+    from gymnasium import spaces
+    from pettingzoo import AECEnv
+    from pettingzoo.utils import AgentSelector
+
+    import socialgym_env
+    from socialgym_env.env import begin_aec_step, start_aec_episode
+
+    class FloorEnv(AECEnv):
+        metadata = {"name": "aec_floor"}
+
+        def __init__(self, players: int):
+            super().__init__()
+            self.possible_agents = [f"player_{i}" for i in range(players)]
+
+        def observation_space(self, agent):
+            return spaces.Text(100)
+
+        def action_space(self, agent):
+            return spaces.Text(100)
+
+        def reset(self, seed=None, options=None):
+            start_aec_episode(self)
+            self._selector = AgentSelector(self.agents)
+            self.agent_selection = self._selector.next()
+            self._steps = 0
+
+        def observe(self, agent):
+            return {"text": "your move"}
+
+        def step(self, action):
+            if begin_aec_step(self, action) is None:
+                return
+            self._steps += 1
+            if self._steps >= FLOOR_STEPS:
+                for other in self.agents:
+                    self.terminations[other] = True
+                    self.rewards[other] = 1.0
+            self.agent_selection = self._selector.next()
+            self._accumulate_rewards()
+
+    players = socialgym_env.game_class(game).info.num_players
+    observe = mode == "render"
+    steps = episodes = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env = FloorEnv(players)
+        env.reset(seed=seed + episodes)
+        episodes += 1
+        if mode == "reset":
+            continue
+        rng = random.Random(seed + episodes)
+        for _agent in env.agent_iter():
+            _, _, terminated, truncated, _ = env.last(observe=observe)
+            if terminated or truncated:
+                env.step(None)
+                continue
+            env.step(rng.choice(("cooperate", "defect")))
+            steps += 1
+    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+
+
 def textarena_action(env, game: str, player: int, rng: random.Random) -> str:
     """A random legal move of the TextArena game for ``player`` now."""
     core = env
@@ -135,7 +208,7 @@ def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
 
 def worker(kind: str) -> None:
     """Answer one JSON job per stdin line with one JSON result line."""
-    job = socialgym_job if kind == "socialgym" else textarena_job
+    job = {"socialgym": socialgym_job, "textarena": textarena_job, "floor": floor_job}[kind]
     for line in sys.stdin:
         request = json.loads(line)
         print(json.dumps(job(**request)), flush=True)
@@ -192,7 +265,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-textarena", action="store_true")
     parser.add_argument("--baseline-src", type=Path, help="folder holding an older socialgym_env, timed as 'before'")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
-    parser.add_argument("--worker", choices=["socialgym", "textarena"], help=argparse.SUPPRESS)
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the PettingZoo AEC protocol alone (a do-nothing env in the same loop)")
+    parser.add_argument("--worker", choices=["socialgym", "textarena", "floor"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.error = parser.error
     return args
@@ -206,6 +281,8 @@ def contenders_for(args) -> list:
     ta_python = None if args.no_textarena else textarena_python(args.textarena_python)
     if ta_python:
         contenders.append(Contender("textarena", "textarena", ta_python))
+    if args.floor:
+        contenders.append(Contender("aec-floor", "floor", sys.executable, ROOT))
     elif not args.no_textarena:
         print("TextArena not found: comparison skipped. Set it up with\n"
               "  python3.12 -m venv ~/.cache/socialgym/textarena-venv && "

@@ -15,6 +15,15 @@ def test_env_benchmark_runs_and_skips_a_missing_textarena(capsys):
     assert "prisoners_dilemma" in out and "steps/s" in out and "resets/s" in out
 
 
+def test_aec_floor_contender_plays_whole_episodes(capsys):
+    results = env_vs_textarena.main(["--games", "werewolves", "--modes", "render,reset", "--reps", "1",
+                                     "--seconds", "0.05", "--no-textarena", "--floor"])
+    runs = results[("render", "werewolves", "aec-floor")]
+    assert runs[0]["steps"] == env_vs_textarena.FLOOR_STEPS * runs[0]["episodes"]
+    assert results[("reset", "werewolves", "aec-floor")][0]["steps"] == 0
+    assert "ours/aec-floor" in capsys.readouterr().out
+
+
 def test_textarena_agents_play_legal_moves():
     """The TextArena random agents' moves parse under TextArena's own rules (checked without
     TextArena by the move shapes its regexes accept)."""
