@@ -247,8 +247,10 @@ def test_baselines_benchmark_table(capsys):
 
 def test_perf_script_reports_rates(capsys):
     perf = _load_script("benchmarks/perf/socialmaze_gen.py")
-    assert perf.main(["--n", "5", "--presets", "hard", "--variants", "full"]) == 0
+    assert perf.main(["--n", "5", "--presets", "hard", "--variants", "full", "--reps", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2
+    assert len(out) == 3 and out[2] == "median [min-max] over 2 interleaved repetitions"
     cols = out[1].split()
     assert cols[:4] == ["hard", "full", "10", "5"] and int(cols[4]) >= 5
+    low, high = (float(x) for x in cols[7].strip("[]").split("-"))      # inst/s range
+    assert 0 < low <= float(cols[6]) <= high
