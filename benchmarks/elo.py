@@ -473,6 +473,7 @@ def multinomial_counts(rng: np.random.Generator, counts: np.ndarray, size: int) 
 
 TABLE_BITS = 12             # a lookup slice per 1/4096 of the unit interval
 MAX_TABLES = 128            # more distinct means: each is split into two parts
+MAX_ALL_TABLES = 512        # more tables than this in all (~50 MB): NumPy's sampler
 MAX_CDF_ENTRIES = 4_000_000  # CDF tables beyond this (huge means): NumPy's sampler
 
 
@@ -496,13 +497,12 @@ def poisson_counts(rng: np.random.Generator, counts: np.ndarray, unit: float, si
     if np.unique(counts).size > MAX_TABLES:
         q = math.isqrt(int(counts.max())) + 1
         parts = [counts - counts % q, counts % q]
-    tables = []
-    for part in parts:
-        values, column_value = np.unique(part, return_inverse=True)
-        longest = PoissonTable.window(unit * values.max())[1]
-        if values.size * longest > MAX_CDF_ENTRIES:
-            return rng.poisson(unit * counts, size=(size, counts.size))
-        tables.append((PoissonTable(unit * values), column_value))
+    distinct = [np.unique(part, return_inverse=True) for part in parts]
+    longest = [PoissonTable.window(unit * values.max())[1] for values, _ in distinct]
+    if (sum(values.size for values, _ in distinct) > MAX_ALL_TABLES
+            or any(values.size * length > MAX_CDF_ENTRIES for (values, _), length in zip(distinct, longest))):
+        return rng.poisson(unit * counts, size=(size, counts.size))
+    tables = [(PoissonTable(unit * values), column_value) for values, column_value in distinct]
     chunk = max(1, chunk // counts.size)           # rows a chunk
     part_draws = np.empty((min(chunk, size), counts.size), dtype=np.int64)
     for first in range(0, size, chunk):

@@ -350,7 +350,10 @@ def test_poisson_counts_are_seeded_and_chunk_free(distinct):
     assert np.array_equal(whole, bt.poisson_counts(np.random.default_rng(4), counts, 0.8, 300, chunk=7 * 500))
 
 
-def test_huge_means_use_numpy_poisson(monkeypatch):
+def test_huge_means_or_too_many_tables_use_numpy_poisson(monkeypatch):
+    rng = _CountingGenerator(0)
+    draws = bt.poisson_counts(rng, np.arange(0, 400_000, 7), 1.0, 2)      # split in two: ~1,260 tables
+    assert rng.calls == {"poisson": 1} and draws.shape == (2, 57_143)
     monkeypatch.setattr(bt, "MAX_CDF_ENTRIES", 1000)
     rng = _CountingGenerator(0)
     draws = bt.poisson_counts(rng, np.array([2, 150, 5_000]), 1.0, 10)
