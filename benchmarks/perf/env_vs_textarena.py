@@ -17,7 +17,10 @@ Modes (``--modes``):
 
 ``--floor`` adds "aec-floor": the PettingZoo AEC protocol alone (a do-nothing env with the
 game's seats, a constant observation, 10 decisions an episode) in the same loop as ours, the
-ceiling of any engine that stays a PettingZoo AEC env.
+ceiling of any engine that stays a PettingZoo AEC env. ``--view-bound`` adds "no-views": ours
+with the observation text and the acting seat's structured info replaced by constants (the
+game, the grammar, parsing, rules and logging run as usual), the ceiling of any speed-up of
+rendering and infos alone. Neither is a usable env.
 
 Agents: uniform random legal actions (ours: the action grammar's sample; TextArena: a random
 legal bracketed move per game, a fixed sentence in free-talk phases), one RNG seeded per episode.
@@ -155,6 +158,15 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
 
 
+def no_views_job(game: str, mode: str, seconds: float, seed: int) -> dict:
+    """``socialgym_job`` with observation text and decision views stubbed out (this worker
+    process only)."""
+    from socialgym_env.env import SocialGymEnv
+    SocialGymEnv._render_observation = lambda self, agent: "(observation)"
+    SocialGymEnv.decision_view = lambda self, agent: {"game": self.game_info.id}
+    return socialgym_job(game, mode, seconds, seed)
+
+
 def textarena_action(env, game: str, player: int, rng: random.Random) -> str:
     """A random legal move of the TextArena game for ``player`` now."""
     core = env
@@ -208,7 +220,8 @@ def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
 
 def worker(kind: str) -> None:
     """Answer one JSON job per stdin line with one JSON result line."""
-    job = {"socialgym": socialgym_job, "textarena": textarena_job, "floor": floor_job}[kind]
+    job = {"socialgym": socialgym_job, "textarena": textarena_job, "floor": floor_job,
+           "no-views": no_views_job}[kind]
     for line in sys.stdin:
         request = json.loads(line)
         print(json.dumps(job(**request)), flush=True)
@@ -267,7 +280,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--floor", action="store_true",
                         help="also time the PettingZoo AEC protocol alone (a do-nothing env in the same loop)")
-    parser.add_argument("--worker", choices=["socialgym", "textarena", "floor"], help=argparse.SUPPRESS)
+    parser.add_argument("--view-bound", action="store_true",
+                        help="also time ours with observation text and infos stubbed out (an upper bound)")
+    parser.add_argument("--worker", choices=["socialgym", "textarena", "floor", "no-views"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.error = parser.error
     return args
@@ -281,6 +296,8 @@ def contenders_for(args) -> list:
     ta_python = None if args.no_textarena else textarena_python(args.textarena_python)
     if ta_python:
         contenders.append(Contender("textarena", "textarena", ta_python))
+    if args.view_bound:
+        contenders.append(Contender("no-views", "no-views", sys.executable, ROOT))
     if args.floor:
         contenders.append(Contender("aec-floor", "floor", sys.executable, ROOT))
     elif not args.no_textarena:

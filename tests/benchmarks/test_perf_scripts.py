@@ -15,13 +15,23 @@ def test_env_benchmark_runs_and_skips_a_missing_textarena(capsys):
     assert "prisoners_dilemma" in out and "steps/s" in out and "resets/s" in out
 
 
-def test_aec_floor_contender_plays_whole_episodes(capsys):
+def test_floor_and_view_bound_contenders_play_whole_episodes(capsys):
     results = env_vs_textarena.main(["--games", "werewolves", "--modes", "render,reset", "--reps", "1",
-                                     "--seconds", "0.05", "--no-textarena", "--floor"])
+                                     "--seconds", "0.05", "--no-textarena", "--floor", "--view-bound"])
     runs = results[("render", "werewolves", "aec-floor")]
     assert runs[0]["steps"] == env_vs_textarena.FLOOR_STEPS * runs[0]["episodes"]
     assert results[("reset", "werewolves", "aec-floor")][0]["steps"] == 0
-    assert "ours/aec-floor" in capsys.readouterr().out
+    assert results[("render", "werewolves", "no-views")][0]["episodes"] >= 1
+    out = capsys.readouterr().out
+    assert "ours/aec-floor" in out and "ours/no-views" in out
+
+
+def test_view_bound_stubs_views_in_its_worker_only():
+    from socialgym_env.env import SocialGymEnv
+    render = SocialGymEnv._render_observation
+    env_vs_textarena.main(["--games", "prisoners_dilemma", "--modes", "render", "--reps", "1",
+                           "--seconds", "0.02", "--no-textarena", "--view-bound"])
+    assert SocialGymEnv._render_observation is render         # the stub lived in the worker process
 
 
 def test_textarena_agents_play_legal_moves():
