@@ -126,9 +126,14 @@ class Battles:
     def n(self) -> int:
         return int(self.winner.size)
 
+    def cell_counts(self) -> np.ndarray:
+        """Battles per (winner, loser) cell, flat: ``winner * k + loser`` (int64, k*k)."""
+        k = len(self.players)
+        return np.bincount(self.winner * k + self.loser, minlength=k * k)
+
     def win_matrix(self) -> np.ndarray:
         k = len(self.players)
-        return np.bincount(self.winner * k + self.loser, minlength=k * k).reshape(k, k).astype(float)
+        return self.cell_counts().reshape(k, k).astype(float)
 
 
 def collect_battles(records: Iterable[dict], label=None, compare: str = "reward",
@@ -412,8 +417,7 @@ def bootstrap_wins(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episo
         if np.bincount(battles.episode, minlength=1).max() <= 1:
             # at most one battle an episode (every two-seat game): an episode's pattern is its
             # battle's cell, or nothing; one multinomial over the cells and the empty episodes
-            cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
-            with_empty = np.append(cells, battles.n_episodes - battles.n)
+            with_empty = np.append(battles.cell_counts(), battles.n_episodes - battles.n)
             draws = multinomial_counts(rng, with_empty, n_boot)[:, :k * k]
             return draws.astype(float).reshape(n_boot, k, k)
         patterns, counts = episode_patterns(battles)
@@ -427,7 +431,7 @@ def bootstrap_wins(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episo
         return wins.reshape(n_boot, k, k)
     if by != "battle":
         raise ValueError(f"bootstrap by must be 'episode' or 'battle', got {by!r}")
-    cells = np.bincount(battles.winner * k + battles.loser, minlength=k * k)
+    cells = battles.cell_counts()
     if not cells.any():
         return np.zeros((n_boot, k, k))
     return multinomial_counts(rng, cells, n_boot).reshape(n_boot, k, k)    # a battle is one cell
