@@ -18,6 +18,7 @@ from typing import Iterable, Optional
 
 import socialgym_env
 from agents.runner import PolicyPool, run_jobs
+from socialgym_env.registry import outside_registrations, restore_registrations
 from socialgym_env.logs import append_episode, completed_episode_ids, failed_episode_ids
 
 
@@ -51,7 +52,22 @@ def _die_with_parent() -> None:
         pass
 
 
+def _start_worker(registrations: dict) -> None:
+    """Worker initializer: die with the parent, and register the games the parent registered
+    from outside the package (a spawned process starts with the built-in catalogue only)."""
+    _die_with_parent()
+    restore_registrations(registrations)
+
+
+def _check_games_known(jobs) -> None:
+    """Raise, before playing, if this process does not know a job's game: a shard of episodes
+    logged as failed with UnknownGameError would otherwise be counted as played."""
+    for game in sorted({job.game for job in jobs}):
+        socialgym_env.game_class(game)
+
+
 def _run_shard(jobs: list, log_path: str, pool_seed: int) -> int:
+    _check_games_known(jobs)
     records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), log_path=log_path, resume=True)
     return len(records)
 
@@ -111,8 +127,13 @@ def _expected_length(game: str, jobs: int) -> tuple:
 
 
 def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
-              progress: bool = True) -> int:
-    """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process."""
+              progress: bool = True, start_method: Optional[str] = None) -> int:
+    """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process.
+    ``start_method``: the pool's multiprocessing start method (default: fork, or spawn once
+    torch is loaded)."""
+    # Before any worker starts: a game registered here that a worker cannot import is an error
+    # now, not a run of failed episodes.
+    registrations = outside_registrations(shards) if workers > 1 else {}
     total = sum(len(j) for j in shards.values())
     paths = [shard_log(log_dir, g) for g in shards]
     counter = _LineCounter(paths)
@@ -132,9 +153,9 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     if workers > 1:
         import multiprocessing
         # fork is quick; once torch (threads) is loaded in this process, spawn is the safe choice
-        method = "spawn" if "torch" in sys.modules else "fork"
+        method = start_method or ("spawn" if "torch" in sys.modules else "fork")
         executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                                          initializer=_die_with_parent)
+                                          initializer=_start_worker, initargs=(registrations,))
     else:
         executor = cf.ThreadPoolExecutor(max_workers=1)
     played = 0
@@ -159,10 +180,12 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
 
 
 class _RayWorker:
-    def __init__(self, pool_seed: int):
+    def __init__(self, pool_seed: int, registrations: dict):
+        restore_registrations(registrations)
         self.pool = PolicyPool(seed=pool_seed)
 
     def run(self, jobs):
+        _check_games_known(jobs)
         return run_jobs(jobs, pool=self.pool, log_path=None, resume=False)
 
 
@@ -170,18 +193,36 @@ def _repo_root() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
-def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None):
+def _module_roots(registrations: dict) -> list:
+    """The sys.path folders holding the top-level packages of outside games, so Ray workers
+    import them too."""
+    roots = []
+    for reference in registrations.values():
+        top = sys.modules.get(reference.partition(":")[0].split(".")[0])
+        origin = getattr(top, "__file__", None)
+        if origin:
+            path = Path(origin).resolve()
+            root = path.parent.parent if path.name == "__init__.py" else path.parent
+            roots.append(str(root))
+    return list(dict.fromkeys(roots))
+
+
+def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None, registrations: Optional[dict] = None):
     """Connect to a Ray cluster (``address``) or start a local instance. On a cluster the three
-    packages travel with the job (``runtime_env py_modules``)."""
+    packages (and the packages of outside games in ``registrations``) travel with the job
+    (``runtime_env py_modules``)."""
     import ray
     if ray.is_initialized():
         return ray
+    roots = _module_roots(registrations or {})
     if address:
         import agents
         import benchmarks
-        ray.init(address=address, runtime_env={"py_modules": [socialgym_env, agents, benchmarks]})
+        outside = [sys.modules[r.partition(":")[0].split(".")[0]] for r in (registrations or {}).values()]
+        ray.init(address=address, runtime_env={"py_modules": [socialgym_env, agents, benchmarks, *outside]})
     else:
-        path = os.pathsep.join([_repo_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        path = os.pathsep.join([_repo_root()] + roots
+                               + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": path}})
     return ray
@@ -190,10 +231,11 @@ def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None):
 def run_ray(shards: dict, log_dir: Path, workers: int = 2, pool_seed: int = 0, progress: bool = True,
             address: Optional[str] = None, chunk_size: int = 4) -> int:
     """Run ``{game: [jobs]}`` on Ray actors; the driver appends each returned record."""
-    ray = ensure_ray(address, num_cpus=workers if not address else None)
+    registrations = outside_registrations(shards)
+    ray = ensure_ray(address, num_cpus=workers if not address else None, registrations=registrations)
     from ray.util import ActorPool
     worker_cls = ray.remote(num_cpus=1)(_RayWorker)
-    actors = [worker_cls.remote(pool_seed) for _ in range(max(1, workers))]
+    actors = [worker_cls.remote(pool_seed, registrations) for _ in range(max(1, workers))]
     pool = ActorPool(actors)
     chunks = []
     for game in sorted(shards, key=lambda g: -len(shards[g])):

@@ -1,6 +1,8 @@
 """The ``socialgym`` command line (typer).
 
     socialgym list                                   the game catalogue
+    socialgym rules [GAME]                           a game's complete rules (no GAME: the shared ones)
+    socialgym --game-module pkg.mod COMMAND ...      first register the game defined in pkg.mod
     socialgym play GAME --agents a,b,... --seed N    play one episode, print the transcript, log it
     socialgym tournament / leaderboard / replay      (benchmarks.cli, when installed)
     socialgym maze ...                               SocialMaze Hidden Role Deduction data sets
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from importlib.metadata import entry_points
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -26,6 +28,24 @@ from socialgym_env.errors import SocialGymError
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
 console = Console()
+
+
+@app.callback()
+def root(game_module: Optional[List[str]] = typer.Option(
+        None, "--game-module", metavar="PKG.MOD",
+        help="register the game defined in this module (its GAME, or PKG.MOD:Class) before the "
+             "command runs; repeatable. Installed games (the socialgym.games entry points) need no flag.")):
+    """Social Gym: multi-agent social games for LLM agents."""
+    for reference in game_module or ():
+        socialgym_env.register_game(reference, replace=True)
+
+
+@app.command("rules")
+def rules_cmd(game: Optional[str] = typer.Argument(None, help="game id (see `socialgym list`); "
+                                                   "none: the rules every game shares")):
+    """Print a game's complete rules (its module docstring, the rulebook)."""
+    from .docgen import common_rules, game_rules
+    typer.echo(common_rules() if game is None else game_rules(game))
 
 
 @app.command("list")

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
+from importlib.metadata import entry_points
 from typing import Optional
 
 import pettingzoo
 
 from .env import ENGINE_CONFIG, INVALID_MODES, SocialGymEnv
-from .errors import ConfigError, UnknownGameError
+from .errors import ConfigError, EngineError, UnknownGameError
 from .game import Game
 
 _ENV_ID = re.compile(r"socialgym/(.+)-v(\d+)")
@@ -41,16 +43,62 @@ GAME_MODULES = {
 }
 
 
+# Games from outside the package (register_game, --game-module, entry points): game id -> how a
+# fresh process finds it again, "pkg.mod" (a module defining GAME) or "pkg.mod:Class". Spawned
+# tournament workers and Ray actors start with the built-in catalogue only and replay these.
+_OUTSIDE: dict = {}
+
+# Installed packages add games through this entry-point group, one entry per game id:
+#   [project.entry-points."socialgym.games"]
+#   my_game = "my_package.my_game"            # a module defining GAME, or "my_package:MyGame"
+GAME_GROUP = "socialgym.games"
+unavailable_games: dict = {}          # entry-point name -> why it could not be loaded
+
+
+def _load_reference(reference: str) -> type[Game]:
+    """The Game class a reference names: "pkg.mod" (its ``GAME``) or "pkg.mod:Attr"."""
+    module_name, _, attr = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"cannot import game module {module_name!r}: {err}") from None
+    target = module
+    for part in (attr or "GAME").split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            what = f"no {attr!r}" if attr else "no GAME (the module must set GAME = YourGameClass)"
+            raise ConfigError(f"game module {module_name!r} has {what}")
+    if not (isinstance(target, type) and issubclass(target, Game)):
+        raise ConfigError(f"{reference!r} is not a Game subclass")
+    return target
+
+
+def _reference_of(cls: type[Game]) -> Optional[str]:
+    """"module:qualname" when a fresh process can import the class by that name, else None (a
+    class defined in __main__ or inside a function exists only in the process that made it)."""
+    module, qualname = cls.__module__, cls.__qualname__
+    if module in ("__main__", "__mp_main__") or "<locals>" in qualname:
+        return None
+    try:
+        found = _load_reference(f"{module}:{qualname}")
+    except ConfigError:
+        return None
+    return f"{module}:{qualname}" if found is cls else None
+
+
 def register_game(game: "type[Game] | str", replace: bool = False) -> None:
-    """Add a game from outside the package: a Game subclass, or a dotted module path whose
-    module defines ``GAME``. It then works with ``make``, ``list_games`` and PettingZoo
-    (``socialgym/<id>-v<version>``). A built-in game is only replaced with ``replace=True``."""
-    cls = importlib.import_module(game).GAME if isinstance(game, str) else game
+    """Add a game from outside the package: a Game subclass, or a reference to one (a dotted
+    module path whose module defines ``GAME``, or ``"pkg.mod:Class"``). It then works with
+    ``make``, ``list_games`` and PettingZoo (``socialgym/<id>-v<version>``), and reaches the
+    tournament's worker processes when a fresh process can import it (see
+    :func:`outside_registrations`). A built-in game is only replaced with ``replace=True``."""
+    cls = _load_reference(game) if isinstance(game, str) else game
     game_id = cls.info.id
     if game_id in GAME_MODULES and not replace:
         raise ConfigError(f"a game {game_id!r} is already registered; pass replace=True to replace it")
     _unregister_with_pettingzoo(game_id)
-    GAME_MODULES[game_id] = game if isinstance(game, str) else cls
+    GAME_MODULES[game_id] = cls
+    _OUTSIDE[game_id] = game if isinstance(game, str) else _reference_of(cls)
     _register_with_pettingzoo(game_id)
 
 
@@ -58,6 +106,51 @@ def unregister_game(game_id: str) -> None:
     """Remove a game added with :func:`register_game` (tests use it to clean up)."""
     _unregister_with_pettingzoo(game_id)
     GAME_MODULES.pop(game_id, None)
+    _OUTSIDE.pop(game_id, None)
+
+
+def outside_registrations(game_ids=None) -> dict:
+    """``{game id: reference}`` for the games registered from outside the package (all, or
+    those among ``game_ids``), for a worker process to replay with
+    :func:`restore_registrations`. Raises ConfigError, before anything is played, for a game
+    that a fresh process could not import (defined in ``__main__`` or inside a function)."""
+    wanted = _OUTSIDE if game_ids is None else [g for g in game_ids if g in _OUTSIDE]
+    lost = sorted(g for g in wanted if _OUTSIDE[g] is None)
+    if lost:
+        raise ConfigError(
+            f"game(s) {', '.join(lost)} were registered from a class that worker processes cannot "
+            "import (defined in __main__ or inside a function): define the class in an importable "
+            "module and register it by its path (register_game('pkg.mod'), socialgym --game-module "
+            "pkg.mod, or a socialgym.games entry point), or play with one worker")
+    return {g: _OUTSIDE[g] for g in wanted}
+
+
+def restore_registrations(references: dict) -> None:
+    """Register, in this process, the games :func:`outside_registrations` listed in another."""
+    for game_id, reference in references.items():
+        if game_id not in _OUTSIDE or _OUTSIDE[game_id] != reference:
+            register_game(reference, replace=True)
+
+
+def _load_entry_point_games() -> None:
+    """Register every installed game of the ``socialgym.games`` group. A broken one is
+    reported (a warning, and ``unavailable_games``) and does not break ``import socialgym_env``."""
+    for entry in sorted(entry_points(group=GAME_GROUP), key=lambda e: e.name):
+        if entry.name in GAME_MODULES and entry.name not in _OUTSIDE:
+            why = f"its id {entry.name!r} is a built-in game"
+        else:
+            try:
+                cls = _load_reference(entry.value)
+                why = None if cls.info.id == entry.name else \
+                    f"the entry point is named {entry.name!r} but the game's id is {cls.info.id!r}"
+            except (ConfigError, EngineError, ValueError) as err:
+                why = str(err)
+        if why:
+            unavailable_games[entry.name] = why
+            warnings.warn(f"socialgym: installed game {entry.name!r} ({entry.value}) is not loaded: {why}",
+                          stacklevel=2)
+            continue
+        register_game(entry.value, replace=True)
 
 
 def env_id(game_id: str) -> str:
@@ -184,5 +277,7 @@ def _unregister_with_pettingzoo(game_id: str) -> None:
 
 
 def register_all() -> None:
+    """Register every built-in and installed (entry-point) game with PettingZoo."""
     for game_id in GAME_MODULES:
         _register_with_pettingzoo(game_id)
+    _load_entry_point_games()

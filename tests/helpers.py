@@ -1,7 +1,7 @@
-"""Small helpers shared by the game tests."""
-import random
-
+"""Small helpers shared by the game tests (the conformance checks are public, in
+``socialgym_env.testing``)."""
 import socialgym_env
+from socialgym_env.testing import grammar_sample, random_junk_episode  # noqa: F401  (re-exported)
 
 
 def play(game_id: str, moves, seed: int = 0, **config):
@@ -22,26 +22,6 @@ def finish_dead(env):
 
 def public_lines(env):
     return env.episode_record()["transcript"]
-
-
-def grammar_sample(env, agent, info, rng):
-    return env.grammar(agent).sample(rng).text
-
-
-def random_junk_episode(game_id: str, seed: int, junk, junk_rate: float = 0.2, legal=grammar_sample, **config):
-    """Play one episode of random legal actions (``legal(env, agent, info, rng)``, by default the
-    action grammar's sample) mixed with about ``junk_rate`` strings drawn from ``junk``, all from
-    ``random.Random(seed)``. Returns the env."""
-    env = socialgym_env.make(game_id, **config)
-    env.reset(seed=seed)
-    rng = random.Random(seed)
-    for agent in env.agent_iter():
-        _, _, terminated, truncated, info = env.last(observe=False)
-        if terminated or truncated:
-            env.step(None)
-            continue
-        env.step(rng.choice(junk) if rng.random() < junk_rate else legal(env, agent, info, rng))
-    return env
 
 
 # Near-miss moves of the three bluffing games (Liar's Dice, Skull, Coup), each junk in the others.

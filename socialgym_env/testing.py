@@ -1,0 +1,192 @@
+"""Conformance checks for any Social Gym game, built-in or from another package.
+
+One line in a game's test file runs them all::
+
+    from socialgym_env.testing import check_game
+
+    def test_my_game_conforms():
+        check_game("my_game")          # the id of a registered game
+
+Each check is also public on its own (``check_api``, ``check_seed``, ``check_parallel_api``,
+``check_random_play``, ``check_determinism``, ``check_replay``, ``check_clone``) and raises
+``AssertionError`` naming the game, the seed and what differed. PettingZoo's own test
+functions do the API work (as PettingZoo and OpenSpiel ship theirs as library code); the rest
+plays seeded random legal actions mixed with junk strings, so the invalid-action fallbacks run
+too. Every check is seeded: it fails the same way every time.
+"""
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from typing import Callable, Sequence
+
+from .registry import game_class, make
+
+# Strings no game accepts as they stand: empty, blank, near-misses ("eyes" is not "yes"), bad
+# JSON, negative numbers, non-ASCII, repeated keywords and an over-long talk line.
+JUNK = ("", "   ", "eyes", "vote", "{\"action_type\": 3}", "{broken", "contribute -1", "ßüñ ✓ 🙂",
+        "pass pass pass", "say " + "x" * 5000)
+REWARDS = {-1.0, 0.0, 1.0}
+OUTCOMES = {"win", "draw", "loss"}
+
+
+def _fail(message: str) -> None:
+    raise AssertionError(message)       # not `assert`: the checks must hold under python -O too
+
+
+def grammar_sample(env, agent: str, info: dict, rng: random.Random) -> str:
+    """A random legal action of ``agent`` now, drawn from its action grammar with ``rng``."""
+    return env.grammar(agent).sample(rng).text
+
+
+def random_junk_episode(game_id: str, seed: int, junk: Sequence[str] = JUNK, junk_rate: float = 0.2,
+                        legal: Callable = grammar_sample, **config):
+    """Play one episode of random legal actions (``legal(env, agent, info, rng)``, by default the
+    action grammar's sample) mixed with about ``junk_rate`` strings drawn from ``junk``, all from
+    ``random.Random(seed)``; ``config`` goes to ``make``. Returns the finished env."""
+    env = make(game_id, **config)
+    env.reset(seed=seed)
+    return play_out(env, random.Random(seed), junk, junk_rate, legal)
+
+
+def play_out(env, rng: random.Random, junk: Sequence[str] = JUNK, junk_rate: float = 0.2,
+             legal: Callable = grammar_sample):
+    """Play ``env`` to its end from where it stands, as :func:`random_junk_episode` does."""
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, info = env.last(observe=False)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        env.step(rng.choice(junk) if rng.random() < junk_rate else legal(env, agent, info, rng))
+    return env
+
+
+def canonical(record: dict) -> str:
+    """An episode record as canonical JSON, the form byte-for-byte comparisons use."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+def check_api(game_id: str, num_cycles: int = 60, **config) -> None:
+    """PettingZoo's ``api_test`` on the AEC env."""
+    from pettingzoo.test import api_test
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # api_test warns that Text spaces are not Box/Discrete
+        api_test(make(game_id, **config), num_cycles=num_cycles)
+
+
+def check_seed(game_id: str, num_cycles: int = 20, **config) -> None:
+    """PettingZoo's ``seed_test``: two envs reset with one seed behave identically."""
+    from pettingzoo.test import seed_test
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seed_test(lambda: make(game_id, **config), num_cycles=num_cycles)
+
+
+def check_parallel_api(game_id: str, num_cycles: int = 60, **config) -> None:
+    """PettingZoo's ``parallel_api_test`` through ``aec_to_parallel``; only for games whose
+    every phase is simultaneous (``GameInfo.simultaneous``)."""
+    from pettingzoo.test import parallel_api_test
+    from pettingzoo.utils.conversions import aec_to_parallel
+    if not game_class(game_id).info.simultaneous:
+        _fail(f"{game_id}: GameInfo.simultaneous is False, so it has no parallel form to test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parallel_api_test(aec_to_parallel(make(game_id, **config)), num_cycles=num_cycles)
+
+
+def check_random_play(game_id: str, episodes: int = 6, junk: Sequence[str] = JUNK, **config) -> None:
+    """Seeded random legal play mixed with ~20% junk ends every episode within the turn cap,
+    with rewards in {-1, 0, 1}, outcomes win/draw/loss and every turn's validity logged."""
+    for seed in range(episodes):
+        env = random_junk_episode(game_id, seed, junk, **config)
+        record = env.episode_record()
+        where = f"{game_id} seed {seed}"
+        if not record["finished"]:
+            _fail(f"{where}: the episode did not finish")
+        if record["steps"] > env.max_steps:
+            _fail(f"{where}: {record['steps']} steps, over the turn cap of {env.max_steps}")
+        if not set(record["rewards"].values()) <= REWARDS:
+            _fail(f"{where}: rewards {record['rewards']} are not all in {{-1, 0, 1}}")
+        if not set(record["outcomes"].values()) <= OUTCOMES:
+            _fail(f"{where}: outcomes {record['outcomes']} are not all win/draw/loss")
+        if not all(isinstance(turn["valid"], bool) for turn in record["turns"]):
+            _fail(f"{where}: a logged turn has no valid flag")
+
+
+def check_determinism(game_id: str, seed: int = 123, junk: Sequence[str] = JUNK, **config) -> None:
+    """The same seed and the same actions give the same episode record, byte for byte."""
+    first = canonical(random_junk_episode(game_id, seed, junk, **config).episode_record())
+    again = canonical(random_junk_episode(game_id, seed, junk, **config).episode_record())
+    if first != again:
+        at = next(i for i, (a, b) in enumerate(zip(first, again)) if a != b) if len(first) == len(again) else None
+        _fail(f"{game_id} seed {seed}: two plays of the same actions logged different records"
+              + (f" (first difference at character {at}: {first[max(0, at - 60):at + 60]!r})" if at is not None else ""))
+
+
+def check_replay(game_id: str, seed: int = 3, junk: Sequence[str] = JUNK, **config) -> None:
+    """The record/replay round trip: a default log (no observations) replays to exactly the
+    observations a fully logged run (``log_observations=True``) holds, and the option changes
+    nothing else in the record."""
+    from .logs import replay_observations
+    config = {k: v for k, v in config.items() if k != "log_observations"}
+    lean = random_junk_episode(game_id, seed, junk, junk_rate=0.1, **config).episode_record()
+    full = random_junk_episode(game_id, seed, junk, junk_rate=0.1, log_observations=True, **config).episode_record()
+    if not lean["turns"]:
+        _fail(f"{game_id} seed {seed}: the episode logged no turns")
+    if any("observation" in turn for turn in lean["turns"]):
+        _fail(f"{game_id}: the default log repeats observations (log_observations is off)")
+    stripped = json.loads(canonical(full))
+    stripped["config"].pop("log_observations", None)
+    for turn in stripped["turns"]:
+        turn.pop("observation", None)
+    lean_config = json.loads(canonical(lean))
+    lean_config["config"].pop("log_observations", None)
+    if canonical(stripped) != canonical(lean_config):
+        _fail(f"{game_id} seed {seed}: log_observations=True changed more than the logged observations")
+    rebuilt = replay_observations(lean)
+    for index, (turn, text) in enumerate(zip(full["turns"], rebuilt)):
+        if turn["observation"] != text:
+            _fail(f"{game_id} seed {seed}: replay rebuilt turn {index}'s observation differently")
+    if len(rebuilt) != len(full["turns"]):
+        _fail(f"{game_id} seed {seed}: replay rebuilt {len(rebuilt)} observations for {len(full['turns'])} turns")
+
+
+def check_clone(game_id: str, seed: int = 11, decisions: int = 5, max_steps: int = 60, **config) -> None:
+    """``env.clone()`` taken a few decisions in and continued with the same actions gives the
+    record the original gives, and stepping a clone leaves the original untouched."""
+    env = make(game_id, max_steps=max_steps, **config)
+    env.reset(seed=seed)
+    rng = random.Random(5)
+    for _ in range(decisions):       # a few decisions in, so the clone copies a game in progress
+        agent = env.agent_selection
+        _, _, terminated, truncated, info = env.last(observe=False)
+        env.step(None if terminated or truncated else grammar_sample(env, agent, info, rng))
+    restored, other_future = env.clone(), env.clone()
+    before = canonical(env.episode_record())
+    # junk too, so that random fallbacks draw on the env's own RNG
+    play_out(other_future, random.Random(99), ("junk",), junk_rate=0.1)
+    if canonical(env.episode_record()) != before:
+        _fail(f"{game_id}: stepping a clone changed the original env")
+    original = canonical(play_out(env, random.Random(7), ("junk",), junk_rate=0.1).episode_record())
+    if not json.loads(original)["finished"]:
+        _fail(f"{game_id}: the episode did not finish within {max_steps} steps")
+    if canonical(play_out(restored, random.Random(7), ("junk",), junk_rate=0.1).episode_record()) != original:
+        _fail(f"{game_id}: a clone continued with the same actions logged a different record")
+
+
+def check_game(game_id: str, episodes: int = 6, **config) -> None:
+    """Every check above on one registered game (the parallel API test only for simultaneous
+    games); ``config`` goes to each ``make``."""
+    check_api(game_id, **config)
+    check_seed(game_id, **config)
+    if game_class(game_id).info.simultaneous:
+        check_parallel_api(game_id, **config)
+    check_random_play(game_id, episodes=episodes, **config)
+    check_determinism(game_id, **config)
+    check_replay(game_id, **config)
+    check_clone(game_id, **{k: v for k, v in config.items() if k != "max_steps"})
+
+
+__all__ = ["JUNK", "canonical", "check_api", "check_clone", "check_determinism", "check_game", "check_parallel_api",
+           "check_random_play", "check_replay", "check_seed", "grammar_sample", "play_out", "random_junk_episode"]
