@@ -28,7 +28,7 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 ENUMERATION_LIMIT = 5000
 
 
-# Caps applied before parsing (GAMES.md "Invalid actions": junk never crashes an env).
+# Caps applied before parsing (the shared rules, "Invalid actions": junk never crashes an env).
 MAX_ACTION_CHARS = 4000     # the longest legal action is a 600-character talk line in JSON
 MAX_JSON_DEPTH = 8          # {"action_type": ..., "argument": [...]} needs 2
 MAX_INT_DIGITS = 18         # every Int range in the games fits; avoids int() on huge digit strings
@@ -64,7 +64,7 @@ def clip(text: str, limit: int = MAX_LOG_TEXT_CHARS) -> str:
 
 
 def fold(text: str) -> str:
-    """The form names and keywords are matched in (GAMES.md "Names"): NFC, then case folding,
+    """The form names and keywords are matched in (the shared rules in ``socialgym_env.games``): NFC, then case folding,
     so a decomposed "Björn" (o + combining diaeresis) is the composed "Björn"."""
     return unicodedata.normalize("NFC", text).casefold()
 

@@ -570,7 +570,7 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ log
     def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
                        extra: Optional[dict] = None, playbook_ids: Optional[dict] = None) -> dict:
-        """The JSONL episode record (DESIGN.md "Logs are the product's data")."""
+        """The JSONL episode record (the log format: docs/log-format.md)."""
         state = self.state
         policies = policies or {}
         playbooks = playbooks or {}

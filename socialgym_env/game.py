@@ -14,7 +14,7 @@ from .actions import Action, ActionSpec
 from .errors import EngineError
 from .state import State
 
-# Outcome rules of GAMES.md "Outcome reward".
+# The outcome rules ("Outcome reward" in the shared rules, socialgym_env/games/__init__.py).
 TWO_PLAYER = "two_player"        # higher score +1, lower -1, equal 0
 TEAM = "team"                    # winners' team +1, everyone else -1, no winners: all 0
 MEDIAN = "median"                # score above median +1, below -1, equal 0
@@ -165,7 +165,7 @@ class Game:
         return seat.role, seat.team
 
     def on_truncation(self, state: State) -> None:
-        """The game's turn-cap rule. Default (GAMES.md "Turn cap"): the outcome rule on the
+        """The game's turn-cap rule. Default (the shared rules, "Turn cap"): the outcome rule on the
         scores so far -- a draw for team and winner-take-all games, which have no winner yet --
         with a reason that says exactly what the rewards say."""
         rewards = outcome_rewards(self.info.outcome, state.agents, state.scores, ())
@@ -207,7 +207,7 @@ class Game:
 # Outcome rules (pure functions)
 # --------------------------------------------------------------------------------------
 def outcome_rewards(rule: str, agents: Sequence[str], scores: dict, winners: Sequence[str]) -> dict:
-    """Terminal rewards in {-1, 0, +1} by the GAMES.md outcome rules; no seat-order tie-breaks."""
+    """Terminal rewards in {-1, 0, +1} by the shared outcome rules; no seat-order tie-breaks."""
     if rule == TWO_PLAYER:
         a, b = agents
         diff = scores[a] - scores[b]

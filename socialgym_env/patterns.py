@@ -94,7 +94,7 @@ def plurality(state: State, votes: dict, *, tie: str = "none", announce: bool = 
     if not counts:
         return None
     top = max(counts.values())
-    # GAMES.md "Abstaining": abstention is a candidate; if it has or ties the plurality,
+    # The shared rules, "Votes": abstention is a candidate; if it has or ties the plurality,
     # nobody is chosen (one vote among three abstentions exiles nobody).
     abstentions = sum(1 for t in votes.values() if t is None)
     if abstentions >= top:

@@ -231,7 +231,7 @@ def test_strict_majority():
 
 
 def test_default_turn_cap_reason_says_what_the_rewards_say():
-    # GAMES.md "Turn cap": no cap rule of its own -> the outcome rule on the scores so far,
+    # The shared rules, "Turn cap": no cap rule of its own -> the outcome rule on the scores so far,
     # and never "draw" when the rewards are not a draw.
     env = socialgym_env.make("prisoners_dilemma", max_steps=2)
     env.reset(seed=0)

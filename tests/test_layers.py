@@ -1,4 +1,4 @@
-"""The layers run one way (DESIGN.md) and the command line sits on top of all of them."""
+"""The layers run one way (engine <- agents <- benchmarks / training) and the command line sits on top of all of them."""
 import subprocess
 import sys
 from importlib.metadata import EntryPoint

@@ -85,7 +85,7 @@ class CoupHonest(BasePolicy):
         cards, pending = gs["my_cards"], gs["pending"]
         kind, actor, target, claim = pending["type"], pending["actor"], pending["target"], pending["claim"]
         if self.bluffs and (kind == "foreign_aid" or target == me) and kind in ("foreign_aid", "steal", "assassinate"):
-            # blocks cannot be challenged here (GAMES.md), so a bluffed block is free
+            # blocks cannot be challenged (the Coup rules), so a bluffed block is free
             return "block Captain" if kind == "steal" else "block"
         if kind == "foreign_aid":
             return "block" if "Duke" in cards else "pass"

@@ -9,6 +9,12 @@ The proposer alternates (seat 0 in odd rounds).
 | propose  | proposer  | ``propose N`` — N (0–10) is what the proposer KEEPS        |
 | respond  | responder | ``accept`` (proposer N, responder 10−N) / ``reject`` (0, 0) |
 
+Observation (both seats the same): the rules, the round and its proposer, the running scores and
+the announcement of every earlier offer and answer; ``public_data`` holds the offer on the
+table.
+End: after ``rounds`` rounds (at least 1). Turn cap: 500 decisions, a safety net far above the 2
+decisions a round the rules need; reaching it is a truncation scored on the points so far by the
+outcome rule.
 Reward: +1 higher total, −1 lower, 0 equal. Invalid action fallbacks: ``propose 5`` for the
 proposer, ``reject`` for the responder (nobody is paid on a broken reply).
 Version history: v0 initial.

@@ -17,6 +17,13 @@ seat 1. Each seat's prompt states its own preference in words; no person is name
 | Y, Y                     | 2, 3                    |
 | mismatch                 | 0, 0                    |
 
+Observation: the description with the seat's own preference, the round, the running scores, the
+talk so far and every revealed past round (both choices). Talk is public; choices are blind
+until both are in.
+End: after ``rounds`` rounds (at least 1). Turn cap: 1000 decisions, a safety net far above the
+4 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
+Talk fallback: ``pass``.
 Reward: +1 higher total, −1 lower, 0 equal. Metric: ``coordination`` = share of rounds with
 matching choices. Invalid move fallback: a random legal choice (never a seat's default).
 Version history: v0 initial.

@@ -13,6 +13,12 @@ nodes belong to the sub-game's first mover, even nodes to the second mover. Payo
 | 3    | 6, 2      | | 6    | 13, 24    |
 
 Pass at node 6 pays (24, 16). Sub-game k's first mover is seat (k−1) mod 2.
+Observation (both seats the same): the payoff table, the sub-game and node, whether the seat is
+the first or second mover, the running scores and the announcement of every earlier move;
+``public_data`` holds sub-game, node, first mover and scores.
+End: after ``subgames`` sub-games (at least 1). Turn cap: 500 decisions, a safety net far above
+the 6 decisions a round the rules need; reaching it is a truncation scored on the points so far
+by the outcome rule.
 Reward: +1 higher cumulative score, −1 lower, 0 equal. Metric: ``coordination`` = mean share
 of the tree traversed (node reached / 6). Invalid action fallback: ``take``.
 Version history: v0 initial.

@@ -9,7 +9,13 @@ Create: ``socialgym_env.make("chicken", rounds=10)``
 | straight, swerve    | 5, 1                |
 | straight, straight  | 0, 0                |
 
-Observation: rules, round, running scores, revealed past rounds.
+Setup: no roles; scores start at 0. Each round both moves are chosen blind and revealed
+together.
+Observation (every seat the same): the description, the round, the running scores and every
+revealed past round; ``public_data`` holds round, rounds, history and scores.
+End: after ``rounds`` rounds (at least 1). Turn cap: 1000 decisions, a safety net far above the
+2 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
 Reward: +1 higher total, −1 lower, 0 equal. Invalid action fallback: random legal move.
 Version history: v0 initial.
 """

@@ -20,7 +20,7 @@ action is invalid with the reason ``shares must sum to 100 (got N)``. Offers are
 all are in, then revealed. Identical offers → each survivor scores its share / 100; any
 mismatch → every survivor scores 0. Eliminated players score −1.
 
-Reward (GAMES.md): −1 for the eliminated; if a deal was struck, +1 for the survivor(s) with
+Reward: −1 for the eliminated; if a deal was struck, +1 for the survivor(s) with
 the largest share and 0 for the other survivors; no deal, 0 for every survivor. So the final
 deal matters (a median split would give every survivor +1 whatever the offers). The tournament
 compares Dead Last pairs by score (``GameInfo.rank_by="score"``): a larger share beats a smaller.
@@ -55,7 +55,7 @@ def offer_scores(agents, survivors, offers: dict) -> dict:
 
 
 def deal_rewards(agents, survivors, scores: dict, deal: bool) -> dict:
-    """GAMES.md rewards: eliminated -1; with a deal the largest share(s) +1, other survivors 0."""
+    """The Dead Last rewards: eliminated -1; with a deal the largest share(s) +1, other survivors 0."""
     best = max(scores[a] for a in survivors) if deal else None
     return {a: (-1.0 if a not in survivors else 1.0 if deal and scores[a] == best else 0.0) for a in agents}
 

@@ -7,6 +7,13 @@ Create: ``socialgym_env.make("minority_game", rounds=12)``
 | one side strictly smaller                  | 3 to each member of that side  |
 | sides equal, or everybody chose the same   | 0 to everyone                  |
 
+Setup: no roles; scores start at 0. Each round all five moves are chosen blind and revealed
+together.
+Observation (every seat the same): the description, the round, the running scores and every
+revealed past round; ``public_data`` holds round, rounds, history and scores.
+End: after ``rounds`` rounds (at least 1). Turn cap: 2000 decisions, a safety net far above the
+5 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
 Reward: median split on totals. Invalid action fallback: random legal move.
 Version history: v0 initial.
 """

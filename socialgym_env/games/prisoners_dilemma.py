@@ -14,7 +14,13 @@ Create: ``socialgym_env.make("prisoners_dilemma", rounds=5)``
 | D, C               | 5, 0                |
 | D, D               | 1, 1                |
 
-Observation: the rules, the round, running scores and every revealed past round.
+Setup: no roles; scores start at 0. Each round both moves are chosen blind and revealed
+together.
+Observation (every seat the same): the description, the round, the running scores and every
+revealed past round; ``public_data`` holds round, rounds, history and scores.
+End: after ``rounds`` rounds (at least 1). Turn cap: 1000 decisions, a safety net far above the
+2 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
 Reward: +1 for the higher total, −1 for the lower, 0 on equal totals.
 Invalid action fallback: a random legal move (env RNG), recorded in ``infos``.
 Version history: v0 initial.

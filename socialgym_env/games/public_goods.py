@@ -7,7 +7,16 @@ Create: ``socialgym_env.make("public_goods", rounds=10)``
 | contribute N   | put N of your 10 (0–10) in the pot, privately       |
 
 Payoff each round: ``(10 − c_i) + 1.5 · Σc / 4``. All contributions are revealed after the
-round. Reward: median split on totals. Metric: ``coordination`` = mean share of the endowment
+round.
+
+Setup: no roles; scores start at 0; each round every seat gets a fresh endowment of 10 (coins
+not contributed are kept as that round's points). Observation (every seat the same): the
+description, the round, the running scores and every revealed past round; ``public_data`` holds
+round, rounds, history and scores.
+End: after ``rounds`` rounds (at least 1). Turn cap: 2000 decisions, a safety net far above the
+4 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
+Reward: median split on totals. Metric: ``coordination`` = mean share of the endowment
 contributed. Invalid action fallback: ``contribute 0`` (keep everything, the neutral choice).
 Version history: v0 initial.
 """

@@ -7,6 +7,13 @@ Create: ``socialgym_env.make("stag_hunt", rounds=10)``
 | everyone hunts stag    | 5 each                                  |
 | otherwise              | each hare hunter 2, each stag hunter 0  |
 
+Setup: no roles; scores start at 0. Each round all four moves are chosen blind and revealed
+together.
+Observation (every seat the same): the description, the round, the running scores and every
+revealed past round; ``public_data`` holds round, rounds, history and scores.
+End: after ``rounds`` rounds (at least 1). Turn cap: 2000 decisions, a safety net far above the
+4 decisions a round the rules need; reaching it is a truncation scored on the points so far by
+the outcome rule.
 Reward: median split on totals (above the median +1, below −1, equal 0; no seat-order
 tie-breaks). Metric: ``coordination`` = share of rounds in which everyone hunted stag.
 Invalid action fallback: random legal move. Version history: v0 initial.

@@ -13,8 +13,11 @@ jury elects the winner.
 | plea       | the 3 finalists, one message each      | ``say TEXT`` / ``pass``                    |
 | jury       | the jurors (eliminated players), simultaneous | ``vote NAME`` (a finalist)          |
 
-Votes are revealed after each vote. Plurality eliminates; a tie is broken by the env's seeded
-RNG and the transcript says so. The jury vote is plurality too, tie → RNG (announced).
+Observation: every message is public (the eliminated keep watching the board); each seat sees
+the live players, the jury, the votes so far and its own status. Votes are revealed after each
+vote. Plurality eliminates; a tie is broken by the env's seeded
+RNG and the transcript says so. The jury vote is plurality too, tie → RNG (announced);
+the game ends with it.
 Discussion round ``r`` starts with seat ``(r − 1) mod 6`` (or the next live seat after it).
 
 Reward (outcome CUSTOM): jury winner +1, the other finalists 0, jurors −1; the same values are

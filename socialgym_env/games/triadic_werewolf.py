@@ -3,7 +3,7 @@
 Create: ``socialgym_env.make("triadic_werewolf", max_debate_turns=12, max_explanation_turns=6,
 measure=False)``
 
-After seeds/002 (Triadic Werewolf: a Jester role for multi-hop theory of mind), which adopts
+After the paper "Triadic Werewolf: A Jester Role for Multi-Hop Theory of Mind in LLMs", which adopts
 the bidding debate of Werewolf Arena / WOLF. The game starts at night; ``round`` is the day
 number (night N precedes day N).
 
@@ -367,7 +367,7 @@ class TriadicWerewolf(Game):
 
     def _draw(self, state, reason: str) -> None:
         """A draw gives 0 to everyone except a Jester killed at night, who has already lost (-1 in
-        every ending, GAMES.md). A dead Jester was killed at night: its exile ends the game."""
+        every ending, by the rules above). A dead Jester was killed at night: its exile ends the game."""
         jester_dead = [a for a in state.agents if state.role(a) == JESTER and not state.seat[a].alive]
         rewards = {a: (-1.0 if a in jester_dead else 0.0) for a in state.agents}
         if jester_dead:

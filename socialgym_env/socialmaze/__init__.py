@@ -1,4 +1,4 @@
-"""SocialMaze Hidden Role Deduction (seed 004; GAMES.md item 24) as a certified puzzle task.
+"""SocialMaze Hidden Role Deduction (the SocialMaze paper) as a certified puzzle task.
 
 n players (presets "easy" n=6, "hard" n=10; any n >= 4), T rounds (default 3).
 Roles: one Criminal, Investigators (always truthful), Rumormongers (told they are

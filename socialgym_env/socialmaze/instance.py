@@ -1,4 +1,4 @@
-"""Data model of a Hidden Role Deduction puzzle (SocialMaze, seed 004, GAMES.md item 24).
+"""Data model of a Hidden Role Deduction puzzle (the SocialMaze paper).
 
 A game has ``n`` players, ``Player 1 … Player n``. Each holds one secret role:
 

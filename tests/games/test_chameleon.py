@@ -1,4 +1,4 @@
-"""Chameleon (GAMES.md item 14): scripted rule tests with exact outcomes and transcript lines."""
+"""Chameleon: scripted rule tests with exact outcomes and transcript lines."""
 import pytest
 
 import socialgym_env

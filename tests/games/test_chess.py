@@ -1,4 +1,4 @@
-"""Chess (GAMES.md item 23): UCI/SAN moves, illegal moves, the library's end rules, the cap, PGN."""
+"""Chess: UCI/SAN moves, illegal moves, the library's end rules, the cap, PGN."""
 import io
 
 import chess

@@ -1,4 +1,4 @@
-"""Rule tests for Coup (GAMES.md item 12), played through the env.
+"""Rule tests for Coup, played through the env.
 
 Hidden cards are set right after reset (``deal``) so each rule is played out exactly; the
 deck stays a valid 15-card court deck."""

@@ -1,4 +1,4 @@
-"""Dead Last (GAMES.md item 22): strict-majority pointing, final negotiation and offers."""
+"""Dead Last: strict-majority pointing, final negotiation and offers."""
 import json
 import random
 

@@ -1,4 +1,4 @@
-"""Insider (GAMES.md item 15): the default Master's oracle, a pluggable Master, and scripted
+"""Insider: the default Master's oracle, a pluggable Master, and scripted
 rule tests for every ending with exact outcomes and transcript lines."""
 import pytest
 

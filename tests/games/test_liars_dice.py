@@ -1,4 +1,4 @@
-"""Rule tests for Liar's Dice (GAMES.md item 10), played through the env."""
+"""Rule tests for Liar's Dice, played through the env."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Rule tests for The Resistance (GAMES.md item 18), played through the env with scripted moves.
+"""Rule tests for The Resistance, played through the env with scripted moves.
 
 Seed 0 deals: player_0 Yusuf, player_1 Björn, player_2 Chidi (Resistance), player_3 Quinn,
 player_4 Cyrus (Spies); the first leader drawn by the env's RNG is Chidi (player_2).

@@ -1,4 +1,4 @@
-"""Sheriff of Nottingham (GAMES.md item 13): exact payoffs, rotation, phases and visibility."""
+"""Sheriff of Nottingham: exact payoffs, rotation, phases and visibility."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Rule tests for Skull (GAMES.md item 11), played through the env."""
+"""Rule tests for Skull, played through the env."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Spyfall (GAMES.md item 16): scripted rule tests with exact outcomes and transcript lines."""
+"""Spyfall: scripted rule tests with exact outcomes and transcript lines."""
 import pytest
 
 import socialgym_env

@@ -1,4 +1,4 @@
-"""Survivor (GAMES.md item 21): discussion, votes, jury, plea, final rewards."""
+"""Survivor: discussion, votes, jury, plea, final rewards."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Rule tests for Triadic Werewolf (GAMES.md item 20, seeds/002), played through the env.
+"""Rule tests for Triadic Werewolf, played through the env.
 
 Seed 0 deals: player_0 Yusuf, player_1 Björn, player_2 Chidi, player_3 Quinn (Villagers),
 player_4 Cyrus, player_5 Bea (Werewolves), player_6 Zoë (Villager), player_7 Tariq (Doctor),

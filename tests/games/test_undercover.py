@@ -1,4 +1,4 @@
-"""Undercover (GAMES.md item 17): scripted rule tests with exact outcomes and transcript lines,
+"""Undercover: scripted rule tests with exact outcomes and transcript lines,
 for both the default (roles known) and the classic (``roles_known=False``) variant."""
 import re
 

@@ -1,4 +1,4 @@
-"""Rule tests for Werewolves (GAMES.md item 19), played through the env with scripted moves.
+"""Rule tests for Werewolves, played through the env with scripted moves.
 
 Seed 0 deals: player_0 Yusuf (Villager), player_1 Björn (Werewolf), player_2 Chidi (Werewolf),
 player_3 Quinn (Villager), player_4 Cyrus (Seer), player_5 Bea (Witch).
