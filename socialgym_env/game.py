@@ -32,7 +32,35 @@ SKILLS = ("strategic", "cooperation", "coordination", "deception", "probabilisti
 @dataclass(frozen=True)
 class GameInfo:
     """Per-game metadata (OpenSpiel-style): what the catalogue, the tournament and the
-    rating profiles read."""
+    rating profiles read. Checked when the class is defined (a bad value is a ValueError).
+
+    id:            the game id (``make(id)``, ``socialgym/<id>-v<version>``); lower_snake_case.
+    name:          the display name ("Liar's Dice").
+    category:      one of ``CATEGORIES``: normal_form, economic, bluffing, hidden_role,
+                   social_strategy, control.
+    num_players:   the default seat count (``player_counts`` on the Game class lists others).
+    information:   one of ``INFORMATION``: complete, hidden_state (private dice, hands, bids),
+                   hidden_roles (secret roles or teams).
+    communication: one of ``COMMUNICATION``: none, structured (fixed-form claims or bids),
+                   free_form (``say`` text).
+    horizon:       one of ``HORIZONS``: single_round, fixed_rounds, open_ended (until a side
+                   wins); the tournament starts open-ended games first.
+    iteration:     the same in the paper's words, free text ("5 rounds", "until elimination").
+    skills:        a tuple of ``SKILLS``: strategic, cooperation, coordination, deception,
+                   probabilistic, tom, negotiation, persuasion (rating profiles group by them).
+    outcome:       the outcome rule: ``TWO_PLAYER``, ``TEAM``, ``MEDIAN``, ``WINNER_TAKE_ALL``
+                   or ``CUSTOM`` (the game passes rewards to ``State.finish``).
+    max_steps:     the turn cap in decisions; reaching it truncates the episode.
+    cooperative:   reported by win rate and a ``coordination`` metric, left out of Elo.
+    roles:         ``((role, count, team), ...)``; empty: every seat is "player", no team.
+    main_role:     the majority / cooperative role (Elo-Main and SPaRTan's ``main`` side).
+    alt_role:      the minority / deceptive role (Elo-Alt and SPaRTan's ``alt`` side).
+    simultaneous:  every phase is a simultaneous move of all seats (then the env also works
+                   through ``aec_to_parallel``; checked against the phases).
+    rank_by:       what Elo pairs compare: "reward" (the outcome) or "score" (raw points).
+    version:       bump it when the rules change, so logs of different rules never mix.
+    description:   the rules as every seat's prompt states them (plain text, a few sentences).
+    """
 
     id: str
     name: str
@@ -40,17 +68,17 @@ class GameInfo:
     num_players: int
     information: str
     communication: str
-    horizon: str            # single_round / fixed_rounds / open_ended (structural axis)
-    iteration: str          # the paper's wording, e.g. "5 rounds", "until elimination"
+    horizon: str
+    iteration: str
     skills: tuple
     outcome: str
-    max_steps: int          # turn cap: reaching it truncates the episode
+    max_steps: int
     cooperative: bool = False
-    roles: tuple = ()       # ((role, count, team), ...); empty: everyone is "player"
-    main_role: Optional[str] = None   # majority / cooperative side (Elo-Main)
-    alt_role: Optional[str] = None    # minority / deceptive side (Elo-Alt)
-    simultaneous: bool = False        # every phase is a simultaneous move of all seats
-    rank_by: str = "reward"           # what Elo pairs compare: the outcome reward or the raw score
+    roles: tuple = ()
+    main_role: Optional[str] = None
+    alt_role: Optional[str] = None
+    simultaneous: bool = False
+    rank_by: str = "reward"
     version: int = 0
     description: str = ""
 

@@ -61,6 +61,32 @@ class Result:
 
 
 class State:
+    """Everything an episode's rules read and write. The engine creates it at ``reset`` (seats
+    dealt, names drawn, ``rng`` seeded) and hands it to every Game hook and Phase function.
+
+    Fields:
+        game_id, config:  the game's id and its checked config (defaults merged in).
+        seats, seat:      the :class:`Seat` list in seat order, and the same by agent id.
+        rng:              the episode's ``random.Random`` (seeded by ``reset``); the only
+                          randomness a game may use, so a seed replays byte for byte.
+        phase:            the current phase's name (set with :meth:`goto`).
+        round:            the game's round / day counter, shown in ``infos`` and logs; the game
+                          sets it (the engine never does).
+        step:             decisions taken so far (the turn cap counts these).
+        phase_entries:    how many times a phase was entered (lets a game tell a re-entered
+                          phase from the same one).
+        messages:         the board, every :class:`Message` posted, in order.
+        scores:           raw points per agent id (``infos[agent]["score"]``).
+        result:           the :class:`Result` once the episode has ended, else None.
+        g:                a namespace for the game's own bookkeeping (``state.g.pot = 0``).
+
+    Reading an action: a phase's ``resolve(state, actions)`` gets ``{agent: Action}`` and its
+    ``on_action(state, agent, action)`` one :class:`~socialgym_env.actions.Action`, already
+    parsed and legal: ``action.type`` is the keyword, ``action.arg`` the first argument's
+    value (an int for ``Int``, an agent id for ``Player``, the text for ``Text``),
+    ``action.values`` all of them, ``action.text`` the canonical string.
+    """
+
     def __init__(self, game_id: str, config: dict, seats: list[Seat], rng: random.Random):
         self.game_id = game_id
         self.config = config
