@@ -1,9 +1,11 @@
 """Social Gym: multi-agent social games as PettingZoo AEC envs with text observations.
 
->>> import socialgym_env
->>> env = socialgym_env.make("prisoners_dilemma")
->>> [g["id"] for g in socialgym_env.list_games()][:2]
-['prisoners_dilemma', 'chicken']
+Usage:
+
+    >>> import socialgym_env
+    >>> env = socialgym_env.make("prisoners_dilemma")
+    >>> [g["id"] for g in socialgym_env.list_games()][:2]
+    ['prisoners_dilemma', 'chicken']
 """
 from . import patterns
 from .actions import Action, ActionError, ActionSpec, Choice, Grammar, Int, Player, Text, Word
