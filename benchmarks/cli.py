@@ -39,8 +39,10 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
                              preset=preset, scripted_episodes=scripted_episodes)
     print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
+    failures = (f"; {result.failed} of the episodes played now FAILED (their log records hold the error; "
+                "a rerun retries them)") if result.failed else ""
     print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
-          f"{result.played} played now{retries}")
+          f"{result.played} played now{retries}{failures}")
     print(f"logs: {result.log_dir}")
     replays = result.summary.get("replays") or {}
     if replays:

@@ -258,6 +258,7 @@ class TournamentResult:
     played: int
     games: list
     retried: int = 0                    # episodes logged as failed before and played again now
+    failed: int = 0                     # episodes played now that ended as failed records
     summary: dict = field(default_factory=dict)
 
 
@@ -290,8 +291,10 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
                              address=ray_address)
         else:
             raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    # A failed episode is logged (with its error) and counted apart, never passed off as played.
+    failed = len({j.episode_id for j in todo} & failed_ids(log_dir)) if played else 0
     result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,
-                              sorted({j.game for j in jobs}), retried=retried)
+                              sorted({j.game for j in jobs}), retried=retried, failed=failed)
     if leaderboard:
         from .leaderboard_render import build_leaderboard
         result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot)

@@ -145,3 +145,39 @@ def test_a_registration_workers_cannot_import_is_an_error_before_play(tmp_path):
                          workers=1, progress=False) == 1
     finally:
         registry.unregister_game("local_pd")
+
+
+def test_a_game_registered_here_reaches_ray_actors(example_registered, tmp_path):
+    import ray                                           # .ci/run installs ray: a missing one fails
+    from agents.runner import EpisodeJob
+    from benchmarks.tournament_backends import run_ray
+    assert not ray.is_initialized()      # run_ray starts the local instance, with the game's package on its path
+    shards = {GAME: [EpisodeJob(GAME, seed, ["scripted:random"] * 3) for seed in range(4)]}
+    try:
+        played = run_ray(shards, tmp_path, workers=2, progress=False, chunk_size=2)
+    finally:
+        ray.shutdown()
+    records = [json.loads(line) for line in (tmp_path / f"{GAME}.jsonl").read_text().splitlines()]
+    assert played == 4 and sorted(r["seed"] for r in records) == [0, 1, 2, 3]
+    assert not any(r.get("failed") for r in records)
+
+
+def test_failed_episodes_are_counted_apart_from_played(tmp_path, monkeypatch, capsys):
+    """Whatever makes episodes fail inside the workers, the command says how many failed."""
+    from agents.runner import failed_record
+    from benchmarks import cli as bench_cli
+    from benchmarks import tournament as tour
+    from socialgym_env.logs import append_episode
+
+    real_run_local = tour.run_local
+
+    def one_failing_worker(shards, log_dir, **options):       # the first episode fails, the rest play
+        (game, jobs), = shards.items()
+        append_episode(log_dir / f"{game}.jsonl", failed_record(jobs[0], RuntimeError("worker lost the game")))
+        return 1 + real_run_local({game: jobs[1:]}, log_dir, **options)
+
+    monkeypatch.setattr(tour, "run_local", one_failing_worker)
+    bench_cli.run_tournament_command(games=["prisoners_dilemma"], agents=["scripted:random"], episodes=2,
+                                     out=tmp_path, workers=1, progress=False, bootstrap=10)
+    out = capsys.readouterr().out
+    assert "2 played now; 1 of the episodes played now FAILED" in out
