@@ -47,7 +47,7 @@ def _metadata_table(game_id: str) -> str:
             ("horizon", f"{info.horizon} ({info.iteration})"), ("skills", ", ".join(info.skills)),
             ("roles", roles), ("outcome rule", f"`{info.outcome}`"), ("turn cap", f"{info.max_steps} decisions"),
             ("simultaneous", "yes" if info.simultaneous else "no"), ("module", f"`{game_class(game_id).__module__}`")]
-    return "\n".join(["| | |", "|---|---|"] + [f"| {key} | {value} |" for key, value in rows])
+    return "\n".join(["| field | value |", "|---|---|"] + [f"| {key} | {value} |" for key, value in rows])
 
 
 def game_page(game_id: str) -> str:
