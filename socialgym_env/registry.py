@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import warnings
 from importlib.metadata import entry_points
 from typing import Optional
@@ -79,10 +80,9 @@ def _reference_of(cls: type[Game]) -> Optional[str]:
     module, qualname = cls.__module__, cls.__qualname__
     if module in ("__main__", "__mp_main__") or "<locals>" in qualname:
         return None
-    try:
-        found = _load_reference(f"{module}:{qualname}")
-    except ConfigError:
-        return None
+    found = sys.modules.get(module)          # the module that defined it (never imported again here)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
     return f"{module}:{qualname}" if found is cls else None
 
 
