@@ -137,6 +137,15 @@ def decision_menu(env, agent: str) -> list[MenuEntry]:
     return menu
 
 
+def cached_menu(cache: dict, env, agent: str) -> list[MenuEntry]:
+    """``decision_menu`` memoised in ``cache`` until the env's state moves (one epoch kept)."""
+    key = (id(env.state), env.state.step, len(env.agents), agent)
+    if key not in cache:
+        cache.clear()
+        cache[key] = decision_menu(env, agent)
+    return cache[key]
+
+
 def step_legal_index(env, index: int) -> None:
     """Step the acting seat with ``legal_action_list[index]``: the one integer path into the
     engine (``env.step_index`` where the engine has it, else the listed text, which parses)."""
@@ -422,10 +431,7 @@ class MaskedEnv(AECEnv):
         self.env.reset(seed=seed, options=options)
 
     def menu(self, agent: str) -> list[MenuEntry]:
-        key = (id(self.env.state), self.env.state.step, len(self.env.agents), agent)
-        if key not in self._menus:
-            self._menus = {key: decision_menu(self.env, agent)}   # one decision epoch at a time
-        return self._menus[key]
+        return cached_menu(self._menus, self.env, agent)
 
     def observe(self, agent):
         return masked_observation(self.env, self.layout, agent, self.menu(agent), self.with_text)
