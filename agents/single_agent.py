@@ -34,6 +34,10 @@ while True:
   ``action_schema``, ``role``, ``new_messages`` ...) plus ``learner``, ``invalid_actions``
   (count so far) and, at the end, ``score``, ``outcome`` and the episode ``record``.
 
+:class:`MaskedSingleAgentEnv` (``make_masked_single_agent_env``) is the same env in the masked
+view of :mod:`socialgym_env.masked`: ``Discrete(n)`` actions, an action mask (``action_masks()``
+for sb3-contrib's MaskablePPO) and a numeric observation.
+
 :class:`SingleAgentVecEnv` runs many of these at once: the opponents' decisions of every env
 are gathered each tick and sent to each policy as one ``act_batch`` (so an LLM opponent decodes
 one padded batch with per-seat KV caches, as in :mod:`agents.batched`). Model-backed opponents
