@@ -62,11 +62,14 @@ def test_the_vector_env_redeals_too():
 
 
 @pytest.mark.parametrize("game_id", GAMES)
-def test_masked_check_env(game_id):
-    env = make_masked_single_agent_env(game_id, 0, opponents="scripted:random")
+def test_check_env_masked_and_by_role(game_id):
+    roles = [t for t in _targets(game_id) if not t.startswith("player_")]
+    envs = [make_masked_single_agent_env(game_id, 0, opponents="scripted:random")]
+    envs += [make_single_agent_env(game_id, role, opponents="scripted:random") for role in roles]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_env(env, skip_render_check=True)
+        warnings.simplefilter("ignore")   # gymnasium warns that Text spaces are not Box
+        for env in envs:
+            check_env(env, skip_render_check=True)
 
 
 def test_masked_episode_against_a_fixed_opponent():
