@@ -22,12 +22,21 @@ while True:
 - **Spaces.** The game's own: observation ``Dict(text=Text)``, action ``Text``. Junk text is
   never an error: the env records it as an invalid action and applies the game's fallback
   (``invalid_action="fallback"``, the default; any engine config key can be passed).
+- **Every episode has a decision.** An episode can end before the learner acts (the learner is
+  killed in the first night, or the game ends first). ``reset`` then redeals: it plays the
+  game seeds ``derived_seed(seed, 1)``, ``derived_seed(seed, 2)``, ... (deterministic) until the
+  learner has a decision, so ``reset`` never hands out a finished episode. ``info["seed"]`` is
+  the seed played, ``info["redeals"]`` how many deals were skipped.
 - **Steps.** ``step(action)`` applies the action to the learner's seat only (the env never
   lets the learner act for another seat), then plays the opponents until the learner must act
   again or the game is over. The reward is 0 until the end, then the learner's outcome reward.
   ``info`` is the seat's decision view (``legal_action_list`` when finite, ``legal_actions``,
   ``action_schema``, ``role``, ``new_messages`` ...) plus ``learner``, ``invalid_actions``
   (count so far) and, at the end, ``score``, ``outcome`` and the episode ``record``.
+
+:class:`MaskedSingleAgentEnv` (``make_masked_single_agent_env``) is the same env in the masked
+view of :mod:`socialgym_env.masked`: ``Discrete(n)`` actions, an action mask (``action_masks()``
+for sb3-contrib's MaskablePPO) and a numeric observation.
 
 :class:`SingleAgentVecEnv` runs many of these at once: the opponents' decisions of every env
 are gathered each tick and sent to each policy as one ``act_batch`` (so an LLM opponent decodes
@@ -42,11 +51,23 @@ from collections import defaultdict
 from typing import Optional, Sequence, Union
 
 import gymnasium as gym
+import numpy as np
 
 import socialgym_env
+from socialgym_env.masked import (cached_menu, masked_layout, masked_observation, masked_observation_space,
+                                  step_slot)
 
 from .base import Request
 from .runner import PolicyPool
+
+# Deals tried for one reset before giving up (a seat that can never act).
+MAX_REDEALS = 100
+
+
+def derived_seed(seed: int, redeal: int) -> int:
+    """The game seed of the ``redeal``-th redeal of a reset with ``seed``: a hash of the pair
+    (NumPy's SeedSequence), so it is fixed by the seed and never depends on the opponents."""
+    return int(np.random.SeedSequence([int(seed) % 2**63, redeal]).generate_state(1)[0]) % 2**31
 
 class SingleAgentEnv(gym.Env):
     """A ``gymnasium.Env`` over one seat of a Social Gym game (see the module docstring)."""
@@ -105,14 +126,38 @@ class SingleAgentEnv(gym.Env):
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         self.begin(seed)
-        self._advance()
+        self._advance(until_out=True)
+        while self.done or self._learner_out():   # no decision for the learner: redeal (module docstring)
+            self.redeal()
+            self._advance(until_out=True)
         return self._observation(), self._info()
+
+    def _learner_out(self) -> bool:
+        """The learner is eliminated in a game where eliminated seats never act again."""
+        game = self.game
+        return (not game.state.seat[self.learner].alive
+                and not any(phase.allow_eliminated for phase in game.game._phases.values()))
 
     def begin(self, seed: Optional[int] = None) -> None:
         """Start an episode without playing the opponents yet (the vector env batches them)."""
         super().reset(seed=seed)
         if seed is None:
             seed = int(self.np_random.integers(2**31))
+        self.requested_seed = seed
+        self.redeals = 0
+        self._deal(seed)
+
+    def redeal(self) -> None:
+        """Deal the next derived seed of the requested one (after an episode that ended before
+        the learner's first decision); raises after MAX_REDEALS."""
+        self.redeals += 1
+        if self.redeals > MAX_REDEALS:
+            raise RuntimeError(f"{self.game_id}: {self.learner} ({self._seat or self._role}) had no decision in "
+                               f"{MAX_REDEALS} deals from seed {self.requested_seed}")
+        self._deal(derived_seed(self.requested_seed, self.redeals))
+
+    def _deal(self, seed: int) -> None:
+        self.seed_played = seed
         self._release()                  # a reset mid-episode frees the opponents' seat state
         # The seat keys depend on the game, seed and learner seat only, so the same seed gives
         # the same opponent randomness in every env (a GRPO group plays like against like).
@@ -132,14 +177,18 @@ class SingleAgentEnv(gym.Env):
             raise RuntimeError("the episode is over; call reset()")
         if self.game.agent_selection != self.learner:           # cannot happen: _advance stops only here
             raise RuntimeError(f"internal error: {self.game.agent_selection} is to act, not the learner")
-        self.game.step("" if action is None else str(action))
+        self._act(action)
         self._advance()
         reward = self.final_reward() if self.done else 0.0
         return self._observation(), reward, self.done and not self.truncated, self.truncated, self._info()
 
+    def _act(self, action) -> None:
+        """Apply the learner's action (text here; the masked view takes a slot)."""
+        self.game.step("" if action is None else str(action))
+
     def render(self):
         if self.render_mode == "ansi" and self.learner is not None:
-            return self._observation()["text"]
+            return self.game.observation_text(self.learner)
         return None
 
     def close(self):
@@ -178,9 +227,12 @@ class SingleAgentEnv(gym.Env):
         if decision.meta:
             self.game.annotate_last_turn(agent_meta=decision.meta)
 
-    def _advance(self) -> None:
-        """Play the opponents until the learner must act or the game is over."""
+    def _advance(self, until_out: bool = False) -> None:
+        """Play the opponents until the learner must act or the game is over (``until_out``:
+        or the learner is out for good, so that reset redeals without playing the rest)."""
         while (pending := self.pending_request()) is not None:
+            if until_out and self._learner_out():
+                return
             policy, agent, request = pending
             self.apply(agent, policy.act_batch([request])[0])
         self._finish_if_over()
@@ -218,8 +270,48 @@ class SingleAgentEnv(gym.Env):
         else:
             info = dict(self.game.infos[learner])
         role = self.game.state.seat[learner].role
-        info.update(learner=learner, true_role=role, invalid_actions=self.game.invalid_counts[learner])
+        info.update(learner=learner, true_role=role, invalid_actions=self.game.invalid_counts[learner],
+                    seed=self.seed_played, redeals=self.redeals)
         return info
+
+
+class MaskedSingleAgentEnv(SingleAgentEnv):
+    """One seat in the masked view (:mod:`socialgym_env.masked`): ``Discrete(n)`` actions (the
+    game's catalogue slots), observation ``Dict(observation=Box, action_mask=Box(int8))`` (plus
+    ``text`` with ``with_text=True``), and :meth:`action_masks` for sb3-contrib's MaskablePPO.
+    Opponents, seats, roles, rewards and redeals are as in :class:`SingleAgentEnv`."""
+
+    def __init__(self, game: str, seat_or_role: Union[str, int] = 0, opponents: Sequence[str] = ("scripted:random",),
+                 pool: Optional[PolicyPool] = None, policy_seed: int = 0, render_mode: Optional[str] = None,
+                 with_text: bool = False, **config):
+        super().__init__(game, seat_or_role, opponents, pool=pool, policy_seed=policy_seed,
+                         render_mode=render_mode, **config)
+        self.layout = masked_layout(game, **config)
+        self.with_text = with_text
+        self._menus: dict = {}
+        self.observation_space = masked_observation_space(self.layout, self.observation_space if with_text else None)
+        self.action_space = gym.spaces.Discrete(self.layout.n)
+
+    def menu(self):
+        """The learner's choices now (empty when the episode is over)."""
+        return [] if self.done else cached_menu(self._menus, self.game, self.learner)
+
+    def action_masks(self) -> np.ndarray:
+        """The legal slots now, as booleans (sb3-contrib's MaskablePPO calls this)."""
+        return self.layout.mask(self.menu()).astype(bool)
+
+    def _act(self, action) -> None:
+        step_slot(self.game, self.layout, self.menu(), action)
+
+    def _observation(self) -> dict:
+        return masked_observation(self.game, self.layout, self.learner, self.menu(), self.with_text)
+
+
+def make_masked_single_agent_env(game: str, seat_or_role: Union[str, int] = 0,
+                                 opponents: Sequence[str] = ("scripted:random",), **config) -> MaskedSingleAgentEnv:
+    """The masked single-seat env: as :func:`make_single_agent_env`, with integer actions and
+    an action mask; ``with_text=True`` adds the text view to the observation."""
+    return MaskedSingleAgentEnv(game, seat_or_role, opponents, **config)
 
 
 def make_single_agent_env(game: str, seat_or_role: Union[str, int] = 0, opponents: Sequence[str] = ("scripted:random",),
@@ -262,6 +354,10 @@ class SingleAgentVecEnv:
         for env, seed in zip(self.envs, seeds):
             env.begin(seed)
         self._advance_all(range(self.num_envs))
+        while unplayed := [index for index, env in enumerate(self.envs) if env.done]:
+            for index in unplayed:       # the learner had no decision: redeal, as SingleAgentEnv.reset
+                self.envs[index].redeal()
+            self._advance_all(unplayed)
         self._last = [(env._observation(), 0.0, env.done and not env.truncated, env.truncated, env._info())
                       for env in self.envs]
         return [last[0] for last in self._last], [last[4] for last in self._last]
