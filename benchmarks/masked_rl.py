@@ -1,6 +1,6 @@
 """MaskablePPO (sb3-contrib) on the masked single-seat view of three games, against fixed opponents.
 
-    nice -n 10 python -m benchmarks.masked_rl                 # the full run (~10 min on one core)
+    nice -n 10 python -m benchmarks.masked_rl                 # the full run (3 min 26 s of CPU in docs/integrations/masked.md)
     python -m benchmarks.masked_rl --steps 300 --episodes 20  # a smoke run (the test runs this)
 
 For each game in ``GAMES`` (game, learner seat, fixed opponent, config) the script:

@@ -3,7 +3,7 @@
 ```python
 from socialgym_env.masked import masked_env
 
-env = masked_env("liars_dice", num_players=2, dice_per_player=2)   # a PettingZoo AEC env
+env = masked_env("liars_dice", num_players=2, dice=2)   # a PettingZoo AEC env
 env.reset(seed=0)
 for agent in env.agent_iter():
     obs, reward, terminated, truncated, info = env.last()
