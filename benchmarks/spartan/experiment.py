@@ -385,6 +385,15 @@ class Experiment:
         return rows
 
 
+def arm_of(record: dict) -> str:
+    """baseline, playbook or placebo: the arm an evaluation record was played in (from the
+    playbook ids of its roster)."""
+    ids = {seat["playbook_id"] for seat in record.get("roster", []) if seat.get("playbook_id")}
+    if not ids:
+        return "baseline"
+    return "placebo" if next(iter(ids)).startswith("placebo-") else "playbook"
+
+
 def _condition_key(cond: Condition) -> tuple:
     return (cond.game, cond.side, cond.armed, cond.opponent, cond.kind, cond.playbook_id)
 

@@ -11,6 +11,7 @@ from scipy.stats import binomtest
 
 from benchmarks.spartan import report
 from benchmarks.spartan.cli import run_protocol
+from benchmarks.spartan.experiment import arm_of
 from benchmarks.spartan.planted import KEYWORD
 from benchmarks.spartan.protocols import StopRule
 from benchmarks.spartan.reflect import FunctionReflector
@@ -106,18 +107,11 @@ def _eval_records(folder):
     return [r for r in iter_log_dir(folder / "games" / "logs") if r["tags"].get("spartan") == "eval"]
 
 
-def _arm(record):
-    ids = {s["playbook_id"] for s in record["roster"] if s["playbook_id"]}
-    if not ids:
-        return "baseline"
-    return "placebo" if next(iter(ids)).startswith("placebo-") else "playbook"
-
-
 def _arms_by_game(records):
     """{(game, seed, seat policies): {arm: record}}: the three arms of one evaluation game."""
     arms = defaultdict(dict)
     for record in records:
-        arms[(record["game"], record["seed"], tuple(s["policy"] for s in record["roster"]))][_arm(record)] = record
+        arms[(record["game"], record["seed"], tuple(s["policy"] for s in record["roster"]))][arm_of(record)] = record
     return arms
 
 
@@ -190,7 +184,7 @@ def test_every_protocol_counts_each_condition_once_and_finds_the_planted_keyword
     # the cross protocol's 3 sources aim 2 playbooks at each target: still K baseline games per target
     cross_logs = _eval_records(tmp_path / "cross")
     for game in ITERATED:
-        baseline_games = {r["episode_id"] for r in cross_logs if r["game"] == game and _arm(r) == "baseline"}
+        baseline_games = {r["episode_id"] for r in cross_logs if r["game"] == game and arm_of(r) == "baseline"}
         assert len(baseline_games) == k
     # rerun from the logs: nothing replayed, the same counts
     again = run_protocol("cross", out=tmp_path / "cross", sources=ITERATED, targets=ITERATED, **common)
