@@ -204,7 +204,8 @@ def plot_role_gap(summary: dict, path: Path) -> None:
     title = "Role gap: Elo-Alt − Elo-Main\n(positive = minority/deceptive side stronger)"
     if games and unidentified.any():
         title += "\nnot id. = the data cannot tell this policy's gap (e.g. two policies: only their mean gap)"
-    ax.set_title(textwrap.fill(title, width=int(11 * fig_w), replace_whitespace=False), fontsize=8)
+    width = int(13 * fig_w)         # characters of 8-pt text per line of the figure's width
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
