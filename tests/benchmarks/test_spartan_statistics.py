@@ -212,3 +212,18 @@ def test_a_blind_and_a_noise_student_show_no_effect_beyond_the_nominal_rate(tmp_
     # 2 arms x 8 seeds = 16 tests: P(Bin(16, 0.05) >= 4) < 0.01
     assert rejections["planted:noise"] <= 3
     assert tests == {SIGN_FLIP}
+
+
+@pytest.mark.parametrize("protocol, settings", [
+    ("within", {"games": ["prisoners_dilemma"], "rounds": 2}),
+    ("cross", {"sources": ITERATED[:2], "targets": ITERATED[:2]}),
+    ("multigame", {"sets": {"pc": ITERATED[:2]}}),
+])
+def test_a_blind_student_shows_no_effect_in_the_self_play_protocols(tmp_path, protocol, settings):
+    """The self-play protocols arm the model itself: with a playbook-blind model every arm of
+    every seed replays its baseline, so no row is ever rejected (seeds 0 and 1)."""
+    for seed in (0, 1):
+        result = run_protocol(protocol, out=tmp_path / f"s{seed}", reflector_fn=keyword_reflector, progress=False,
+                              model="scripted:heuristic", selfplay_games=1, eval_games=4, seed=seed, **settings)
+        armed = [r for r in result["rows"] if r["condition"] != "baseline"]
+        assert armed and all(r["delta_points"] == 0 and r["p_value"] == 1.0 for r in armed)
