@@ -215,6 +215,12 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
             raise ValueError(f"unknown condition {condition!r}; valid: {', '.join(CONDITIONS)}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "study.json").exists():
+        # a run folder from before the regimes existed played shuffled deals
+        earlier = json.loads((out / "study.json").read_text(encoding="utf-8")).get("roles", "shuffled")
+        if earlier != cfg.roles:
+            raise ValueError(f"{out} holds a study with roles={earlier}; resuming it with roles={cfg.roles} would "
+                             "mix deals: use a new --out")
     (out / "study.json").write_text(json.dumps({**asdict(cfg), "game": GAME, "game_config": game_config(cfg)},
                                                indent=1), encoding="utf-8")
     pool = pool or PolicyPool(seed=cfg.seed)

@@ -258,3 +258,9 @@ def test_fixed_regime_keeps_the_jesters_seat_and_name_and_shuffled_deals_afresh(
     assert len(set(deals["shuffled"])) > 1
     with pytest.raises(ValueError, match="roles must be one of fixed, shuffled"):
         StudyConfig(roles="random")
+
+
+def test_a_study_folder_is_not_resumed_under_the_other_regime(tmp_path):
+    (tmp_path / "study.json").write_text(json.dumps({"games": 2}))      # written before the regimes: shuffled
+    with pytest.raises(ValueError, match="roles=shuffled"):
+        run_study(StudyConfig(models=["scripted:random"], games=1, out=str(tmp_path), config=TINY), progress=lambda m: None)
