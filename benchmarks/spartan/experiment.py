@@ -216,7 +216,9 @@ class Experiment:
         """experiment.json records the resolved config; resuming with a different one is refused
         (its games would be mixed with the old ones)."""
         path = self.out / "experiment.json"
-        current = self.config.to_dict()
+        # Logs played before seats were seeded by (game, seed, seat) lack common random numbers:
+        # a folder without this marker is refused rather than mixed with new games.
+        current = {**self.config.to_dict(), "seat_seeds": "agents.base.seat_seed(game, seed, seat)"}
         if path.exists():
             old = json.loads(path.read_text(encoding="utf-8"))
             keep = ("backend", "workers", "ray_address", "stop_rule", "stop_alpha", "stop_patience")   # how it runs, not what it plays

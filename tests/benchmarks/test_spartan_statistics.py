@@ -3,6 +3,7 @@ protocol, common random numbers (a playbook-blind student's arms replay identica
 paired test (exact McNemar / sign-flip) with a planted effect it must find and a null it must
 reject at no more than the nominal rate, and the stop rule fed the paper's Table 1."""
 import itertools
+import json
 from collections import defaultdict
 
 import numpy as np
@@ -227,3 +228,13 @@ def test_a_blind_student_shows_no_effect_in_the_self_play_protocols(tmp_path, pr
                               model="scripted:heuristic", selfplay_games=1, eval_games=4, seed=seed, **settings)
         armed = [r for r in result["rows"] if r["condition"] != "baseline"]
         assert armed and all(r["delta_points"] == 0 and r["p_value"] == 1.0 for r in armed)
+
+
+def test_a_run_folder_from_before_seat_seeds_is_not_resumed(tmp_path):
+    from benchmarks.spartan.experiment import Experiment, load_config
+    config = load_config(None, (), protocol="within", model="planted:keyword")
+    (tmp_path / "experiment.json").write_text(json.dumps(config.to_dict()))     # no seat_seeds marker
+    with pytest.raises(ValueError, match="seat_seeds"):
+        Experiment(config, tmp_path)
+    Experiment(config, tmp_path / "fresh")
+    assert Experiment(config, tmp_path / "fresh").config == config                # resuming a new folder is fine
