@@ -8,6 +8,7 @@ default loops over ``act`` and LLM policies override it to batch model calls.
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence, runtime_checkable
 
@@ -36,6 +37,15 @@ class Request:
     prompt_parts: Optional[dict] = None
 
 
+def seat_seed(game: str, seed: int, seat: str) -> int:
+    """The seed of one seat's randomness in an episode (scripted draws, LLM sampling seeds): a
+    function of the game, the episode seed and the seat only. The runners pass it to
+    ``Policy.reset``, so two episodes that differ only in a seat's playbook (SPaRTan's baseline,
+    playbook and placebo arms) or in the episode id give every seat the same random stream:
+    common random numbers, and a playbook-blind policy replays identically."""
+    return zlib.crc32(f"{game}|{seed}|{seat}".encode())
+
+
 @runtime_checkable
 class Policy(Protocol):
     policy_id: str
@@ -48,7 +58,8 @@ class Policy(Protocol):
 
 
 class BasePolicy:
-    """Convenience base: per-seat RNGs seeded from the episode seed, batch = loop."""
+    """Convenience base: per-seat RNGs seeded from the seed ``reset`` gets (the runners give
+    :func:`seat_seed`) and the seat name, never the episode id; batch = loop."""
 
     policy_id = "base"
     # True for policies that decide in microseconds and gain nothing from batching (scripted):
@@ -61,8 +72,10 @@ class BasePolicy:
         self._rngs: dict = {}
 
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
-        base = self.seed if seed is None else seed
-        self._rngs[key] = random.Random(f"{self.policy_id}|{base}|{key}")
+        # With a seed, the stream is (policy, seed, seat): the key's episode id (which names the
+        # arm) stays out. Without one (a key never reset), the whole key keeps seats apart.
+        stream = (self.seed, key) if seed is None else (seed, key[-1])
+        self._rngs[key] = random.Random(f"{self.policy_id}|{stream[0]}|{stream[1]}")
 
     def release(self, key: tuple) -> None:
         """Forget a finished seat (runners call it at episode end)."""

@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 import socialgym_env
 from socialgym_env.logs import append_episode
 
-from .base import Request
+from .base import Request, seat_seed
 from .jobs import failed_record, set_playbook
 
 DEFAULT_MAX_CONCURRENT_EPISODES = 64
@@ -69,7 +69,7 @@ def _start(index: int, job, pool) -> _Live:
         policy = pool.get(spec)
         live.policies[agent] = policy
         key = (job.episode_id, agent)
-        policy.reset(key, job.seed)
+        policy.reset(key, seat_seed(job.game, job.seed, agent))
         set_playbook(policy, key, job.playbooks.get(agent))
     env.skip_dead()
     return live

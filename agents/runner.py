@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 import socialgym_env
 from socialgym_env.logs import completed_episode_ids
 
-from .base import Decision, Request
+from .base import Decision, Request, seat_seed
 from .batched import run_batched
 from .jobs import EpisodeJob, PolicyPool, failed_record, set_playbook
 
@@ -31,7 +31,7 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
     for agent, spec in seat_spec.items():
         policy = pool.get(spec)
         key = (job.episode_id, agent)
-        policy.reset(key, job.seed)
+        policy.reset(key, seat_seed(job.game, job.seed, agent))
         set_playbook(policy, key, job.playbooks.get(agent))
     for agent in env.agent_iter():
         _, _, terminated, truncated, info = env.last(observe=False)

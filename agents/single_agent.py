@@ -18,7 +18,9 @@ while True:
   scripted, heuristic, ``smollm2``, ``hf:``, ``openai:``), or a single spec for all of them.
   Policies are built once per env (a :class:`agents.runner.PolicyPool`; pass ``pool=`` to share
   one, e.g. one loaded model, between envs). An opponent seat's policy key is
-  ``(game-seed-learner, seat)``: the same seed gives the same opponent randomness, in any env.
+  ``(game-seed-learner, seat)`` and its randomness is seeded with
+  :func:`agents.base.seat_seed` (game, seed, seat), as in the runners: the same seed gives the
+  same opponent randomness, in any env.
 - **Spaces.** The game's own: observation ``Dict(text=Text)``, action ``Text``. Junk text is
   never an error: the env records it as an invalid action and applies the game's fallback
   (``invalid_action="fallback"``, the default; any engine config key can be passed).
@@ -43,7 +45,7 @@ are gathered each tick and sent to each policy as one ``act_batch`` (so an LLM o
 one padded batch with per-seat KV caches, as in :mod:`agents.batched`). Model-backed opponents
 are shared by all envs; envs playing the same seed (a GRPO group) then share that seat's cache
 key, which is safe for reuse (the local backend reuses a cache only up to the common token
-prefix) but means a sampled (temperature > 0) LLM opponent's draws are not tied to the seed.
+prefix); a sampled (temperature > 0) LLM opponent's draws follow the seat's seed, not its key.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ import socialgym_env
 from socialgym_env.masked import (cached_menu, masked_layout, masked_observation, masked_observation_space,
                                   step_slot)
 
-from .base import Request
+from .base import Request, seat_seed
 from .runner import PolicyPool
 
 # Deals tried for one reset before giving up (a seat that can never act).
@@ -168,7 +170,7 @@ class SingleAgentEnv(gym.Env):
         self.seat_spec = {self.learner: "learner", **dict(zip(others, self.opponent_specs))}
         self.record = None
         for agent in others:
-            self.pool.get(self.seat_spec[agent]).reset((self.episode_id, agent), seed)
+            self.pool.get(self.seat_spec[agent]).reset((self.episode_id, agent), seat_seed(self.game_id, seed, agent))
 
     def step(self, action):
         if self.learner is None:

@@ -11,6 +11,7 @@ from typing import List, Optional
 import typer
 
 from . import tournament as tour
+from .elo import check_ties
 from .leaderboard_render import build_leaderboard, print_leaderboard
 from .replay import write_replay
 
@@ -27,16 +28,28 @@ def _split(values: Optional[List[str]]) -> Optional[list]:
     return out
 
 
+TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
+             "each way, the paper's released code)")
+
+
+def _check_ties(ties: str) -> None:
+    try:
+        check_ties(ties)
+    except ValueError as err:
+        typer.echo(f"error: --ties: {err}", err=True)
+        raise typer.Exit(2)
+
+
 def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
                            ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
-                           preset=None, scripted_episodes=None) -> dict:
+                           preset=None, scripted_episodes=None, ties="exclude") -> dict:
     """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
                              ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
-                             preset=preset, scripted_episodes=scripted_episodes)
+                             preset=preset, scripted_episodes=scripted_episodes, ties=ties)
     print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
     failures = (f"; {result.failed} of the episodes played now FAILED (their log records hold the error; "
@@ -72,6 +85,7 @@ def tournament_cmd(
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="bootstrap resamples for the CIs"),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
                                       help="on resume, play episodes logged as failed again (default)"),
+    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
 ):
     """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
     if backend not in ("local", "ray"):
@@ -79,19 +93,22 @@ def tournament_cmd(
     if preset is not None and preset not in tour.PRESETS:
         typer.echo(f"error: unknown --preset {preset!r}; valid: {', '.join(tour.PRESETS)}", err=True)
         raise typer.Exit(2)
+    _check_ties(ties)
     run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
-                           preset=preset, scripted_episodes=scripted_episodes)
+                           preset=preset, scripted_episodes=scripted_episodes, ties=ties)
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                     out: Path = typer.Option(Path("leaderboard"), "--out"),
                     bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
-                    by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle")):
+                    by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle"),
+                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
     """Rebuild the leaderboard files from logs alone."""
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by)
+    _check_ties(ties)
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by, ties=ties)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 

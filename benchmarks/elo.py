@@ -25,8 +25,18 @@ tables, :func:`poisson_counts`, topped up to the exact multinomial).
 
 Pairs (§3.3): within an episode, free-for-all games compare every cross-policy pair of seats
 by the final outcome (reward by default, or score); two-team games compare only cross-team
-seats; same-value pairs are left out (Appendix B "Same-score pairs"); same-policy pairs are
-skipped.
+seats; same-policy pairs are skipped. Same-value pairs (ties) follow ``ties``: ``exclude``
+(default) leaves them out, as the paper's text says (Appendix B "Same-score pairs");
+``split`` counts each as one win and one loss each way, as the paper's released BT code does
+(it duplicates a tie into an a-wins and a b-wins row), so its published tables can be rebuilt.
+
+Online Elo (:func:`online_elo`): the classical sequential update the released code also offers
+(K = 32, every rating starting at 1000, one pass over the episodes in a shuffled order, ties
+skipped there); path-dependent, so the order is a seeded shuffle and is part of the result.
+
+Identification (:func:`components`): a BT fit pins the differences between competitors only
+within a connected component of the battle graph; the L2 penalty centres each component on
+its own, so differences across components are an artefact of the penalty, not of the data.
 """
 from __future__ import annotations
 
@@ -48,6 +58,14 @@ ANCHOR = 1000.0
 C_DEFAULT = 0.1
 N_BOOTSTRAP = 1000
 LN_BASE = math.log(BASE)
+TIES = ("exclude", "split")
+ONLINE_K = 32.0            # the paper's released online Elo step
+
+
+def check_ties(ties: str) -> str:
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    return ties
 
 
 # ----------------------------------------------------------------------------- pairs
@@ -79,13 +97,15 @@ def is_team_record(record: dict) -> bool:
 
 
 def episode_pairs(record: dict, label: Optional[Callable[[dict], Optional[str]]] = None,
-                  compare: str = "reward") -> list[tuple[str, str]]:
+                  compare: str = "reward", ties: str = "exclude") -> list[tuple[str, str]]:
     """(winner label, loser label) for every counted pair of seats of one episode.
 
     ``label(seat) -> str | None`` names the competitor of a roster seat (default: its policy;
     role-conditioned ratings use ``"policy|side"``); a seat labelled None takes no part.
-    Pairs of seats with the same policy are skipped, as are pairs with equal values.
+    Pairs of seats with the same policy are skipped; pairs with equal values are left out
+    (``ties="exclude"``) or give one battle won by each (``ties="split"``).
     """
+    split = check_ties(ties) == "split"
     values = seat_values(record, compare)
     if values is None:
         return []
@@ -108,6 +128,8 @@ def episode_pairs(record: dict, label: Optional[Callable[[dict], Optional[str]]]
                 pairs.append((la, lb))
             elif vb > va:
                 pairs.append((lb, la))
+            elif split:
+                pairs += [(la, lb), (lb, la)]
     return pairs
 
 
@@ -137,13 +159,14 @@ class Battles:
 
 
 def collect_battles(records: Iterable[dict], label=None, compare: str = "reward",
-                    players: Optional[Sequence[str]] = None) -> Battles:
+                    players: Optional[Sequence[str]] = None, ties: str = "exclude") -> Battles:
     """The battles of many episodes; ``players`` fixes the competitor order (others are added
-    in sorted order)."""
+    in sorted order). A record may carry its own labelling function as ``_label`` (pooled
+    role-conditioned fits over games with different sides)."""
     per_episode = []
     names = set(players or ())
     for record in records:
-        pairs = episode_pairs(record, label, compare)
+        pairs = episode_pairs(record, record.get("_label", label), compare, ties)
         per_episode.append(pairs)
         for w, l in pairs:
             names.update((w, l))
@@ -625,8 +648,45 @@ def rate(battles: Battles, n_boot: int = N_BOOTSTRAP, by: str = "episode", seed:
 
 
 def rate_records(records: Sequence[dict], *, label=None, compare: str = "reward",
-                 players: Optional[Sequence[str]] = None, **kwargs) -> Ratings:
-    return rate(collect_battles(records, label, compare, players), **kwargs)
+                 players: Optional[Sequence[str]] = None, ties: str = "exclude", **kwargs) -> Ratings:
+    return rate(collect_battles(records, label, compare, players, ties), **kwargs)
+
+
+# ----------------------------------------------------------------------------- online Elo, identification
+def online_elo(battles: Battles, k: float = ONLINE_K, seed: int = 0) -> dict:
+    """The sequential Elo update over the battles, episode by episode in a seeded shuffled
+    order (one pass; an episode's battles in their order): for a battle won by ``w`` against
+    ``l``, ``E = 1 / (1 + 10 ** ((R_l - R_w) / 400))``, ``R_w += k (1 - E)``, ``R_l -= k (1 - E)``.
+    Every rating starts at 1000 (so the mean stays 1000); a split tie is a battle each way.
+    Returns {competitor: Elo} for the competitors that played."""
+    ratings = np.full(len(battles.players), ANCHOR)
+    by_episode = defaultdict(list)
+    for w, l, e in zip(battles.winner.tolist(), battles.loser.tolist(), battles.episode.tolist()):
+        by_episode[e].append((w, l))
+    for e in np.random.default_rng(seed).permutation(battles.n_episodes).tolist():
+        for w, l in by_episode.get(e, ()):
+            gain = k * (1.0 - 1.0 / (1.0 + BASE ** ((ratings[l] - ratings[w]) / SCALE)))
+            ratings[w] += gain
+            ratings[l] -= gain
+    wins = battles.win_matrix()
+    played = wins.sum(0) + wins.sum(1)
+    return {p: float(ratings[i]) for i, p in enumerate(battles.players) if played[i] > 0}
+
+
+def components(battles: Battles) -> dict:
+    """{competitor: component index} of the graph whose edges are the pairs that met; rating
+    differences are identified only within a component."""
+    parent = list(range(len(battles.players)))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for w, l in zip(battles.winner.tolist(), battles.loser.tolist()):
+        parent[root(w)] = root(l)
+    labels: dict = {}
+    return {p: labels.setdefault(root(i), len(labels)) for i, p in enumerate(battles.players)}
 
 
 # ----------------------------------------------------------------------------- win rates

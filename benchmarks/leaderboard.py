@@ -4,7 +4,16 @@ and per-axis Bradley-Terry Elo with bootstrap intervals, win rates with Wilson i
 
 Rendering them (CSV, Markdown, HTML, figures, the console table) is
 :mod:`benchmarks.leaderboard_render`; ``build_leaderboard`` there reads logs and writes every file.
-Every Elo is an independent Bradley–Terry fit (``benchmarks.elo``) anchored at mean 1000.
+Every Elo is an independent Bradley–Terry fit (``benchmarks.elo``) anchored at mean 1000; ties
+are left out or split (``ties``) in every one of them. ``online_elo`` holds the second rating,
+the released code's online Elo (K = 32), overall and per game.
+
+Role-conditioned ratings (competitors ``policy|main`` and ``policy|alt``) compare only
+cross-team seats of different policies, so ``A|alt`` never meets ``A|main`` or ``B|alt``. With
+two policies the battle graph falls apart into {A|main, B|alt} and {B|main, A|alt}: each
+component's level is set by the penalty alone, every policy gets the same gap (the mean gap,
+which is identified), and a per-policy gap is not. With three or more policies the graph is
+connected and every gap is identified. Each role row says which (``gap_identified``).
 """
 from __future__ import annotations
 
@@ -108,17 +117,24 @@ def _seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**32)
 
 
-def _fit(records, name, opts, label=None, players=None) -> dict:
-    ratings = bt.rate_records(records, label=label, players=players, n_boot=opts["n_boot"],
-                              by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"],
-                              compare=opts["compare"])
+def _battles(records, opts, label=None, players=None) -> bt.Battles:
+    return bt.collect_battles(records, label, opts["compare"], players, opts["ties"])
+
+
+def _fit(records, name, opts, label=None, players=None, battles=None) -> dict:
+    battles = battles or _battles(records, opts, label, players)
+    ratings = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"])
     return {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
 
 
+def _online(records, name, opts, players=None) -> dict:
+    return bt.online_elo(_battles(records, opts, players=players), seed=_seed(opts["seed"], name))
+
+
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-              C: float = bt.C_DEFAULT, compare: str = "reward") -> dict:
+              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude") -> dict:
     """Every table of the leaderboard, as one JSON-friendly dict."""
-    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare}
+    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties)}
     by_game = defaultdict(list)
     for record in records:
         by_game[record["game"]].append(record)
@@ -133,7 +149,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         "episodes": len(records),
         "settings": {"model": "Bradley-Terry MLE, L2 logistic regression", "C": C, "scale": bt.SCALE,
                      "anchor_mean": bt.ANCHOR, "bootstrap": n_boot, "bootstrap_by": by, "seed": seed,
-                     "compare": compare, "ci": 0.95},
+                     "compare": compare, "ties": ties, "ci": 0.95},
         "games": games, "competitive_games": competitive, "cooperative_games": cooperative,
         "game_info": {g: {k: infos[g].get(k) for k in ("name", "category", "information", "communication",
                                                         "horizon", "skills", "num_players", "cooperative",
@@ -150,9 +166,13 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
     summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
     hidden = [g for g in competitive if is_hidden_role(infos[g])]
-    summary["roles"] = {g: _role_table(_fit(by_game[g], f"roles:{g}", opts, label=side_label(infos[g])))
-                        for g in hidden}
+    summary["roles"] = {g: _role_fit(by_game[g], f"roles:{g}", opts, side_label(infos[g])) for g in hidden}
     summary["roles_overall"] = _pooled_roles(hidden, by_game, infos, opts)
+    summary["online_elo"] = {
+        "settings": {"model": "online Elo (the paper's released code)", "k": bt.ONLINE_K, "start": bt.ANCHOR,
+                     "passes": 1, "order": "episodes shuffled with the leaderboard seed", "ties": ties},
+        "overall": _online(comp_records, "online:overall", opts, players=policies),
+        "per_game": {g: _online(by_game[g], f"online:game:{g}", opts, players=policies) for g in competitive}}
     return summary
 
 
@@ -207,42 +227,28 @@ def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
     game's sides (competitors are policy|main and policy|alt)."""
     if not hidden:
         return {}
-    pooled = []
-    for g in hidden:
-        label = side_label(infos[g])
-        pooled.extend(dict(r, _label=label) for r in by_game[g])
-    battles = _battles_mixed(pooled)
-    fit = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], "roles:all"),
-                  C=opts["C"]).as_dict()
-    return _role_table({p: v for p, v in fit.items() if v["battles"] > 0})
+    pooled = [dict(r, _label=side_label(infos[g])) for g in hidden for r in by_game[g]]
+    return _role_fit(pooled, "roles:all", opts)
 
 
-def _battles_mixed(records):
-    """Battles where each record carries its own labelling function (``_label``)."""
-    per_episode, names = [], set()
-    for r in records:
-        pairs = bt.episode_pairs(r, r["_label"])
-        per_episode.append(pairs)
-        for w, l in pairs:
-            names.update((w, l))
-    order = sorted(names)
-    index = {p: i for i, p in enumerate(order)}
-    w = [index[a] for pairs in per_episode for a, _ in pairs]
-    l = [index[b] for pairs in per_episode for _, b in pairs]
-    e = [i for i, pairs in enumerate(per_episode) for _ in pairs]
-    return bt.Battles(order, np.asarray(w, dtype=np.int64), np.asarray(l, dtype=np.int64),
-                      np.asarray(e, dtype=np.int64), len(per_episode))
+def _role_fit(records: list, name: str, opts: dict, label=None) -> dict:
+    battles = _battles(records, opts, label)
+    return _role_table(_fit(records, name, opts, battles=battles), bt.components(battles))
 
 
-def _role_table(fit: dict) -> dict:
+def _role_table(fit: dict, component: dict) -> dict:
+    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main, with
+    ``gap_identified``: True only when the policy's main and alt sides are in one component
+    of the battle graph (else the gap shown is the penalty's split of the mean gap)."""
     table = defaultdict(dict)
     for name, v in fit.items():
         policy, _, side = name.rpartition("|")
         table[policy].update({f"elo_{side}": v["elo"], f"{side}_lo": v["lo"], f"{side}_hi": v["hi"],
                               f"{side}_battles": v["battles"]})
-    for row in table.values():
+    for policy, row in table.items():
         if row.get("elo_alt") is not None and row.get("elo_main") is not None:
             row["gap"] = row["elo_alt"] - row["elo_main"]
+            row["gap_identified"] = component.get(f"{policy}|alt") == component.get(f"{policy}|main")
         else:
-            row["gap"] = None
+            row["gap"], row["gap_identified"] = None, False
     return dict(table)

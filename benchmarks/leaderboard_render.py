@@ -12,8 +12,12 @@ writes to ``outdir``:
 | ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
 | ``profiles.csv``     | capability profiles: Elo refit per category, skill tag, information,   |
 |                      | communication, player count and horizon group (paper Appendix C)       |
-| ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt and the gap Alt − Main (App. I)   |
-| ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns) |
+| ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
+|                      | ``gap_identified`` (False: the data cannot tell this policy's gap; see |
+|                      | :mod:`benchmarks.leaderboard`)                                         |
+| ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
+|                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
+|                      | and per game                                                           |
 | ``leaderboard.md``   | Markdown tables                                                        |
 | ``leaderboard.html`` | one self-contained page: the tables and both figures inlined           |
 | ``elo_heatmap.png``  | per-game Elo heatmap + overall Elo with CI bars (paper Figure 2)       |
@@ -27,6 +31,7 @@ import csv
 import html
 import json
 import math
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -79,7 +84,7 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
           [[axis, group, p, v["elo"], v["lo"], v["hi"], v["battles"]]
            for axis, groups in summary["profiles"].items() for group, table in groups.items()
            for p, v in table.items()])
-    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap"]
+    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_identified"]
     write("role_elo.csv", ["game", "policy", *role_cols],
           [[g, p, *(v.get(c) for c in role_cols)] for g, table in
            list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
@@ -171,11 +176,14 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         ax.set_axis_off()
     else:
         m = np.full((len(policies), len(games) + 1), np.nan)
+        unidentified = np.zeros(m.shape, dtype=bool)
         for j, g in enumerate(games):
             for i, p in enumerate(policies):
-                gap = summary["roles"][g].get(p, {}).get("gap")
-                if gap is not None:
-                    m[i, j] = gap
+                row = summary["roles"][g].get(p, {})
+                if row.get("gap") is not None:
+                    m[i, j] = row["gap"]
+                    unidentified[i, j] = not row.get("gap_identified")
+        unidentified[:, -1] = unidentified[:, :-1].any(axis=1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m[:, -1] = np.nanmean(m[:, :-1], axis=1)
@@ -184,17 +192,29 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 if np.isfinite(m[i, j]):
-                    ax.text(j, i, f"{m[i, j]:+.0f}", ha="center", va="center", fontsize=7)
+                    mark = "\nnot id." if unidentified[i, j] else ""
+                    ax.text(j, i, f"{m[i, j]:+.0f}{mark}", ha="center", va="center", fontsize=7)
         ax.axvline(len(games) - 0.5, color="black", linewidth=1.5)
         ax.set_xticks(range(len(games) + 1))
         ax.set_xticklabels([summary["game_info"][g].get("name") or g for g in games] + ["Mean"],
                            rotation=45, ha="right", fontsize=8)
         ax.set_yticks(range(len(policies)))
         ax.set_yticklabels(policies, fontsize=8)
-    ax.set_title("Role gap: Elo-Alt − Elo-Main (positive = minority/deceptive side stronger)", fontsize=9)
+    # Wrapped to the figure's width (one line was clipped on narrow figures).
+    title = "Role gap: Elo-Alt − Elo-Main\n(positive = minority/deceptive side stronger)"
+    if games and unidentified.any():
+        title += "\nnot id. = the data cannot tell this policy's gap (e.g. two policies: only their mean gap)"
+    width = int(13 * fig_w)         # characters of 8-pt text per line of the figure's width
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _gap(row: dict) -> str:
+    if row.get("gap") is None:
+        return ""
+    return f"{row['gap']:+.0f}" + ("" if row.get("gap_identified") else " (n.i.)")
 
 
 def _tables(summary: dict) -> list[tuple[str, list, list]]:
@@ -225,19 +245,18 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
         hidden = list(summary["roles"])
         rows = []
         for p in summary["policies"]:
-            gaps = [summary["roles"][g].get(p, {}).get("gap") for g in hidden]
-            known = [x for x in gaps if x is not None]
-            rows.append([p] + [("" if x is None else f"{x:+.0f}") for x in gaps]
-                        + [f"{np.mean(known):+.0f}" if known else ""])
-        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games)", ["policy"] + hidden + ["mean"], rows))
+            cells = [summary["roles"][g].get(p, {}) for g in hidden]
+            known = [c["gap"] for c in cells if c.get("gap") is not None]
+            rows.append([p] + [_gap(c) for c in cells] + [f"{np.mean(known):+.0f}" if known else ""])
+        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data)",
+                    ["policy"] + hidden + ["mean"], rows))
         rows = []
         for g in hidden + ["ALL"]:
             table = summary["roles"][g] if g != "ALL" else summary.get("roles_overall", {})
             for p in summary["policies"]:
                 v = table.get(p)
                 if v:
-                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")),
-                                 "" if v.get("gap") is None else f"{v['gap']:+.0f}"])
+                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v)])
         out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap"], rows))
     for axis in AXES:
         groups = summary["profiles"].get(axis, {})
@@ -317,7 +336,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
 
 
 def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-                      compare: str = "reward") -> dict:
+                      compare: str = "reward", ties: str = "exclude") -> dict:
     """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
@@ -325,7 +344,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     records, skipped = load_records(logdir)
     if not records:
         raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
-    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare)
+    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties)
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
     notes = [note] if (note := skipped_note(skipped)) else []

@@ -41,6 +41,7 @@ from typing import Iterable, Optional, Sequence
 import socialgym_env
 from agents.runner import EpisodeJob
 
+from .elo import check_ties
 from .tournament_backends import failed_ids, logged_ids, run_local, run_ray
 
 DEFAULT_AGENTS = ("smollm2", "scripted:heuristic", "scripted:random")
@@ -265,7 +266,7 @@ class TournamentResult:
 def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", workers: int = 1,
                    resume: bool = True, progress: bool = True, pool_seed: int = 0,
                    ray_address: Optional[str] = None, leaderboard: bool = True,
-                   n_boot: int = 1000, retry_failed: bool = True) -> TournamentResult:
+                   n_boot: int = 1000, retry_failed: bool = True, ties: str = "exclude") -> TournamentResult:
     """Play the planned jobs not yet logged under ``out_dir/logs`` (episodes logged only as
     failed are played again unless ``retry_failed=False``), then rebuild the leaderboard in
     ``out_dir`` (unless ``leaderboard=False``)."""
@@ -297,7 +298,7 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
                               sorted({j.game for j in jobs}), retried=retried, failed=failed)
     if leaderboard:
         from .leaderboard_render import build_leaderboard
-        result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot)
+        result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
     return result
 
 
@@ -307,7 +308,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
                ray_address: Optional[str] = None, n_boot: int = 1000,
                retry_failed: bool = True, preset: Optional[str] = None,
-               scripted_episodes: Optional[int] = None) -> TournamentResult:
+               scripted_episodes: Optional[int] = None, ties: str = "exclude") -> TournamentResult:
     """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
 
     ``quick`` (= ``preset="quick"``) plays 2 episodes per combination (rounded up so sides stay
@@ -318,6 +319,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
     quick = quick or preset == "quick"
+    check_ties(ties)          # bad input fails before anything is played
     games = available_games(games)
     if not games:
         raise ValueError("no playable games selected")
@@ -335,7 +337,8 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
         scripted_only = all(map(is_scripted, agents))
         workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
-                          pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed)
+                          pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed,
+                          ties=ties)
 
 
 def _check_policies(agents: Sequence[str]) -> None:

@@ -75,7 +75,11 @@ class LLMPolicy:
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
         self.release(key)
         self._turns[key] = 0
-        self._seed_of[key] = self.config.seed if self.config.seed is not None else (seed or 0)
+        # The sampling seeds come from the policy's seed and the seat's seed (the runners give
+        # agents.base.seat_seed: game, episode seed, seat), not the episode id, so arms that
+        # differ only in a playbook sample alike; a key reset without a seed falls back to itself.
+        stream = key if seed is None else f"{seed}|{key[-1]}"
+        self._seed_of[key] = f"{self.config.seed or 0}|{stream}"
 
     def set_playbook(self, key: tuple, text: Optional[str]) -> None:
         """The playbook (SPaRTan reflection) injected into this seat's prompts, or None."""
@@ -107,8 +111,8 @@ class LLMPolicy:
                 "description": "", "goal": "", "secret": [], "status": [], "history": text.splitlines()}
 
     def _sample_seed(self, key: tuple, turn: int, attempt: int) -> int:
-        base = self._seed_of.get(key, self.config.seed or 0)
-        return zlib.crc32(f"{base}|{key}|{turn}|{attempt}".encode())
+        base = self._seed_of.get(key) or f"{self.config.seed or 0}|{key}"
+        return zlib.crc32(f"{base}|{turn}|{attempt}".encode())
 
     def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
         states = []

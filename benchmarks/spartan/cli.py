@@ -51,8 +51,9 @@ def _run(protocol: str, **kwargs) -> None:
     for playbook in result.get("playbooks", []):
         typer.echo(f"playbook {playbook['id']} ({playbook.get('chars')} chars)")
     for game, stop in (result.get("stop_rule") or {}).items():
-        typer.echo(f"{game}: {stop['rounds_played']} round(s) played; stop rule says stop at R{stop['stop_round']}"
-                   if stop["stop_round"] else f"{game}: {stop['rounds_played']} round(s), every round changed a side significantly")
+        typer.echo(f"{game}: {stop['rounds_played']} round(s) played; the stop rule says stop after R{stop['stop_round']}"
+                   + ("" if stop["enforced"] else " (not enforced)")
+                   if stop["stop_round"] else f"{game}: {stop['rounds_played']} round(s) played; the stop rule never said stop")
     md = result["paths"].get("md")
     if md:
         typer.echo(Path(md).read_text(encoding="utf-8").split("## All conditions")[0].rstrip())
@@ -117,7 +118,7 @@ def _protocol_command(protocol: str, doc: str):
     app.command(protocol)(command)
 
 
-_protocol_command("within", "Within-game iterated reflection R1..R4 with the stop rule (Table 1 / 10).")
+_protocol_command("within", "Within-game iterated reflection R1..R4 (Table 1 / 10); stop_rule=true ends the chain early.")
 _protocol_command("cross", "Cross-game transfer 1->n: each source's R1 on every other target (Fig. 3 heatmap).")
 _protocol_command("multigame", "Multigame n->1: playbooks from combined self-play (wcs, wcsu, wcsur) on held-out and in-distribution targets.")
 _protocol_command("distill", "Distillation: the teacher's (model) playbook given to each student vs the unarmed teacher.")

@@ -10,9 +10,17 @@ what is missing, and two conditions that are the same game (the no-playbook base
 alt and the main side in self-play) share their episodes. Playbooks are stored under
 ``RUN/playbooks``; one already written is reused rather than regenerated.
 
-Seeds: evaluation game ``k`` of a game has the same seed in every condition (common random
-numbers: the playbook is the only difference between a baseline and an armed game); self-play
-games use a separate seed stream per round.
+Seeds: evaluation game ``k`` of a game has the same seed in every condition, and every seat's
+randomness (scripted draws, LLM sampling seeds) comes from (game, seed, seat) only
+(:func:`agents.base.seat_seed`), never from the episode id that names the arm. These are
+common random numbers: the playbook is the only difference between a baseline, a playbook and
+a placebo game, so a playbook-blind policy replays them identically, and arms are compared
+paired by seed (:func:`benchmarks.spartan.stats.paired_delta`). Self-play games use a separate
+seed stream per round.
+
+Counting: :meth:`Experiment.evaluate` plays each distinct condition once, however many
+playbooks of a protocol share it (the baseline of a target is one condition, not one per
+source), and counts each (episode, side) once.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from .parroting import parroting
 from .playbook import Playbook, load_playbook, placebo_of, save_playbook
 from .reflect import Reflector, make_reflector, reflect
 from .sides import Sides, game_sides
-from .stats import delta, rate
+from .stats import paired_delta, rate
 
 PROTOCOLS = ("reflect", "evaluate", "within", "cross", "multigame", "distill")
 
@@ -52,7 +60,10 @@ class SpartanConfig:
     eval_games: int = 10                # K evaluation games per side and condition
     seed: int = 0
     placebo: bool = True                # the placebo control (same length, no game content)
-    stop_rule: bool = True              # stop iterating when R(t) is not significantly better or worse than R(t-1)
+    # within: the stop rule (protocols.StopRule). Off by default: the paper plays R1..R4.
+    stop_rule: bool = False             # stop after stop_patience rounds in a row that improve no side
+    stop_alpha: float = 0.05            # one-sided level of "improves on the best earlier round", split over sides
+    stop_patience: int = 3              # rounds without improvement before stopping
     quick: bool = False                 # the tournament's --quick preset: round counts capped, 12-decision turn cap
     overrides: list = field(default_factory=list)   # game.key=value / *.key=value
     backend: str = "local"              # local | ray
@@ -74,9 +85,11 @@ class SpartanConfig:
             raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if self.backend not in ("local", "ray"):
             raise ValueError(f"backend must be local or ray, got {self.backend!r}")
-        for name in ("rounds", "selfplay_games", "eval_games", "workers"):
+        for name in ("rounds", "selfplay_games", "eval_games", "workers", "stop_patience"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if not 0 < float(self.stop_alpha) < 1:
+            raise ValueError(f"stop_alpha must be between 0 and 1, got {self.stop_alpha}")
         for name in ("games", "sources", "targets", "students", "overrides"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -100,6 +113,8 @@ def _coerce(name: str, text: str):
         raise ValueError(f"{name} takes true/false, got {text!r}")
     if kind in ("int", int):
         return int(text)
+    if kind in ("float", float):
+        return float(text)
     if kind in ("dict", dict):
         return json.loads(text)
     return text
@@ -201,10 +216,12 @@ class Experiment:
         """experiment.json records the resolved config; resuming with a different one is refused
         (its games would be mixed with the old ones)."""
         path = self.out / "experiment.json"
-        current = self.config.to_dict()
+        # Logs played before seats were seeded by (game, seed, seat) lack common random numbers:
+        # a folder without this marker is refused rather than mixed with new games.
+        current = {**self.config.to_dict(), "seat_seeds": "agents.base.seat_seed(game, seed, seat)"}
         if path.exists():
             old = json.loads(path.read_text(encoding="utf-8"))
-            keep = ("backend", "workers", "ray_address", "stop_rule")   # how it runs, not what it plays
+            keep = ("backend", "workers", "ray_address", "stop_rule", "stop_alpha", "stop_patience")   # how it runs, not what it plays
             if {k: v for k, v in old.items() if k not in keep} != {k: v for k, v in current.items() if k not in keep}:
                 changed = sorted(k for k in current if k not in keep and old.get(k) != current[k])
                 raise ValueError(f"{self.out} holds a run of another experiment (differs in {changed}); use a new --out")
@@ -325,38 +342,76 @@ class Experiment:
         return jobs
 
     def evaluate(self, conditions: Sequence[Condition]) -> list[dict]:
-        """Play every condition's games (one batch), then one row per condition (symmetric
-        games: seat sides pooled) with its Wilson interval, the delta against the baseline of
-        the same game, armed model and opponent, and the two-proportion test."""
-        jobs = [(cond, self.condition_jobs(cond)) for cond in conditions]
+        """Play every distinct condition's games (one batch), then one row per condition
+        (symmetric games: seat sides pooled) with its Wilson interval and, against the baseline
+        of the same game, armed model and opponent, the paired difference: exact McNemar (or
+        its sign-flip generalisation for pooled seats) and a paired bootstrap interval over the
+        shared seeds. A condition listed twice (the baseline of a target every source's
+        playbook is aimed at) is played and counted once."""
+        distinct = list({_condition_key(cond): cond for cond in conditions}.values())
+        jobs = [(cond, self.condition_jobs(cond)) for cond in distinct]
         self.play([j for _, js in jobs for j in js])
-        counts = defaultdict(lambda: {"wins": 0, "n": 0, "failed": 0, "records": []})
+        cells = defaultdict(lambda: {"outcomes": {}, "failed": 0, "records": {}})
         for cond, js in jobs:
             sides = self.sides(cond.game)
-            side = "pooled" if sides.symmetric else cond.side
-            key = (cond.game, side, cond.armed, cond.opponent, cond.kind, cond.playbook_id)
-            for record in self.records([j.episode_id for j in js]):
-                entry = counts[key]
-                entry["records"].append(record)
+            key = _row_key(cond, sides)
+            entry = cells[key]
+            for job, record in zip(js, self.records([j.episode_id for j in js])):
+                entry["records"][record["episode_id"]] = record
                 if record.get("failed") or record.get("rewards") is None:
                     entry["failed"] += 1
                     continue
-                entry["n"] += 1
-                entry["wins"] += int(sides.won(record, cond.side))
+                # one observation per (evaluation seed, side): the pairing unit with the baseline
+                entry["outcomes"][(job.tags["eval_index"], cond.side)] = int(sides.won(record, cond.side))
         rows = []
-        for key, entry in counts.items():
+        for key, entry in cells.items():
             game, side, armed, opponent, kind, playbook_id = key
-            r = rate(entry["wins"], entry["n"])
-            base = counts.get((game, side, armed, opponent, "baseline", None))
-            b = rate(base["wins"], base["n"]) if base else None
-            d = delta(r, b) if b is not None and kind != "baseline" else None
-            talk = parroting(entry["records"])
+            outcomes = entry["outcomes"]
+            r = rate(sum(outcomes.values()), len(outcomes))
+            base = cells.get((game, side, armed, opponent, "baseline", None))
+            b = rate(sum(base["outcomes"].values()), len(base["outcomes"])) if base else None
+            d = paired_delta(paired_by_seed(outcomes, base["outcomes"]), seed=self.config.seed) \
+                if base is not None and kind != "baseline" else None
+            talk = parroting(list(entry["records"].values()))
             rows.append({"game": game, "side": side, "armed_model": armed, "opponent_model": opponent,
                          "condition": kind, "playbook_id": playbook_id, "wins": r.wins, "n": r.n,
-                         "win_rate": r.p, "ci_low": r.lo, "ci_high": r.hi, "failed": entry["failed"],
-                         "baseline_win_rate": b.p if b else None,
-                         "delta_points": d.points if d else None, "z": d.z if d else None,
-                         "p_value": d.p_value if d else None, "significant": d.significant if d else None,
+                         "win_rate": r.p, "ci_low": r.lo, "ci_high": r.hi, "ci_method": "Wilson 95%",
+                         "failed": entry["failed"], "baseline_win_rate": b.p if b else None,
+                         "delta_points": d.points if d else None, "delta_ci_low": d.lo if d else None,
+                         "delta_ci_high": d.hi if d else None, "delta_ci_method": d.interval if d else None,
+                         "p_value": d.p_value if d else None, "test": d.test if d else None,
+                         "pairs": d.pairs if d else None, "significant": d.significant if d else None,
+                         "outcomes": {f"{k}|{s}": v for (k, s), v in sorted(outcomes.items(), key=str)},
                          "consecutive_jaccard": talk["consecutive_jaccard"], "copy_share": talk["copy_share"],
                          "utterances": talk["utterances"]})
         return rows
+
+
+def arm_of(record: dict) -> str:
+    """baseline, playbook or placebo: the arm an evaluation record was played in (from the
+    playbook ids of its roster)."""
+    ids = {seat["playbook_id"] for seat in record.get("roster", []) if seat.get("playbook_id")}
+    if not ids:
+        return "baseline"
+    return "placebo" if next(iter(ids)).startswith("placebo-") else "playbook"
+
+
+def _condition_key(cond: Condition) -> tuple:
+    return (cond.game, cond.side, cond.armed, cond.opponent, cond.kind, cond.playbook_id)
+
+
+def _row_key(cond: Condition, sides: Sides) -> tuple:
+    side = "pooled" if sides.symmetric else cond.side
+    return (cond.game, side, cond.armed, cond.opponent, cond.kind, cond.playbook_id)
+
+
+def paired_by_seed(treated: dict, baseline: dict) -> dict:
+    """{seed: (treated wins, baseline wins, observations)} over the (seed, side) observations
+    both arms completed; pooled seats of one seed stay together (one bootstrap unit)."""
+    per_seed: dict = {}
+    for (seed, side), won in treated.items():
+        if (seed, side) not in baseline:
+            continue
+        t, b, m = per_seed.get(seed, (0, 0, 0))
+        per_seed[seed] = (t + won, b + baseline[(seed, side)], m + 1)
+    return per_seed

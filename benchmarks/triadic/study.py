@@ -12,9 +12,18 @@ the cell's lessons file ``OUT/lessons/<cell>.json``; game k+1's Jester reads eve
 1..k in its prompt (the LLM policy's playbook slot, ``EpisodeJob.playbooks``). OFF cells have no
 lessons file. Files are per model and per cell, so no model ever reads another's lessons.
 
-Game k of every cell uses the same seed (``tournament.episode_seed(seed, game, ["jester"], k)``),
-hence the same deal of roles and names: the seed's fixed name-to-role mapping, and OFF/ON pairs
-that differ only in the Jester's lessons.
+Name-to-role regime (``roles``), the two the seed uses:
+
+* ``fixed`` (default; the seed's main runs, §5.3: "the same player name is the Jester in every
+  game of a given model and condition"): game 1's deal fixes the Jester's seat and name; game k
+  plays the first seed of its stream (``tournament.episode_seed(seed, game, ["jester"], k)``,
+  then re-deals ``["jester", "redeal<t>"]``) whose deal gives the Jester that seat and name.
+  The other roles are dealt afresh each game; the engine's deal itself is untouched.
+* ``shuffled`` (the seed's GPT-4.1 robustness runs): roles permuted at random per game, i.e. game
+  k simply plays the first seed of its stream.
+
+Either way game k has the same seed in every cell, so OFF/ON pairs differ only in the Jester's
+lessons.
 
 Outputs: ``OUT/logs/<cell>.jsonl`` (episode records; tags hold model, condition, cell, game
 index), ``OUT/lessons/<cell>.json`` (ON cells), ``OUT/study.json`` (the configuration).
@@ -41,6 +50,8 @@ from .lessons import (DEFAULT_THRESHOLD, LessonBook, MiniLMEncoder, format_playb
 
 GAME = "triadic_werewolf"
 CONDITIONS = ("OFF", "ON")
+ROLE_REGIMES = ("fixed", "shuffled")
+MAX_REDEALS = 100_000      # a seat-and-name match has odds 1 in 10 x 40; this never binds in practice
 # Seed §4 engine settings (Table 22), with the env's measurement on (labels and suspicion).
 SEED_CONFIG = {"max_debate_turns": 12, "max_explanation_turns": 6, "measure": True}
 # --quick: a game the embedded model plays in minutes on a laptop CPU.
@@ -62,6 +73,11 @@ class StudyConfig:
     quick: bool = False                  # QUICK_CONFIG instead of the seed's settings
     reflector: str = ""                  # spec of the model that writes the lessons; "" = the playing model
     config: dict = field(default_factory=dict)   # further game config overrides
+    roles: str = "fixed"                 # fixed: the Jester keeps game 1's seat and name | shuffled: dealt per game
+
+    def __post_init__(self):
+        if self.roles not in ROLE_REGIMES:
+            raise ValueError(f"roles must be one of {', '.join(ROLE_REGIMES)}, got {self.roles!r}")
 
 
 def cell_name(model: str, condition: str) -> str:
@@ -75,9 +91,32 @@ def game_config(cfg: StudyConfig) -> dict:
 
 def jester_seat(config: dict, seed: int) -> str:
     """The seat the env's seeded deal makes the Jester."""
-    env = socialgym_env.make(GAME, **config)
+    return jester_deal(socialgym_env.make(GAME, **config), seed)[0]
+
+
+def jester_deal(env, seed: int) -> tuple[str, str]:
+    """(seat, name) of the Jester in the deal of ``seed``."""
     env.reset(seed=seed)
-    return next(s.agent for s in env.state.seats if s.role == "Jester")
+    seat = next(s for s in env.state.seats if s.role == "Jester")
+    return seat.agent, seat.name
+
+
+def game_seeds(cfg: StudyConfig, config: dict) -> list[int]:
+    """The seed of games 1..K under the configured name-to-role regime (see the module docstring)."""
+    seeds = [episode_seed(cfg.seed, GAME, ["jester"], k) for k in range(1, cfg.games + 1)]
+    if cfg.roles == "shuffled":
+        return seeds
+    env = socialgym_env.make(GAME, **config)
+    wanted = jester_deal(env, seeds[0])
+    for k in range(2, cfg.games + 1):
+        seed, redeal = seeds[k - 1], 0
+        while jester_deal(env, seed) != wanted:
+            redeal += 1
+            if redeal > MAX_REDEALS:
+                raise RuntimeError(f"no deal of game {k} puts the Jester at {wanted} in {MAX_REDEALS} tries")
+            seed = episode_seed(cfg.seed, GAME, ["jester", f"redeal{redeal}"], k)
+        seeds[k - 1] = seed
+    return seeds
 
 
 def with_option(spec: str, key: str, value) -> str:
@@ -137,8 +176,7 @@ def run_cell(cfg: StudyConfig, model: str, condition: str, pool: PolicyPool, enc
     book = LessonBook(out / "lessons" / f"{cell}.json", model=model, cell=cell, threshold=cfg.threshold) \
         if learning else None
     records = []
-    for k in range(1, cfg.games + 1):
-        seed = episode_seed(cfg.seed, GAME, ["jester"], k)
+    for k, seed in enumerate(game_seeds(cfg, config), start=1):
         episode_id = f"jester-{cell}-g{k:03d}"
         jester = jester_seat(config, seed)
         record = _logged(log).get(episode_id)
@@ -177,6 +215,12 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
             raise ValueError(f"unknown condition {condition!r}; valid: {', '.join(CONDITIONS)}")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "study.json").exists():
+        # a run folder from before the regimes existed played shuffled deals
+        earlier = json.loads((out / "study.json").read_text(encoding="utf-8")).get("roles", "shuffled")
+        if earlier != cfg.roles:
+            raise ValueError(f"{out} holds a study with roles={earlier}; resuming it with roles={cfg.roles} would "
+                             "mix deals: use a new --out")
     (out / "study.json").write_text(json.dumps({**asdict(cfg), "game": GAME, "game_config": game_config(cfg)},
                                                indent=1), encoding="utf-8")
     pool = pool or PolicyPool(seed=cfg.seed)
@@ -200,11 +244,13 @@ def parse_args(argv=None) -> StudyConfig:
     p.add_argument("--quick", action="store_true", help="2 days, 1 debate and 1 extra turn per day")
     p.add_argument("--reflector", default="", help="model spec that writes the lessons (default: the playing model)")
     p.add_argument("-c", "--config", action="append", default=[], help="game config key=value (repeatable)")
+    p.add_argument("--roles", default="fixed", choices=ROLE_REGIMES,
+                   help="fixed: the Jester keeps game 1's seat and name (the seed's main runs); shuffled: dealt per game")
     a = p.parse_args(argv)
     return StudyConfig(models=[m for m in a.models.split(",") if m], games=a.games,
                        conditions=[c for c in a.conditions.split(",") if c], seed=a.seed, out=a.out,
                        threshold=a.threshold, reflect_tokens=a.reflect_tokens, reflect_chars=a.reflect_chars,
-                       quick=a.quick, reflector=a.reflector, config=parse_overrides(a.config))
+                       quick=a.quick, reflector=a.reflector, config=parse_overrides(a.config), roles=a.roles)
 
 
 def parse_overrides(items) -> dict:

@@ -23,7 +23,7 @@ from benchmarks.spartan.cli import register, run_protocol
 from benchmarks.spartan.experiment import Experiment, load_config
 from benchmarks.spartan.playbook import (PLACEBO_WORDS, Playbook, load_playbook, placebo_of, placebo_text,
                                          save_playbook)
-from benchmarks.spartan.protocols import stop_decision
+from benchmarks.spartan.protocols import StopRule
 from benchmarks.spartan.reflect import FunctionReflector, reflection_prompt
 from benchmarks.spartan.sides import game_sides
 from benchmarks.spartan.stats import delta, rate, two_proportion_test, wilson_interval
@@ -49,16 +49,19 @@ def test_wilson_and_two_proportion_known_values():
     assert round(d.points, 6) == 15 and d.significant
 
 
-def test_stop_rule_stops_only_without_a_significant_change():
-    before = {"alt": {"wins": 3, "n": 30}, "main": {"wins": 27, "n": 30}}
+def test_stop_rule_counts_rounds_without_improvement_against_the_best_round():
+    base = {"alt": {"wins": 3, "n": 30}, "main": {"wins": 27, "n": 30}}
     same = {"alt": {"wins": 4, "n": 30}, "main": {"wins": 26, "n": 30}}
     moved = {"alt": {"wins": 20, "n": 30}, "main": {"wins": 26, "n": 30}}
-    assert stop_decision(same, before)["stop"] is True
-    decision = stop_decision(moved, before)
-    assert decision["stop"] is False and decision["sides"]["alt"]["p_value"] < 0.05
+    decisions = StopRule(0.05, patience=2).run([base, moved, same, moved, same])
+    assert [d["improved"] for d in decisions] == [True, False, False, False]
+    assert decisions[0]["sides"]["alt"]["p_value"] < 0.025 and decisions[0]["sides"]["alt"]["test"].startswith("one-sided")
+    # after R1 improved, R2 (back to 4/30) and R3 (20/30 again: equal to the best, not better) are quiet
+    assert [d["rounds_without_improvement"] for d in decisions] == [0, 1, 2, 3]
+    assert [d["stop"] for d in decisions] == [False, False, True, True]
+    assert decisions[1]["sides"]["alt"]["best_round"] == 1
 
 
-# ----------------------------------------------------------------------------- sides
 def test_sides_follow_the_declared_roles():
     wolves = game_sides("werewolves")
     env = socialgym_env.make("werewolves")
@@ -173,16 +176,18 @@ def test_playbook_reaches_exactly_the_armed_seats(tmp_path, side):
 def test_planted_last_round_defection_is_detected_and_the_placebo_is_not(tmp_path):
     result = run_protocol("within", out=tmp_path, reflector_fn=planted_reflector, progress=False,
                           model="follower", games=["prisoners_dilemma"], rounds=3, selfplay_games=2,
-                          eval_games=20)
+                          eval_games=20, stop_rule=True, stop_patience=1)
     rows = {(r["condition"], r["round"]): r for r in result["rows"]}
     armed, placebo, base = rows[("playbook", 1)], rows[("placebo", 1)], rows[("baseline", 0)]
     assert armed["n"] == base["n"] == 40                                   # 20 games per seat, pooled
     assert armed["significant"] and armed["delta_points"] > 15
     assert not placebo["significant"] and placebo["wins"] == base["wins"]
-    # R2 repeats R1's gain: no significant change, so the stop rule ends the chain at R2
+    # R2 repeats R1's gain without improving on it: with patience 1 the stop rule ends the chain at R2
     stop = result["stop_rule"]["prisoners_dilemma"]
     assert stop["stop_round"] == 2 and stop["rounds_played"] == 2
     assert [d["stop"] for d in stop["decisions"]] == [False, True]
+    assert armed["test"] == "exact McNemar (paired by seed)" or armed["test"].startswith("exact sign-flip")
+    assert armed["delta_ci_low"] > 0 and armed["pairs"] == 20
     for kind in ("csv", "json", "md", "png"):
         assert Path(result["paths"][kind]).stat().st_size > 0
     selfplay = [r for r in iter_log_dir(tmp_path / "games" / "logs") if r["tags"].get("spartan") == "selfplay"]
@@ -191,12 +196,13 @@ def test_planted_last_round_defection_is_detected_and_the_placebo_is_not(tmp_pat
     assert {s["playbook_id"] for r in selfplay if r["tags"]["playbook"] for s in r["roster"]} == {r1.id}
 
 
-def test_stop_rule_can_be_overridden(tmp_path):
+def test_stop_rule_is_off_by_default_and_only_reported(tmp_path):
     result = run_protocol("within", out=tmp_path, reflector_fn=planted_reflector, progress=False,
                           model="follower", games=["prisoners_dilemma"], rounds=3, selfplay_games=1,
-                          eval_games=5, stop_rule=False)
+                          eval_games=5, stop_patience=1)
     stop = result["stop_rule"]["prisoners_dilemma"]
-    assert stop["rounds_played"] == 3 and stop["enforced"] is False
+    assert stop["rounds_played"] == 3 and stop["enforced"] is False     # the paper plays every round
+    assert stop["stop_round"] in (1, 2) and "patience" in stop["rule"] or "round(s) in a row" in stop["rule"]
     assert {r["round"] for r in result["rows"]} == {0, 1, 2, 3}
 
 

@@ -133,3 +133,13 @@ def test_failure_mode_c_and_d():
                                                            "votes": {"p0": "p3", "p1": "p3", "p2": "p4", "p3": "p4"}}]}}
     d = {**e2, "metrics": {**e2["metrics"], "death_log": [{"day": 1, "agent": "p0"}]}}
     assert (analysis.failure_mode(c), analysis.failure_mode(d)) == ("C", "D")
+
+
+def test_failure_mode_a_is_day_1_only():
+    episodes, _ = analysis.load_episodes(DATA)
+    e1 = next(r for r in episodes if r["episode_id"] == "e1")          # A: exiled on day 1, a Werewolf voting
+    assert analysis.failure_mode(e1) == "A"
+    metrics = e1["metrics"]
+    later = {**e1, "metrics": {**metrics, "exile_log": [{**e, "day": 2} for e in metrics["exile_log"]],
+                               "vote_log": [{**b, "day": 2} for b in metrics["vote_log"]]}}
+    assert analysis.failure_mode(later) == "A_late"

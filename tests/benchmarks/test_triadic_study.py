@@ -2,6 +2,7 @@
 protocol (game k's Jester reads lessons of games 1..k-1 of its own cell only), per-model
 isolation, resume, and the lessons reaching an LLM policy's prompt through the playbook slot."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -190,3 +191,76 @@ def test_reflection_is_decoded_under_the_lessons_grammar(tmp_path):
         run_study(cfg, pool=pool, encoder=ExactEncoder(), progress=lambda s: None)
         item = reflect.backend.last_items[0]
         assert (item.grammar is not None) == constrained and (item.schema == L.LESSONS_SCHEMA) == constrained
+
+
+# ----------------------------------------------------------------------------- fidelity to seed 002
+# Seed 002, App. O.4, as typeset (the listing's arrow glyph left out): the prompt must hold every
+# sentence of it, typos included.
+SEED_O4 = (
+    "You are the Jester reflecting on a completed Werewolf game. Your goal is to learn from this experience to "
+    "improve future games. GAME OUTCOME: You {outcome} GAME WINNER: {game_winner} — YOUR PRIVATE THOUGHTS DURING "
+    "THE GAME: {scratchpad_text} — FULL GAME CONVERSATION: {conversation_text} — YOUR EXISTING LEARNINGS (DO NOT "
+    "REPEAT THESE): {current_learnings_text} — You are the jester. Your role is to win the game by getting yourself "
+    "exiled during the game. If the villagers find out you are the jester and dont vote you out then you loose. If "
+    "the villagers think you are a genuine villager and dont vote you out, then also you loose. You ONLY win if "
+    "eliminated during the voting phase between the villagers. Analyse the game, outcomes, what worked and what "
+    "didnt in your favor. Based on this game, reflect on what you learned. Think about: 1. What tactics worked or "
+    "didn’t work? 2. What should you do more of or avoid in future games? 3. How did other players react to your "
+    "behavior? 4. What made players suspicious of you (good) or identify you as Jester (bad)? Respond ONLY with this "
+    "exact JSON format: { \"to_do\": [\"specific actionable thing to do in future games\", …], \"to_not_do\": "
+    "[\"specific thing to avoid in future games\", …], \"winning_tactics\": [\"tactic that helped get exiled\", …] } "
+    "CRITICAL RULES: - DO NOT add items that are already in your existing learnings (check above) - DO NOT add items "
+    "that are semantically similar to existing learnings. Add new learnings which can help you win in the future. "
+    "Tell what worked and what did not work to your future self. Tell concisely and clearly. - If something is "
+    "already present in meaning then DONOT add it again. This is very important. Only add helpful things. - Only add "
+    "genuinely NEW insights that are not covered by existing learnings - If this game didn’t teach you anything new, "
+    "that your existing leanrings then only return empty lists! - Each item should be a concise, specific insight "
+    "(1-2 sentences max) - Only add items relevant to this game’s outcome. Whether you win or loose analyse the "
+    "reasons, what went wrong in the game and what you can do to improve your chances of winning in the future. Be "
+    "specific about tactics, behaviors, and reactions you observed. - Don’t add generic advice - be specific based on "
+    "what happened - Focus on winning_tactics and actionable improvements - Its very important to keep adding reasons "
+    "you lost or won, based on what others did and your action interactions so you can use these later to make better "
+    "decisions. - If you already have the SAME learning in your existing learnings, but worded differently, then also "
+    "consider as duplicate and DONOT add again. No extra text, no markdown, no code fences. Just the JSON.")
+
+
+def _typeset(text: str) -> str:
+    """What typesetting does to the prompt: --- becomes an em dash, ' a curly quote, ... an
+    ellipsis, line breaks spaces; JSON braces lose their inner spacing here."""
+    text = text.replace("---", "—").replace("'", "’").replace("...", "…")
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\{ ", "{", re.sub(r" \}", "}", text))
+
+
+def test_reflection_prompt_is_seed_002_verbatim():
+    slots = {k: "{" + k + "}" for k in ("outcome", "game_winner", "scratchpad_text", "conversation_text",
+                                         "current_learnings_text")}
+    assert _typeset(L.REFLECTION_PROMPT.format(**slots)) == _typeset(SEED_O4)
+    for sentence in ("If you already have the SAME learning in your existing learnings, but worded differently",
+                     "Its very important to keep adding reasons you lost or won"):
+        assert sentence in L.REFLECTION_PROMPT
+    record = {"rewards": {"p3": 1}, "transcript": ["Day 1: Ana accuses Bo."], "reason": "the Jester wins alone"}
+    prompt = L.reflection_prompt(record, "p3", L.empty_lessons())
+    assert "GAME OUTCOME: You won" in prompt and L.NO_SCRATCHPAD in prompt and "Ana accuses Bo." in prompt
+
+
+def test_fixed_regime_keeps_the_jesters_seat_and_name_and_shuffled_deals_afresh():
+    import socialgym_env
+    from benchmarks.triadic.study import GAME, game_config, game_seeds, jester_deal
+    env = socialgym_env.make(GAME, **TINY)
+    deals = {}
+    for roles in ("fixed", "shuffled"):
+        cfg = StudyConfig(games=6, seed=3, roles=roles, config=TINY)
+        seeds = game_seeds(cfg, game_config(cfg))
+        assert len(set(seeds)) == 6
+        deals[roles] = [jester_deal(env, s) for s in seeds]
+    assert len(set(deals["fixed"])) == 1 and deals["fixed"][0] == deals["shuffled"][0]
+    assert len(set(deals["shuffled"])) > 1
+    with pytest.raises(ValueError, match="roles must be one of fixed, shuffled"):
+        StudyConfig(roles="random")
+
+
+def test_a_study_folder_is_not_resumed_under_the_other_regime(tmp_path):
+    (tmp_path / "study.json").write_text(json.dumps({"games": 2}))      # written before the regimes: shuffled
+    with pytest.raises(ValueError, match="roles=shuffled"):
+        run_study(StudyConfig(models=["scripted:random"], games=1, out=str(tmp_path), config=TINY), progress=lambda m: None)
