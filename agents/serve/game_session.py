@@ -57,7 +57,7 @@ class GameDefaults:
     policy_seed: int = 0
 
 
-def _is_model_spec(spec: str) -> bool:
+def is_model_spec(spec: str) -> bool:
     return spec.partition(":")[0].partition("?")[0] in LLM_KINDS
 
 
@@ -150,7 +150,7 @@ class GameSession:
             if self.env is not None:
                 self.env.close()
                 self.env = None
-            prebuilt = {s: self.shared_pool.get(s) for s in set(opponents) if _is_model_spec(s)}
+            prebuilt = {s: self.shared_pool.get(s) for s in set(opponents) if is_model_spec(s)}
             try:
                 self.env = SingleAgentEnv(game, seat, opponents, pool=PolicyPool(d.policy_seed, prebuilt), **config)
             except (socialgym_env.SocialGymError, ValueError, TypeError) as err:

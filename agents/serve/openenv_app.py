@@ -44,7 +44,7 @@ import socialgym_env
 from ..jobs import PolicyPool
 from ..registry import check_spec
 from .app import create_app, json_response, to_json
-from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession
+from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
 from .sessions import CapacityError, SessionError, SessionStore
 
 
@@ -98,7 +98,10 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
             GameSession(defaults)._env_for({}).close()
         except BadRequest as err:
             raise ValueError(str(err)) from None
-    store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s)
+    # Scripted opponents answer in microseconds: play them on the event loop itself (a thread
+    # hop per request costs more than the move). A model opponent takes seconds: the worker thread.
+    models = any(is_model_spec(spec) for spec in defaults.opponents)
+    store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
     shared_pool = PolicyPool(seed=defaults.policy_seed)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
                      description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.")
@@ -196,7 +199,7 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
             await store.close(session)
             try:
                 await ws.close()
-            except RuntimeError:
+            except (WebSocketDisconnect, RuntimeError):    # already closed by the client
                 pass
 
     async def _answer(session, raw: str) -> Optional[str]:

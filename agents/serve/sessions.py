@@ -63,7 +63,8 @@ class Session:
 class SessionStore:
     """Sessions by id, bounded, token-checked, reaped when idle (see the module docstring)."""
 
-    def __init__(self, max_sessions: int = 1024, idle_timeout_s: Optional[float] = 300.0):
+    def __init__(self, max_sessions: int = 1024, idle_timeout_s: Optional[float] = 300.0,
+                 worker_thread: bool = True):
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
         if idle_timeout_s is not None and idle_timeout_s <= 0:
@@ -72,22 +73,27 @@ class SessionStore:
         self.idle_timeout_s = idle_timeout_s
         self._sessions: dict[str, Session] = {}
         self._pending = 0                  # slots reserved by creations still building their value
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="socialgym-session")
+        self._executor = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="socialgym-session")
+                          if worker_thread else None)
         self.opened = 0                    # counters over the store's life (the /health figures)
         self.expired = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
 
+    async def _call(self, fn: Callable, *args) -> Any:
+        if self._executor is None:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
     async def run(self, session: Optional[Session], fn: Callable, *args) -> Any:
         """Run the blocking ``fn(*args)`` on the worker thread, in order within ``session``."""
-        loop = asyncio.get_running_loop()
         if session is None:
-            return await loop.run_in_executor(self._executor, fn, *args)
+            return await self._call(fn, *args)
         async with session.lock:
             if session.closed:
                 raise SessionError("session closed")
-            return await loop.run_in_executor(self._executor, fn, *args)
+            return await self._call(fn, *args)
 
     async def create(self, factory: Callable[[], Any]) -> Session:
         """Reserve a slot, build the value with ``factory()`` on the worker thread, store it.
@@ -131,7 +137,7 @@ class SessionStore:
         close = getattr(session.value, "close", None)
         if close is not None:
             async with session.lock:           # after any call in flight for this session
-                await asyncio.get_running_loop().run_in_executor(self._executor, close)
+                await self._call(close)
 
     async def reap(self, now: Optional[float] = None) -> int:
         """Close every session idle longer than the timeout; returns how many were closed."""
@@ -147,7 +153,8 @@ class SessionStore:
     async def close_all(self) -> None:
         for session in list(self._sessions.values()):
             await self.close(session)
-        self._executor.shutdown(wait=False)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
 
     def stats(self) -> dict:
         return {"active_sessions": len(self._sessions), "max_sessions": self.max_sessions,

@@ -178,3 +178,36 @@ def test_serve_env_refuses_a_public_bind_without_consent():
 
     result = CliRunner().invoke(app, ["serve-env", "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "--allow-remote" in result.output
+
+
+@pytest.mark.parametrize("worker_thread", [True, False])
+def test_session_store_limits_tokens_and_expiry(worker_thread):
+    from agents.serve.sessions import CapacityError, SessionError, SessionStore
+
+    class Held:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    async def main():
+        store = SessionStore(max_sessions=2, idle_timeout_s=5, worker_thread=worker_thread)
+        a, b = await store.create(Held), await store.create(Held)
+        with pytest.raises(CapacityError):
+            await store.create(Held)
+        assert store.get(a.id, a.token) is a and a.token != b.token
+        for wrong in (b.token, "", None):
+            with pytest.raises(SessionError):
+                store.get(a.id, wrong)
+        order = []
+        await asyncio.gather(*(store.run(a, order.append, i) for i in range(20)))
+        assert order == list(range(20))                     # one session's calls run in order
+        b.last_active = a.last_active + 3                  # b was active 3 s after a
+        assert await store.reap(now=a.last_active + 5.5) == 1 and a.value.closed and not b.value.closed
+        with pytest.raises(SessionError):
+            store.get(a.id, a.token)
+        await store.create(Held)                            # the freed slot is usable again
+        await store.close_all()
+        return store
+
+    assert len(asyncio.run(main())) == 0
