@@ -164,5 +164,5 @@ class GameSession:
         view = {k: v for k, v in info.items() if k not in HIDDEN_INFO_KEYS}
         observation = {"text": text, "game": env.game_id, "seat": env.learner, "seed": self.seed,
                        "episode_id": env.episode_id, "legal_actions": view.get("legal_action_list"),
-                       "info": view}
+                       "truncated": env.truncated, "info": view}
         return {"observation": observation, "reward": reward, "done": env.done}

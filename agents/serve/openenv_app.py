@@ -66,6 +66,7 @@ class GameObservation(BaseModel):
     seed: int
     episode_id: str
     legal_actions: Optional[list[str]] = Field(None, description="the legal moves when the list is finite")
+    truncated: bool = Field(False, description="done because the engine's turn cap ended the game, not its rules")
     info: dict[str, Any] = Field(default_factory=dict, description="the seat's decision view (phase, "
                                  "action_schema, new_messages, ...; score/outcome/reward at the end)")
     done: bool = False
