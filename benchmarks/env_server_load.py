@@ -18,6 +18,9 @@ then the median [min-max] over repetitions. Memory is the server process's resid
 closed (the sessions freed: ``/health`` must read 0 again).
 
 Clients and server share this machine's cores, so the figures are a floor for the server alone.
+Last, where a session's memory goes: Python's ``tracemalloc`` over ``--alloc_sessions``
+sessions built and reset in this process, per session, split into gymnasium's ``Text`` spaces
+(``spaces/text.py``) and everything else.
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Config:
     reps: int = 3                # repetitions (the summary is their median [min-max])
     game: str = "prisoners_dilemma"   # default game of the server (every session plays it)
     seed: int = 0                # base of the clients' episode seeds and move draws
+    alloc_sessions: int = 20     # sessions built in-process for the tracemalloc split (0: skip)
 
 
 @dataclass
@@ -165,6 +169,25 @@ async def main(cfg: Config) -> None:
         proc.wait(timeout=30)
 
 
+def allocation_split(cfg: Config) -> None:
+    """Per-session allocations of sessions built in this process, by tracemalloc."""
+    import tracemalloc
+
+    from agents.serve.game_session import GameDefaults, GameSession
+
+    GameSession(GameDefaults(game=cfg.game)).reset(seed=0)       # imports and caches first
+    tracemalloc.start()
+    sessions = [GameSession(GameDefaults(game=cfg.game)) for _ in range(cfg.alloc_sessions)]
+    for seed, session in enumerate(sessions):
+        session.reset(seed=seed)
+    stats = tracemalloc.take_snapshot().statistics("filename")
+    tracemalloc.stop()
+    total = sum(s.size for s in stats) / cfg.alloc_sessions / 1024
+    text = sum(s.size for s in stats if s.traceback[0].filename.endswith("spaces/text.py")) / cfg.alloc_sessions / 1024
+    print(f"per-session allocations (tracemalloc, {cfg.alloc_sessions} sessions in-process): {total:.0f} KiB, "
+          f"of which {text:.0f} KiB gymnasium Text spaces and {total - text:.0f} KiB everything else")
+
+
 def parse_args() -> Config:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in vars(Config()).items():
@@ -173,4 +196,7 @@ def parse_args() -> Config:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse_args()))
+    config = parse_args()
+    asyncio.run(main(config))
+    if config.alloc_sessions:
+        allocation_split(config)
