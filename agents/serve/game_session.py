@@ -120,6 +120,11 @@ class GameSession:
         if self.env is not None:
             self.env.close()
 
+    def check_defaults(self) -> None:
+        """Build the default seat's env once (BadRequest if the defaults cannot be played)."""
+        self._env_for({})
+        self.close()
+
     # ------------------------------------------------------------------ helpers
     def _env_for(self, options: dict) -> SingleAgentEnv:
         d = self.defaults

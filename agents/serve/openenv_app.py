@@ -96,7 +96,7 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
         check_spec(spec)
     if all(spec.startswith("scripted:") for spec in defaults.opponents):
         try:                                           # seat and opponent count too (cheap: no model)
-            GameSession(defaults)._env_for({}).close()
+            GameSession(defaults).check_defaults()
         except BadRequest as err:
             raise ValueError(str(err)) from None
     # Scripted opponents answer in microseconds: play them on the event loop itself (a thread

@@ -50,14 +50,14 @@ def test_openenv_client_plays_every_game_to_its_end(server_url):
         async with GenericEnvClient(base_url=server_url) as client:
             for game in GAMES:
                 _, result = await play(client, game=game, seed=5)
-                outcomes[game] = (result.done, result.reward, result.observation["game"])
+                outcomes[game] = (result.done, result.reward, result.observation)
             state = await client.state()
         return outcomes, state
 
     outcomes, state = asyncio.run(main())
-    for game, (done, reward, served) in outcomes.items():
-        assert done and served == game, game
-        assert reward in (-1.0, 0.0, 1.0) or -1.0 <= reward <= 1.0, (game, reward)
+    for game, (done, reward, observation) in outcomes.items():
+        assert done and observation["game"] == game, game
+        assert reward == observation["info"]["reward"] and observation["info"]["outcome"], game   # the seat's outcome
     assert state["game"] == GAMES[-1] and state["seed"] == 5 and state["done"]
 
 
