@@ -69,6 +69,11 @@ def create_app(store: SessionStore, title: str, description: str = "", version: 
     async def _session(request: Request, err: SessionError):
         return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
 
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, err: Exception):   # a game or policy bug: one JSON line
+        return json_response({"detail": f"internal error: {type(err).__name__}: {err}",
+                              "code": "EXECUTION_ERROR"}, 500)
+
     @app.get("/health", tags=["Health"])
     async def health():
         return {"status": "healthy", **store.stats()}

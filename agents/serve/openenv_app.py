@@ -34,6 +34,7 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Optional
 
 from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
@@ -46,6 +47,8 @@ from ..registry import check_spec
 from .app import create_app, json_response, to_json
 from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
 from .sessions import CapacityError, SessionError, SessionStore
+
+logger = logging.getLogger(__name__)
 
 
 class GameAction(BaseModel):
@@ -236,5 +239,8 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
             return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
         except (BadRequest, SessionError) as err:
             return _error(str(err), "EXECUTION_ERROR")
+        except Exception as err:                       # a game or policy bug: said, logged, session kept
+            logger.exception("session %s: %s failed", session.id[:8], kind)
+            return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")
 
     return app

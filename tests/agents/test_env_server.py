@@ -229,3 +229,25 @@ def test_dockerfile_copies_what_exists_and_serves_the_registered_command():
     commands = cfg["options.entry_points"]["socialgym.commands"]
     cmd = json.loads(next(line for line in lines if line.startswith("CMD "))[4:])
     assert cmd[:2] == ["socialgym", "serve-env"] and "serve-env = agents.serve.cli:register [serve]" in commands
+
+
+def test_a_game_bug_is_reported_and_the_session_survives(monkeypatch):
+    from agents.serve.game_session import GameSession
+
+    def broken_step(self, action):
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr(GameSession, "step", broken_step)
+    with TestClient(create_openenv_app(), raise_server_exceptions=False) as http:
+        with http.websocket_connect("/ws") as ws:
+            ws.send_text(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert ws.receive_json()["type"] == "observation"
+            ws.send_text(json.dumps({"type": "step", "data": {"message": "defect"}}))
+            error = ws.receive_json()["data"]
+            assert error["code"] == "EXECUTION_ERROR" and "planted bug" in error["message"]
+            ws.send_text(json.dumps({"type": "state"}))
+            assert ws.receive_json()["data"]["seed"] == 0             # still the same live session
+        session = http.post("/reset", json={"seed": 0}).json()["observation"]["session"]
+        failed = http.post("/step", json={"action": {"message": "defect"}, "session_id": session["id"],
+                                          "session_token": session["token"]})
+        assert failed.status_code == 500 and "planted bug" in failed.json()["detail"]
