@@ -12,8 +12,9 @@ server's default, the per-game heuristic.
 Each repetition runs ``--duration`` seconds with all sessions live and measures, from the
 client side, every request's round trip (send to answer, resets and steps alike). Printed per
 run: live sessions (the server's own ``/health`` count at mid-run), steps per second (moves
-answered per second, over all sessions), p50 and p99 round-trip latency, finished episodes;
-then the median [min-max] over repetitions. Memory is the server process's resident set
+answered per second, over all sessions), p50 and p99 round-trip latency, finished episodes, and
+the server process's CPU time (user + system) per request answered, the figure least moved by
+other load on the machine; then the median [min-max] over repetitions. Memory is the server process's resident set
 (psutil) before any session, with every session open and reset, and after the clients have
 closed (the sessions freed: ``/health`` must read 0 again).
 
@@ -103,7 +104,13 @@ async def play(client: Client, stop_at: float, rng: random.Random, seed_base: in
         client.episodes += int(result["done"])
 
 
-async def run_rep(cfg: Config, clients: list, url: str, rep: int) -> dict:
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+async def run_rep(cfg: Config, clients: list, url: str, rep: int, server: psutil.Process) -> dict:
+    cpu_start = cpu_seconds(server)
     for c in clients:
         c.latencies, c.steps, c.episodes = [], 0, 0
     start = time.perf_counter()
@@ -116,11 +123,13 @@ async def run_rep(cfg: Config, clients: list, url: str, rep: int) -> dict:
         live = (await http.get(url + "/health")).json()["active_sessions"]
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - start
+    server_cpu = cpu_seconds(server) - cpu_start
     latencies = sorted(x for c in clients for x in c.latencies)
     steps = sum(c.steps for c in clients)
     return {"live": live, "steps_per_s": steps / elapsed, "p50_ms": 1e3 * latencies[len(latencies) // 2],
             "p99_ms": 1e3 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-            "episodes": sum(c.episodes for c in clients), "requests": len(latencies)}
+            "episodes": sum(c.episodes for c in clients), "requests": len(latencies),
+            "cpu_ms": 1e3 * server_cpu / max(len(latencies), 1)}
 
 
 async def main(cfg: Config) -> None:
@@ -137,13 +146,14 @@ async def main(cfg: Config) -> None:
         rss_open = server.memory_info().rss
         print(f"server: {cfg.game}, heuristic opponents; {cfg.sessions} WebSocket sessions open and reset; "
               f"{cfg.duration:g} s per repetition")
-        print(f"{'rep':>3} {'live':>5} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'episodes':>9} {'requests':>9}")
+        print(f"{'rep':>3} {'live':>5} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'episodes':>9} {'requests':>9} "
+              f"{'server CPU ms/request':>22}")
         runs = []
         for rep in range(cfg.reps):
-            r = await run_rep(cfg, clients, url, rep)
+            r = await run_rep(cfg, clients, url, rep, server)
             runs.append(r)
             print(f"{rep:>3} {r['live']:>5} {r['steps_per_s']:>9.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} "
-                  f"{r['episodes']:>9} {r['requests']:>9}")
+                  f"{r['episodes']:>9} {r['requests']:>9} {r['cpu_ms']:>22.2f}")
         rss_peak = server.memory_info().rss
         for c in clients:
             await c.ws.close()
@@ -159,7 +169,7 @@ async def main(cfg: Config) -> None:
 
         print(f"median [min-max] over {cfg.reps}: live sessions {summary('live', '{:.0f}')}, "
               f"steps/s {summary('steps_per_s', '{:.0f}')}, p50 {summary('p50_ms', '{:.1f}')} ms, "
-              f"p99 {summary('p99_ms', '{:.1f}')} ms")
+              f"p99 {summary('p99_ms', '{:.1f}')} ms, server CPU {summary('cpu_ms', '{:.2f}')} ms per request")
         mib = 1 / (1 << 20)
         print(f"server RSS: {rss_idle * mib:.0f} MiB idle, {rss_open * mib:.0f} MiB with {cfg.sessions} sessions "
               f"({(rss_open - rss_idle) / cfg.sessions / 1024:.0f} KiB per session), {rss_peak * mib:.0f} MiB after "
