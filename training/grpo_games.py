@@ -211,7 +211,8 @@ def env_server_vec(config: Config):
         if url == "local":
             from agents.serve.app import BackgroundServer
             from agents.serve.openenv_app import create_openenv_app
-            url = stack.enter_context(BackgroundServer(create_openenv_app()))
+            # The run owns this server: no idle expiry (a slow learner may think minutes per move).
+            url = stack.enter_context(BackgroundServer(create_openenv_app(idle_timeout_s=None)))
         print(f"episodes through the env server at {url}")
         yield functools.partial(RemoteVecEnv, url)
 
