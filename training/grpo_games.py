@@ -25,12 +25,19 @@ Writes to ``--out``:
 | ``mask_example.json`` | one episode of the first step as (text, in_loss) spans: what the loss sees |
 | ``metrics.json`` | config, win rate over ``eval_episodes`` seeded episodes before/after with 95% Wilson intervals, timing |
 
+``--env_server URL`` plays every episode (training rollouts and evaluation) through an
+OpenEnv-protocol env server (``socialgym serve-env``; ``--env_server local`` starts one
+in-process on 127.0.0.1): one WebSocket session per episode of a batch, the learner's seat only,
+the opponents played server-side (``agents.serve.client.RemoteVecEnv``).
+
 Evaluation plays held-out seeds (``seed + 10_000`` on) with the same sampling temperature as
 training, so the win rate is the rate of the policy that was trained.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -69,6 +76,8 @@ class Config:
     vllm_mode: str = "server"
     eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
     threads: int = 2
+    env_server: str = ""                # OpenEnv URL of a `socialgym serve-env`: every episode (training
+                                        # and evaluation) is played through it; "local" starts one in-process
     out: str = "runs/grpo_games"
 
 
@@ -131,7 +140,7 @@ def mask_spans(episode, tokenizer) -> list:
     return spans
 
 
-def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
+def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, make_vec=None):
     """TRL ``rollout_func(prompts, trainer)``: ``prompts`` is the per-process batch, each episode
     spec already repeated ``num_generations`` times (TRL's RepeatSampler); one episode each."""
     from training.multiturn import EpisodeSpec
@@ -146,14 +155,14 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None):
                                       seed=config.seed * 1_000_003 + trainer.state.global_step,
                                       constrained=config.constrained, reply_prefix=config.reply_prefix)
         episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns,
-                                 prompt=config.prompt, reply_prefix=config.reply_prefix)
+                                 prompt=config.prompt, reply_prefix=config.reply_prefix, make_vec=make_vec)
         log.add(trainer.state.global_step, episodes, tokenizer)
         return rollout_output(episodes, config.invalid_penalty)
 
     return rollout
 
 
-def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
+def evaluate(model, tokenizer, config: Config, pool=None, adapter=None, make_vec=None) -> dict:
     """Win / draw / loss rates over ``eval_episodes`` held-out seeds, with 95% intervals. Shards of
     ``eval_batch`` episodes; with ``eval_actors`` they run on Ray actors that load the base model
     plus ``adapter`` (same sampling seeds per shard, so the same episodes as in process)."""
@@ -175,7 +184,7 @@ def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
                                       reply_prefix=config.reply_prefix)
             episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
                                       max_turns=config.max_turns, prompt=config.prompt,
-                                      reply_prefix=config.reply_prefix)
+                                      reply_prefix=config.reply_prefix, make_vec=make_vec)
     n = len(episodes)
     return {"win": rate_with_interval(sum(e.reward > 0 for e in episodes), n),
             "draw": rate_with_interval(sum(e.reward == 0 for e in episodes), n),
@@ -187,20 +196,47 @@ def evaluate(model, tokenizer, config: Config, pool=None, adapter=None) -> dict:
             "first_actions": [e.actions[:3] for e in episodes[:3]]}
 
 
+@contextlib.contextmanager
+def env_server_vec(config: Config):
+    """The vector-env factory of ``--env_server`` (None: local envs) and, for ``local``, an
+    in-process server on 127.0.0.1 for the length of the run."""
+    if not config.env_server:
+        yield None
+        return
+    if config.eval_actors or config.prompt != "full":
+        raise SystemExit("--env_server plays the full prompt in process: drop --eval_actors and --prompt compact")
+    from agents.serve.client import RemoteVecEnv
+    with contextlib.ExitStack() as stack:
+        url = config.env_server
+        if url == "local":
+            from agents.serve.app import BackgroundServer
+            from agents.serve.openenv_app import create_openenv_app
+            # The run owns this server: no idle expiry (a slow learner may think minutes per move).
+            url = stack.enter_context(BackgroundServer(create_openenv_app(idle_timeout_s=None)))
+        print(f"episodes through the env server at {url}")
+        yield functools.partial(RemoteVecEnv, url)
+
+
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from training.common import parse_config
+    config = parse_config(Config, argv)
+    with env_server_vec(config) as make_vec:
+        return run(config, preloaded, make_vec)
+
+
+def run(config: Config, preloaded=None, make_vec=None) -> dict:
     from trl import GRPOTrainer
 
     from agents.runner import PolicyPool
-    from training.common import cpu_grpo_args, finish_run, load_base, lora_config, parse_config
-    config = parse_config(Config, argv)
+    from training.common import cpu_grpo_args, finish_run, load_base, lora_config
     out = Path(config.out)
     started = time.time()
     model, tokenizer = preloaded or load_base(config.model, config.threads)
     pool = PolicyPool(seed=config.seed)          # opponents, built once (a frozen model loads once)
 
     # 1. the base policy's win rate
-    before = evaluate(model, tokenizer, config, pool) if config.eval_before else None
+    before = evaluate(model, tokenizer, config, pool, make_vec=make_vec) if config.eval_before else None
     if before:
         print("before:", json.dumps({k: before[k] for k in ("win", "mean_reward")}))
     if config.steps == 0:                          # evaluation only
@@ -216,14 +252,14 @@ def main(argv=None, preloaded=None) -> dict:
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
-                          rollout_func=make_rollout_func(config, tokenizer, log, pool))
+                          rollout_func=make_rollout_func(config, tokenizer, log, pool, make_vec))
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
 
     # 3. the trained policy's win rate; adapter, curves, metrics
     trainer.model.save_pretrained(out / "adapter")
-    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"))
+    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"), make_vec=make_vec)
     print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
     return finish_run(out, config, before, after, trainer, started, train_seconds,
                       ["reward", "rewards/episode_reward/mean"],

@@ -182,16 +182,21 @@ class Episode:
 
 
 def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list], list], tokenizer, pool=None,
-                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "") -> list:
+                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "", make_vec=None) -> list:
     """Play every spec to the end; ``generate(context ids, infos) -> reply ids`` (one of each per
     live episode; ``infos`` are the learner's info dicts, whose legal actions a constrained
     generator follows) makes the learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
     then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
     :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
     tokens follow each assistant header as env tokens (never in the loss), the model continues it,
-    and the action is parsed from prefix + continuation."""
+    and the action is parsed from prefix + continuation. ``make_vec`` builds each group's vector
+    env with :class:`~agents.single_agent.SingleAgentVecEnv`'s signature and shape (default: that
+    class; ``functools.partial(agents.serve.client.RemoteVecEnv, url)`` plays through an env server,
+    full prompts only: the compact view reads the local engine's prompt parts)."""
     if prompt not in ("full", "compact"):
         raise ValueError(f"prompt must be full or compact, got {prompt!r}")
+    if make_vec is not None and prompt != "full":
+        raise ValueError("a remote vector env serves the full prompt only (compact reads local prompt parts)")
     assembler = ChatAssembler(tokenizer)
     prefix_ids = tokenizer(reply_prefix, add_special_tokens=False)["input_ids"] if reply_prefix else []
     episodes = [Episode(spec) for spec in specs]
@@ -199,17 +204,23 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
     for index, spec in enumerate(specs):
         groups[spec.env_key()].append(index)
     for (game, seat, opponents, config), indices in groups.items():
-        vec = SingleAgentVecEnv(game, seat, list(opponents), num_envs=len(indices), pool=pool, **dict(config))
+        vec = (make_vec or SingleAgentVecEnv)(game, seat, list(opponents), num_envs=len(indices), pool=pool,
+                                              **dict(config))
         observations, infos = vec.reset([specs[i].seed for i in indices])
+        # Each episode's outcome comes from the info and truncation of the step that ended it
+        # (or of the reset, when the game was over before the learner's first move).
+        final = {slot: (infos[slot], False) for slot, done in enumerate(vec.dones) if done}
         contexts = []
         for slot, index in enumerate(indices):
-            env = vec.envs[slot]
-            first = observations[slot]["text"] if prompt == "full" else \
-                compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
+            if prompt == "full":
+                first = observations[slot]["text"]
+            else:
+                env = vec.envs[slot]
+                first = compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
             episodes[index].prompt_ids = assembler.first(first) + prefix_ids
             contexts.append(list(episodes[index].prompt_ids))
         for _ in range(max_turns):
-            live = [slot for slot in range(len(indices)) if not vec.envs[slot].done]
+            live = [slot for slot, done in enumerate(vec.dones) if not done]
             if not live:
                 break
             replies = generate([contexts[slot] for slot in live], [infos[slot] for slot in live])
@@ -224,8 +235,10 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
                 episode.env_mask += [1] * len(reply_ids)
                 contexts[slot] += list(reply_ids)
             observations, rewards, terminated, truncated, infos = vec.step(actions)
+            dones = vec.dones
             for slot in live:
-                if vec.envs[slot].done:
+                if dones[slot]:
+                    final[slot] = (infos[slot], truncated[slot])
                     continue
                 news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else \
                     compact_news_text(infos[slot])
@@ -235,16 +248,15 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
                 episode.env_mask += [0] * len(env_ids)
                 contexts[slot] += env_ids
         for slot, index in enumerate(indices):
-            env, episode = vec.envs[slot], episodes[index]
-            if not env.done:            # out of turns: no outcome, scored 0 and flagged
+            episode = episodes[index]
+            if slot not in final:       # out of turns: no outcome, scored 0 and flagged
                 episode.truncated = True
                 continue
-            info = env._info()
-            episode.reward = env.final_reward()
+            info, episode.truncated = final[slot]
+            episode.reward = float(info["reward"])
             episode.invalid_actions = info["invalid_actions"]
-            episode.role = info["true_role"]
-            episode.learner = env.learner
-            episode.truncated = env.truncated
+            episode.role = info.get("true_role") or info.get("role", "")   # a server sends the seat's view only
+            episode.learner = info["learner"]
         vec.close()
     return episodes
 

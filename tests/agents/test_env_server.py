@@ -1,0 +1,253 @@
+"""The OpenEnv-protocol env server (agents.serve): OpenEnv's own client drives a live server on
+127.0.0.1; seeds, seat privacy, session limits, idle expiry and disconnects are checked."""
+import asyncio
+import json
+import time
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from fastapi.testclient import TestClient   # noqa: E402
+
+import socialgym_env   # noqa: E402
+from agents.serve.app import BackgroundServer   # noqa: E402
+from agents.serve.game_session import GameDefaults   # noqa: E402
+from agents.serve.openenv_app import create_openenv_app   # noqa: E402
+
+GAMES = [g["id"] for g in socialgym_env.list_games()]
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    with BackgroundServer(create_openenv_app(max_sessions=64, idle_timeout_s=60)) as url:
+        yield url
+
+
+def first_move(result):
+    legal = result.observation["legal_actions"]
+    return {"message": legal[0] if legal else "pass"}
+
+
+async def play(client, max_steps=400, **reset):
+    """One episode through an OpenEnv client; returns every observation text and the result."""
+    result = await client.reset(**reset)
+    texts = [result.observation["text"]]
+    steps = 0
+    while not result.done and steps < max_steps:
+        result = await client.step(first_move(result))
+        texts.append(result.observation["text"])
+        steps += 1
+    return texts, result
+
+
+def test_openenv_client_plays_every_game_to_its_end(server_url):
+    from openenv.core.generic_client import GenericEnvClient
+
+    async def main():
+        outcomes = {}
+        async with GenericEnvClient(base_url=server_url) as client:
+            for game in GAMES:
+                _, result = await play(client, game=game, seed=5)
+                outcomes[game] = (result.done, result.reward, result.observation)
+            state = await client.state()
+        return outcomes, state
+
+    outcomes, state = asyncio.run(main())
+    for game, (done, reward, observation) in outcomes.items():
+        assert done and observation["game"] == game, game
+        assert reward == observation["info"]["reward"] and observation["info"]["outcome"], game   # the seat's outcome
+    assert state["game"] == GAMES[-1] and state["seed"] == 5 and state["done"]
+
+
+def test_seeds_are_honoured_and_sessions_are_independent(server_url):
+    from openenv.core.generic_client import GenericEnvClient
+
+    async def episode(seed):
+        async with GenericEnvClient(base_url=server_url) as client:
+            return await play(client, game="liars_dice", seed=seed, opponents="scripted:random")
+
+    async def main():                                   # three concurrent sessions, interleaved
+        return await asyncio.gather(episode(11), episode(11), episode(12))
+
+    (texts_a, end_a), (texts_b, end_b), (texts_c, _) = asyncio.run(main())
+    assert texts_a == texts_b and end_a.reward == end_b.reward          # byte for byte
+    assert texts_a != texts_c
+
+
+def test_a_seat_sees_only_its_own_view(server_url):
+    """Werewolves tell the wolves who they are in a team-only message: a villager's session must
+    never receive it, a wolf's must (the positive control), and no payload carries the record."""
+    from websockets.sync.client import connect
+
+    def payloads(seat_or_role, seed):
+        received = []
+        with connect(server_url.replace("http", "ws") + "/ws") as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"game": "werewolves", "seat": seat_or_role, "seed": seed}}))
+            for _ in range(200):
+                raw = ws.recv(timeout=30)
+                received.append(raw)
+                data = json.loads(raw)["data"]
+                if data["done"]:
+                    break
+                legal = data["observation"]["legal_actions"]
+                ws.send(json.dumps({"type": "step", "data": {"message": legal[0] if legal else "pass"}}))
+        return received
+
+    for seed in (1, 2, 3):
+        villager = payloads("villager", seed)
+        wolf = payloads("werewolf", seed)
+        assert not any("The Werewolves are" in raw for raw in villager)
+        assert any("The Werewolves are" in raw for raw in wolf)
+        for raw in villager + wolf:
+            info = json.loads(raw)["data"]["observation"]["info"]
+            assert "record" not in info and "true_role" not in info
+
+
+def test_a_disconnect_mid_episode_frees_the_session(server_url):
+    import httpx
+    from websockets.sync.client import connect
+
+    def active():
+        return httpx.get(server_url + "/health").json()["active_sessions"]
+
+    before = active()
+    ws = connect(server_url.replace("http", "ws") + "/ws")
+    ws.send(json.dumps({"type": "reset", "data": {"game": "chess", "seed": 0}}))
+    json.loads(ws.recv(timeout=30))
+    assert active() == before + 1
+    ws.socket.close()                                  # the client vanishes: no close frame
+    deadline = time.monotonic() + 10
+    while active() != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert active() == before
+
+
+def test_http_sessions_need_their_token():
+    with TestClient(create_openenv_app()) as http:
+        result = http.post("/reset", json={"seed": 4, "game": "rock_paper_scissors"}).json()
+        session = result["observation"]["session"]
+        ok = {"session_id": session["id"], "session_token": session["token"]}
+        stolen = {"session_id": session["id"], "session_token": "guess"}
+        assert http.post("/step", json={"action": {"message": "rock"}, **stolen}).status_code == 401
+        assert http.get("/state", params=stolen).status_code == 401
+        assert http.post("/step", json={"action": {"move": "rock"}, **ok}).status_code == 422
+        step = http.post("/step", json={"action": {"message": "rock"}, **ok})
+        assert step.status_code == 200 and http.get("/state", params=ok).json()["step_count"] == 1
+        assert http.post("/close", json=ok).json() == {"closed": True}
+        assert http.post("/step", json={"action": {"message": "rock"}, **ok}).status_code == 401
+        assert set(http.get("/schema").json()) == {"action", "observation", "state"}
+
+
+def test_bad_requests_get_one_clear_error():
+    with TestClient(create_openenv_app()) as http:
+        refused = http.post("/reset", json={"opponents": "openai:gpt-4o"})
+        assert refused.status_code == 400 and "scripted" in refused.json()["detail"]
+        assert "no_such_game" in http.post("/reset", json={"game": "no_such_game"}).json()["detail"]
+        assert http.post("/reset", json={"seed": -1}).status_code == 400
+        assert http.get("/health").json()["active_sessions"] == 0         # refused resets keep nothing
+        with http.websocket_connect("/ws") as ws:
+            ws.send_text("not json")
+            assert ws.receive_json()["data"]["code"] == "INVALID_JSON"
+            ws.send_text(json.dumps({"type": "step", "data": {"message": "x"}}))
+            assert ws.receive_json()["data"]["code"] == "EXECUTION_ERROR"       # no reset yet
+            ws.send_text(json.dumps({"type": "fly"}))
+            assert ws.receive_json()["data"]["code"] == "UNKNOWN_TYPE"
+
+
+def test_capacity_and_idle_timeout():
+    app = create_openenv_app(GameDefaults(game="chicken"), max_sessions=1, idle_timeout_s=0.3)
+    with TestClient(app) as http:
+        with http.websocket_connect("/ws") as first:
+            first.send_text(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            assert first.receive_json()["type"] == "observation"
+            with http.websocket_connect("/ws") as second:
+                assert second.receive_json()["data"]["code"] == "CAPACITY_REACHED"
+            deadline = time.monotonic() + 10                 # silent: the reaper closes it
+            while http.get("/health").json()["active_sessions"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            health = http.get("/health").json()
+            assert health["active_sessions"] == 0 and health["sessions_expired"] == 1
+
+
+def test_serve_env_refuses_a_public_bind_without_consent():
+    from typer.testing import CliRunner
+
+    from socialgym_env.cli import app
+
+    result = CliRunner().invoke(app, ["serve-env", "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "--allow-remote" in result.output
+
+
+@pytest.mark.parametrize("worker_thread", [True, False])
+def test_session_store_limits_tokens_and_expiry(worker_thread):
+    from agents.serve.sessions import CapacityError, SessionError, SessionStore
+
+    class Held:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    async def main():
+        store = SessionStore(max_sessions=2, idle_timeout_s=5, worker_thread=worker_thread)
+        a, b = await store.create(Held), await store.create(Held)
+        with pytest.raises(CapacityError):
+            await store.create(Held)
+        assert store.get(a.id, a.token) is a and a.token != b.token
+        for wrong in (b.token, "", None):
+            with pytest.raises(SessionError):
+                store.get(a.id, wrong)
+        order = []
+        await asyncio.gather(*(store.run(a, order.append, i) for i in range(20)))
+        assert order == list(range(20))                     # one session's calls run in order
+        b.last_active = a.last_active + 3                  # b was active 3 s after a
+        assert await store.reap(now=a.last_active + 5.5) == 1 and a.value.closed and not b.value.closed
+        with pytest.raises(SessionError):
+            store.get(a.id, a.token)
+        await store.create(Held)                            # the freed slot is usable again
+        await store.close_all()
+        return store
+
+    assert len(asyncio.run(main())) == 0
+
+
+def test_dockerfile_copies_what_exists_and_serves_the_registered_command():
+    """No Docker daemon in CI: check what the image build depends on instead."""
+    import configparser
+    import shlex
+
+    from tests.conftest import ROOT
+
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    copies = [shlex.split(line)[1:-1] for line in lines if line.startswith("COPY ")]
+    assert copies and all((ROOT / source).exists() for sources in copies for source in sources)
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    assert "serve" in cfg["options.extras_require"] and 'pip install --no-cache-dir ".[serve]"' in "\n".join(lines)
+    commands = cfg["options.entry_points"]["socialgym.commands"]
+    cmd = json.loads(next(line for line in lines if line.startswith("CMD "))[4:])
+    assert cmd[:2] == ["socialgym", "serve-env"] and "serve-env = agents.serve.cli:register [serve]" in commands
+
+
+def test_a_game_bug_is_reported_and_the_session_survives(monkeypatch):
+    from agents.serve.game_session import GameSession
+
+    def broken_step(self, action):
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr(GameSession, "step", broken_step)
+    with TestClient(create_openenv_app(), raise_server_exceptions=False) as http:
+        with http.websocket_connect("/ws") as ws:
+            ws.send_text(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert ws.receive_json()["type"] == "observation"
+            ws.send_text(json.dumps({"type": "step", "data": {"message": "defect"}}))
+            error = ws.receive_json()["data"]
+            assert error["code"] == "EXECUTION_ERROR" and "planted bug" in error["message"]
+            ws.send_text(json.dumps({"type": "state"}))
+            assert ws.receive_json()["data"]["seed"] == 0             # still the same live session
+        session = http.post("/reset", json={"seed": 0}).json()["observation"]["session"]
+        failed = http.post("/step", json={"action": {"message": "defect"}, "session_id": session["id"],
+                                          "session_token": session["token"]})
+        assert failed.status_code == 500 and "planted bug" in failed.json()["detail"]

@@ -1,0 +1,94 @@
+"""The verifiers environment package (environments/socialgym_verifiers): verifiers' own eval loop
+(``run_eval``) plays it against a scripted OpenAI-compatible server on 127.0.0.1."""
+import asyncio
+import json
+import re
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("verifiers")
+pytest.importorskip("fastapi")
+
+from fastapi import FastAPI, Request   # noqa: E402
+
+from agents.serve.app import BackgroundServer   # noqa: E402
+from agents.single_agent import SingleAgentEnv   # noqa: E402
+from tests.conftest import ROOT   # noqa: E402
+
+try:                                   # installed by `make setup`; a bare checkout still tests it
+    import socialgym_verifiers   # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(ROOT / "environments" / "socialgym_verifiers"))
+
+JUNK = "I am not sure what to do"
+
+
+def scripted_model(replies: list):
+    """An OpenAI chat-completions endpoint: junk on a game's first turn (planted invalid move),
+    then the first legal move listed in the last user message. Records every reply it sends."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        legal = re.findall(r"Legal moves: (.*)", body["messages"][-1]["content"])
+        move = legal[-1].split("; ")[0] if legal else JUNK
+        replies.append((body["messages"][1]["content"], move))
+        return {"id": f"c{len(replies)}", "object": "chat.completion", "created": int(time.time()),
+                "model": body["model"], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": move}}]}
+
+    return app
+
+
+def test_verifiers_eval_loop_scores_the_rule_decided_outcome(tmp_path, monkeypatch):
+    from verifiers.v1.cli.eval.runner import run_eval
+    from verifiers.v1.configs.cli.eval import EvalConfig
+
+    from socialgym_verifiers import TASKSET_ID, SocialGymConfig, SocialGymEnvConfig
+
+    monkeypatch.setenv("SCRIPTED_MODEL_KEY", "unused")
+    replies = []
+    taskset = SocialGymConfig(id=TASKSET_ID, game="liars_dice", seat=0, opponents=["scripted:heuristic"],
+                              num_tasks=2, first_seed=3, format_weight=0.5)
+    with BackgroundServer(scripted_model(replies)) as url:
+        config = EvalConfig(env=SocialGymEnvConfig(taskset=taskset), model="scripted", num_rollouts=1,
+                            client={"base_url": url + "/v1", "api_key_var": "SCRIPTED_MODEL_KEY"},
+                            rich=None, push=False, output_dir=tmp_path)
+        episodes = asyncio.run(run_eval(config))
+
+    assert len(episodes) == 2 and all(e.ok for e in episodes)
+    for episode in episodes:
+        (trace,) = episode.traces
+        game = trace.info["game"]
+        seed = int(game["episode_id"].split("-")[1])
+        # Replay the model's replies for this episode through the engine directly: the reward
+        # on the trace is the game's own outcome, not anything the env computed on its own.
+        first_prompt = episode.task.data.prompt
+        moves = [move for prompt, move in replies if prompt == first_prompt]
+        env = SingleAgentEnv("liars_dice", 0, ["scripted:heuristic"])
+        env.reset(seed=seed)
+        for move in moves:
+            *_, info = env.step(move)
+        assert env.done and len(moves) == game["moves"]
+        assert trace.rewards["game_reward"].score == env.final_reward() == info["reward"]
+        # One planted invalid move (the junk first reply) out of ``moves``.
+        assert game["invalid_actions"] == 1
+        assert trace.rewards["format_reward"].score == pytest.approx(1 - 1 / game["moves"])
+        assert trace.rewards["format_reward"].weight == 0.5
+    written = [json.loads(line) for path in tmp_path.rglob("traces.jsonl") for line in path.read_text().splitlines()]
+    assert len(written) == 2                            # verifiers' own results file, one line per episode
+
+
+def test_load_environment_checks_its_arguments():
+    from socialgym_verifiers import SocialGymEnv, load_environment
+
+    env = load_environment(game="prisoners_dilemma", seat=1, opponents="scripted:tit_for_tat", num_tasks=3, rounds=2)
+    assert isinstance(env, SocialGymEnv)
+    tasks = list(env.taskset)
+    assert [t.data.info["seed"] for t in tasks] == [0, 1, 2] and tasks[0].data.info["config"] == {"rounds": 2}
+    assert "Prisoner's Dilemma" in tasks[0].data.prompt
+    with pytest.raises(ValueError, match="neither a seat nor a role"):
+        load_environment(game="prisoners_dilemma", seat="player_7")
