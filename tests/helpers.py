@@ -28,10 +28,10 @@ def grammar_sample(env, agent, info, rng):
     return env.grammar(agent).sample(rng).text
 
 
-def random_junk_episode(game_id: str, seed: int, junk, junk_rate: float = 0.2, legal=grammar_sample, **config):
-    """Play one episode of random legal actions (``legal(env, agent, info, rng)``, by default the
-    action grammar's sample) mixed with about ``junk_rate`` strings drawn from ``junk``, all from
-    ``random.Random(seed)``. Returns the env."""
+def decision_infos(game_id: str, seed: int = 0, move=grammar_sample, **config):
+    """(env, agent, info) of every decision of one episode; each decision is then played with
+    ``move(env, agent, info, rng)`` (by default the action grammar's sample), ``rng`` being
+    ``random.Random(seed)``."""
     env = socialgym_env.make(game_id, **config)
     env.reset(seed=seed)
     rng = random.Random(seed)
@@ -40,7 +40,20 @@ def random_junk_episode(game_id: str, seed: int, junk, junk_rate: float = 0.2, l
         if terminated or truncated:
             env.step(None)
             continue
-        env.step(rng.choice(junk) if rng.random() < junk_rate else legal(env, agent, info, rng))
+        yield env, agent, info
+        env.step(move(env, agent, info, rng))
+
+
+def random_junk_episode(game_id: str, seed: int, junk, junk_rate: float = 0.2, legal=grammar_sample, **config):
+    """Play one episode of random legal actions (``legal(env, agent, info, rng)``, by default the
+    action grammar's sample) mixed with about ``junk_rate`` strings drawn from ``junk``, all from
+    ``random.Random(seed)``. Returns the env."""
+    def move(env, agent, info, rng):
+        return rng.choice(junk) if rng.random() < junk_rate else legal(env, agent, info, rng)
+
+    env = None
+    for env, _, _ in decision_infos(game_id, seed, move, **config):
+        pass
     return env
 
 

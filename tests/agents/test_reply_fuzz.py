@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-import socialgym_env
 from agents.base import Request
+from helpers import decision_infos
 from agents.llm.parsing import ReplyError, action_string, parse_reply, reply_reasoning
 
 GAMES = ("prisoners_dilemma", "bargaining", "liars_dice", "chameleon", "werewolves")
@@ -16,17 +16,8 @@ def _infos():
     """Decision infos of a few games in several phases (numbers, words, free text, lists)."""
     infos = []
     for game in GAMES:
-        env = socialgym_env.make(game)
-        env.reset(seed=0)
         rng = random.Random(0)
-        for agent in env.agent_iter():
-            _, _, terminated, truncated, info = env.last(observe=False)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            if len(infos) < 6 * (GAMES.index(game) + 1) and rng.random() < 0.5:
-                infos.append(info)
-            env.step(env.grammar(agent).sample(rng).text)
+        infos += [info for _, _, info in decision_infos(game) if rng.random() < 0.5][:6]
     return infos
 
 
