@@ -119,12 +119,12 @@ class Guide:
 
     def advance(self, token_id: int) -> None:
         self.tokens += 1
-        if self.grammar.action is not None:      # a think-then-act grammar: count the reasoning
-            free = self.grammar.free_text(self.state)
-            self.reasoning_tokens += bool(free is not None and free[0].max_tokens)
         text = self.vocab.texts[token_id] or ""
         self.text += text
         self.state = self.grammar.advance(self.state, text)
+        if self.grammar.action is not None:      # a think-then-act grammar: count the reasoning
+            free = self.grammar.free_text(self.state)     # (the token that closes it is not)
+            self.reasoning_tokens += bool(free is not None and free[0].max_tokens)
 
     def completion(self) -> str:
         return self.grammar.completion(self.state)

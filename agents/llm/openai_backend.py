@@ -51,8 +51,9 @@ import asyncio
 import json
 import os
 import re
+import ssl
 import threading
-import time
+from collections import deque
 from urllib.parse import urlsplit
 
 from .backend import Reply
@@ -199,28 +200,41 @@ def _loop() -> _Loop:
         return _SHARED_LOOP
 
 
-class _Window:
-    """Requests in flight, at most ``limit``: halved by a 429, +1 per success up to ``most``."""
+class _Lanes:
+    """The requests in flight: at most ``limit`` (halved by a 429, +1 per success up to
+    ``most``), each on a lane of its own, an ``httpx.AsyncClient`` with one keep-alive
+    connection. One client per connection, not one pool of 64: httpcore's pool scans every
+    connection for every queued request, which made a 64-wide batch cost ~4 ms of CPU per
+    request (profiled); a lane's pool has one connection to look at."""
 
-    def __init__(self, most: int):
+    def __init__(self, most: int, make_client):
         self.most = max(1, most)
         self.limit = float(self.most)
         self.in_flight = 0
         self.peak = 0
-        self._changed = None
+        self._make_client = make_client
+        self._idle: list = []           # clients with no request on them
+        self._waiters = deque()         # futures of requests waiting for a lane
 
-    async def __aenter__(self):
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.in_flight < int(self.limit))
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
+    async def acquire(self):
+        """A lane's client, once fewer than ``limit`` requests are in flight."""
+        while self.in_flight >= int(self.limit):
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        return self._idle.pop() if self._idle else self._make_client()
 
-    async def __aexit__(self, *exc):
-        async with self._changed:
-            self.in_flight -= 1
-            self._changed.notify_all()
+    def release(self, client) -> None:
+        self.in_flight -= 1
+        self._idle.append(client)
+        free = int(self.limit) - self.in_flight
+        while free > 0 and self._waiters:      # wake only as many as may go (no herd)
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
 
     def throttled(self) -> None:
         self.limit = max(1.0, self.limit / 2)
@@ -240,8 +254,7 @@ class OpenAIBackend:
         self.url = f"{self.base_url}/chat/completions"
         self.ladder = ladder_for(self.base_url, self.model, config.structured)
         self.stats = {"requests": 0, "retries": 0, "failures": 0, "rejections": 0, "throttled": 0}
-        self._window = _Window(config.concurrency)
-        self._client = None
+        self._lanes = _Lanes(config.concurrency, self._new_client)
         self._gbnf: dict = {}
 
     # The policy asks whether a prompt fits; by default (context_chars=0) everything does.
@@ -259,7 +272,7 @@ class OpenAIBackend:
 
     @property
     def peak_in_flight(self) -> int:
-        return self._window.peak
+        return self._lanes.peak
 
     def complete(self, items: list) -> list:
         """One Reply (or the BackendError that prevented it) per Completion, in order."""
@@ -268,17 +281,18 @@ class OpenAIBackend:
         return _loop().run(self._complete(list(items)))
 
     async def _complete(self, items: list) -> list:
-        import httpx
-        if self._client is None:     # created on the loop it is used on
-            self._client = httpx.AsyncClient(follow_redirects=False, timeout=self.config.timeout,
-                                             limits=httpx.Limits(max_connections=self._window.most,
-                                                                 max_keepalive_connections=self._window.most))
         first = []
         if not self.ladder.probed and any(_constrained(item) for item in items):
             first = [await self._one(items[0])]     # the probe: learn the level once, alone
             self.ladder.probed = True
         rest = await asyncio.gather(*(self._one(item) for item in items[len(first):]))
         return first + list(rest)
+
+    def _new_client(self):
+        """One lane: a client with a single connection, redirects never followed by httpx."""
+        import httpx
+        return httpx.AsyncClient(follow_redirects=False, timeout=self.config.timeout, verify=_tls_context(),
+                                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
     # ------------------------------------------------------------------ one request
     def _body(self, item, level: str) -> bytes:
@@ -338,8 +352,12 @@ class OpenAIBackend:
             self.stats["requests"] += 1
             wait = None
             try:
-                async with self._window:
-                    status, retry_after, raw = await asyncio.wait_for(self._exchange(payload, headers), cfg.timeout)
+                client = await self._lanes.acquire()
+                try:
+                    status, retry_after, raw = await asyncio.wait_for(self._exchange(client, payload, headers),
+                                                                      cfg.timeout)
+                finally:
+                    self._lanes.release(client)
                 return self._outcome(status, retry_after, raw, level, attempt)
             except _Retryable as err:
                 last, wait = str(err), err.retry_after
@@ -357,14 +375,14 @@ class OpenAIBackend:
         self.stats["failures"] += 1
         return BackendError(f"{self.url}: gave up after {attempts} attempts; last error: {last}")
 
-    async def _exchange(self, payload: bytes, headers: dict):
+    async def _exchange(self, client, payload: bytes, headers: dict):
         """(status, Retry-After seconds or None, body bytes) of one POST, following only
         same-origin 307/308 redirects."""
         import httpx
         url = self.url
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                async with self._client.stream("POST", url, content=payload, headers=headers) as response:
+                async with client.stream("POST", url, content=payload, headers=headers) as response:
                     if response.is_redirect:
                         target = response.url.join(response.headers.get("location", ""))
                         if _origin(target) != _origin(self.url) or response.status_code not in (307, 308):
@@ -384,14 +402,14 @@ class OpenAIBackend:
 
     def _outcome(self, status: int, retry_after, raw: bytes, level: str, attempt: int) -> Reply:
         if 200 <= status < 300:
-            self._window.succeeded()
+            self._lanes.succeeded()
             return self._reply(raw, attempt)
         detail = self.redact(raw[:300].decode("utf-8", "replace"))
         if level != "none" and (status in (400, 404, 422) or status >= 500) and _names_field(level, detail):
             raise _Rejected(f"HTTP {status}: {detail[:200]}")
         if status == 429:
             self.stats["throttled"] += 1
-            self._window.throttled()
+            self._lanes.throttled()
         if status in RETRY_STATUS or status >= 500:
             raise _Retryable(f"HTTP {status}: {detail[:200]}", retry_after)
         raise BackendError(f"{self.url}: HTTP {status} (not retried): {detail[:200]}")
@@ -432,6 +450,23 @@ class OpenAIBackend:
         if key:
             text = text.replace(key, "[redacted]")
         return _KEY_SHAPED.sub("[redacted]", text)
+
+
+_TLS = None
+
+
+def _tls_context():
+    """One TLS context for every client of the process (httpx would build one per client, tens
+    of ms each): certifi's CA bundle when installed (httpx's own default), else the system's."""
+    global _TLS
+    if _TLS is None:
+        try:
+            import certifi
+            cafile = certifi.where()
+        except ImportError:
+            cafile = None
+        _TLS = ssl.create_default_context(cafile=cafile)
+    return _TLS
 
 
 def _constrained(item) -> bool:

@@ -118,14 +118,17 @@ def gbnf_shortest(grammar: str) -> str:
     return alternatives(rules["root"], 0)[0]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256        # the listen backlog: a 64-wide burst of new connections fits
+
+
 class LocalServer:
     """A threaded HTTP server on 127.0.0.1 (a free port unless given), started and stopped by
     ``with``; ``handler`` is its BaseHTTPRequestHandler class."""
 
     def serve(self, handler, port: int = 0) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 256
+        self.httpd = _Server(("127.0.0.1", port), handler)
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

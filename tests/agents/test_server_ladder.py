@@ -132,7 +132,7 @@ def test_429_back_pressure_shrinks_the_window_and_every_request_completes():
                                     for i in range(48)])
     assert all(not isinstance(r, BaseException) for r in replies)
     assert server.throttled > 0 and backend.stats["throttled"] == server.throttled
-    assert backend._window.limit < 48          # it learnt to send fewer at once
+    assert backend._lanes.limit < 48          # it learnt to send fewer at once
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
