@@ -181,6 +181,7 @@ class _Loop:
     runner), possibly from several threads; each call runs its batch there and waits."""
 
     def __init__(self):
+        self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="socialgym-http", daemon=True).start()
 
@@ -195,7 +196,7 @@ _SHARED_LOOP_LOCK = threading.Lock()
 def _loop() -> _Loop:
     global _SHARED_LOOP
     with _SHARED_LOOP_LOCK:
-        if _SHARED_LOOP is None:
+        if _SHARED_LOOP is None or _SHARED_LOOP.pid != os.getpid():   # a forked child has no loop thread
             _SHARED_LOOP = _Loop()
         return _SHARED_LOOP
 
@@ -213,6 +214,7 @@ class _Lanes:
         self.in_flight = 0
         self.peak = 0
         self._make_client = make_client
+        self.pid = os.getpid()
         self._idle: list = []           # clients with no request on them
         self._waiters = deque()         # futures of requests waiting for a lane
 
@@ -278,7 +280,10 @@ class OpenAIBackend:
         """One Reply (or the BackendError that prevented it) per Completion, in order."""
         if not items:
             return []
-        return _loop().run(self._complete(list(items)))
+        loop = _loop()
+        if self._lanes.pid != loop.pid:       # forked: the parent's clients belong to its loop
+            self._lanes = _Lanes(self.config.concurrency, self._new_client)
+        return loop.run(self._complete(list(items)))
 
     async def _complete(self, items: list) -> list:
         first = []

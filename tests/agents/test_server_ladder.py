@@ -173,3 +173,20 @@ def test_bad_server_options_are_refused_when_the_spec_is_parsed(query, words):
 def test_a_base_url_that_is_not_http_is_refused():
     with pytest.raises(ValueError, match="http"):
         OpenAIBackend("m@notaurl", parse_options(""))
+
+
+def test_a_forked_child_gets_its_own_event_loop():
+    """A process forked after the first request (a worker pool) must not wait for ever on the
+    parent's event-loop thread, which the child does not have."""
+    import multiprocessing
+    with ScriptedServer("vllm") as server:
+        backend = OpenAIBackend(f"m@{server.url}", parse_options(FAST))
+        hello = [Completion(("ep", "p"), [{"role": "user", "content": "hi"}], 0)]
+        assert backend.complete(hello)[0].text
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=lambda: queue.put(backend.complete(hello)[0].text))
+        child.start()
+        text = queue.get(timeout=20)
+        child.join(timeout=20)
+    assert text == ScriptedServer.free_text(hello[0].messages) and child.exitcode == 0
