@@ -11,7 +11,10 @@ sleeps ``--latency`` seconds and answers every request with a legal Prisoner's D
   spec, ``concurrency / 2`` episodes at once (two simultaneous decisions each per tick), so each
   tick sends one full window; it includes rendering prompts, parsing and stepping the envs.
 
-Each line: median decisions/s [min-max over repetitions] and the median share of the limit.
+Each line: median decisions/s [min-max over repetitions], the median share of the limit, and
+the CPU time this process spent per decision (``time.process_time``; the server's is not in
+it): on a machine whose cores are busy with other work, that CPU, not the latency, bounds the
+rate, and ``1 / CPU`` says what one free core would sustain.
 
     python benchmarks/server_throughput.py                        # 200 ms, 64 in flight
     python benchmarks/server_throughput.py --concurrency 8        # the former default
@@ -79,23 +82,25 @@ def start_server(latency: float):
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
 
 
-def backend_rate(backend, n: int) -> float:
+def backend_rate(backend, n: int) -> tuple:
+    """(decisions/s, CPU seconds of this process per decision)."""
     items = [Completion(("bench", f"p{i}"), [{"role": "user", "content": f"decide {i}"}], i) for i in range(n)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     replies = backend.complete(items)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert not any(isinstance(r, BaseException) for r in replies), replies[0]
-    return n / elapsed
+    return n / elapsed, cpu / n
 
 
-def runner_rate(spec: str, episodes: int, rounds: int, rep: int) -> float:
+def runner_rate(spec: str, episodes: int, rounds: int, rep: int) -> tuple:
     jobs = [EpisodeJob("prisoners_dilemma", 1000 * rep + i, [spec, spec], config={"rounds": rounds})
             for i in range(episodes)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     records = run_jobs(jobs, PolicyPool(), max_concurrent_episodes=episodes)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert all(r["finished"] and not r.get("failed") for r in records), records[0].get("error")
-    return sum(1 for r in records for t in r["turns"] if t.get("agent_meta")) / elapsed
+    decisions = sum(1 for r in records for t in r["turns"] if t.get("agent_meta"))
+    return decisions / elapsed, cpu / decisions
 
 
 def serve(latency: float) -> None:
@@ -125,10 +130,12 @@ def main(argv=None):
     server.wait(timeout=30)
     print(f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}: limit {limit:.0f} decisions/s; "
           f"{args.reps} interleaved repetitions; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    for name, values in rates.items():
-        median = statistics.median(values)
+    for name, runs in rates.items():
+        values = [rate for rate, _ in runs]
+        median, cpu = statistics.median(values), statistics.median(c for _, c in runs)
         print(f"{name:8s} {median:7.1f} decisions/s [{min(values):.1f}-{max(values):.1f}]  "
-              f"{median / limit:.0%} of the limit")
+              f"{median / limit:.0%} of the limit; {cpu * 1000:.2f} ms CPU per decision here "
+              f"(one free core: {1 / cpu:.0f} decisions/s)")
 
 
 if __name__ == "__main__":
