@@ -353,11 +353,21 @@ class ReplyGrammar:
             return {"type": "object", "properties": {
                 "reasoning": {"type": "string", "minLength": 1, "maxLength": reasoning.max_chars},
                 "action": self.action.json_schema(info)}, "required": ["reasoning", "action"]}
+        # Each branch is a closed object with both keys required: schema-to-grammar converters
+        # (llama.cpp's, llama-cpp-python's) build a union from the branches alone, so a
+        # "required" beside "anyOf" would leave every key optional and allow "{}".
         if self.finite is not None:
-            return {"type": "object", "anyOf": [
-                {"properties": {k: {"const": v} for k, v in json.loads(s).items()}} for s in self.finite],
-                "required": ["action_type", "argument"]}
-        return dict(info.get("action_schema") or {"type": "object"})
+            return {"anyOf": [_closed({k: {"const": v} for k, v in json.loads(s).items()}) for s in self.finite]}
+        schema = info.get("action_schema") or {}
+        branches = schema.get("oneOf")
+        if not branches:
+            return dict(schema or {"type": "object"})
+        return {"oneOf": [_closed(b.get("properties") or {}) for b in branches]}
+
+
+def _closed(properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "additionalProperties": False,
+            "required": [k for k in ("action_type", "argument") if k in properties]}
 
 
 # ----------------------------------------------------------------------------- building

@@ -190,3 +190,21 @@ def test_a_forked_child_gets_its_own_event_loop():
         text = queue.get(timeout=20)
         child.join(timeout=20)
     assert text == ScriptedServer.free_text(hello[0].messages) and child.exitcode == 0
+
+
+@pytest.mark.parametrize("game", ["prisoners_dilemma", "battle_of_the_sexes", "chameleon", "bargaining", "liars_dice"])
+def test_every_branch_of_the_schema_requires_both_keys_and_its_instances_are_legal(game):
+    """Converters (llama.cpp's) build a union from the branches alone: a branch must itself
+    require the keys, or "{}" would be allowed."""
+    from agents.llm.parsing import parse_reply
+    from scripted_servers import schema_instance
+    for _, _, info in list(decision_infos(game))[:12]:
+        schema = reply_grammar(info).json_schema(info)
+        branches = schema.get("anyOf") or schema.get("oneOf")
+        assert all(b["required"] == ["action_type", "argument"] and b["additionalProperties"] is False
+                   for b in branches)
+        for pick in range(len(branches)):
+            instance = schema_instance(schema, pick)
+            if isinstance(instance.get("argument"), list):
+                continue            # integer arrays: the schema cannot say their sum (re-asked)
+            assert parse_reply(json.dumps(instance), info)["action_type"] == instance["action_type"]
