@@ -33,6 +33,7 @@ retries) becomes ``Decision.error``; the runner then records that episode as fai
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 import zlib
@@ -44,7 +45,7 @@ from ..base import Decision, Request
 from .backend import Completion
 from .config import LLMConfig
 from .constraint import reply_grammar, thinking_grammar
-from .parsing import ReplyError, action_string, parse_reply, reply_reasoning
+from .parsing import ReplyError, action_string, extract_json_object, parse_reply, reply_reasoning
 from .prompt import fit_prompt, render_actions, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
@@ -188,7 +189,7 @@ class LLMPolicy:
             elif state["action"] is not None:
                 decisions.append(Decision(action_string(state["action"]), meta))
             else:   # retries exhausted: the env's invalid-action mode decides
-                decisions.append(Decision(state["last_reply"].strip(), meta))
+                decisions.append(Decision(self._for_env(state["last_reply"]), meta))
         return decisions
 
     # ------------------------------------------------------------------ prompt layout
@@ -235,6 +236,18 @@ class LLMPolicy:
         feedback = getattr(self.backend, "feedback", None)
         if feedback is not None and self.config.constrained:
             feedback(reply, legal)
+
+    def _for_env(self, reply: str) -> str:
+        """An unusable last reply as the env gets it: as written, except that a thinking
+        seat's reasoning stays private (only the action part of its reply, if any, goes on)."""
+        if not self.config.think:
+            return reply.strip()
+        try:
+            payload = extract_json_object(reply)
+            inner = payload.get("action")
+            return json.dumps(inner, ensure_ascii=False) if isinstance(inner, dict) else ""
+        except (ReplyError, TypeError, ValueError):
+            return ""
 
     @staticmethod
     def _keep_reasoning(meta: dict, reply) -> None:
