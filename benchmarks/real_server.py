@@ -46,6 +46,9 @@ def parse_args(argv=None):
     parser.add_argument("--reps", type=int, default=2, help="interleaved repetitions")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of both ways")
     parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context (tokens)")
+    parser.add_argument("--n-batch", type=int, default=512,
+                        help="the server's prompt batch (tokens per forward pass); 1 works around builds whose "
+                             "batched CPU kernels crash (llama-cpp-python 0.3.36 on an AMX CPU here)")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     return parser.parse_args(argv)
 
@@ -59,6 +62,7 @@ def free_port() -> int:
 def start_server(args, port: int) -> subprocess.Popen:
     command = [args.python, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
                "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads),
+               "--n_batch", str(args.n_batch),
                "--model_alias", "smollm2"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + args.startup_timeout
