@@ -25,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -64,11 +65,14 @@ def start_server(args, port: int) -> subprocess.Popen:
                "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads),
                "--n_batch", str(args.n_batch),
                "--model_alias", "smollm2"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # its log goes to a file: a pipe nobody reads fills up and blocks the server
+    log = tempfile.NamedTemporaryFile("w+", prefix="llama_cpp_server_", suffix=".log", delete=False)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + args.startup_timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"llama_cpp.server exited ({process.returncode}): {process.stderr.read()[-800:]}")
+            log.seek(0)
+            raise SystemExit(f"llama_cpp.server exited ({process.returncode}): {log.read()[-800:]}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as response:
                 json.load(response)
@@ -76,7 +80,7 @@ def start_server(args, port: int) -> subprocess.Popen:
         except OSError:
             time.sleep(1)
     process.kill()
-    raise SystemExit(f"llama_cpp.server did not answer within {args.startup_timeout:.0f} s")
+    raise SystemExit(f"llama_cpp.server did not answer within {args.startup_timeout:.0f} s (log: {log.name})")
 
 
 def jobs(spec: str, n: int, rounds: int, rep: int) -> list:
