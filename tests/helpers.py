@@ -1,5 +1,7 @@
 """Small helpers shared by the game tests (the conformance checks are public, in
 ``socialgym_env.testing``)."""
+import random
+
 import socialgym_env
 from socialgym_env.testing import grammar_sample, random_junk_episode  # noqa: F401  (re-exported)
 
@@ -22,6 +24,22 @@ def finish_dead(env):
 
 def public_lines(env):
     return env.episode_record()["transcript"]
+
+
+def decision_infos(game_id: str, seed: int = 0, move=grammar_sample, **config):
+    """(env, agent, info) of every decision of one episode; each decision is then played with
+    ``move(env, agent, info, rng)`` (by default the action grammar's sample), ``rng`` being
+    ``random.Random(seed)``."""
+    env = socialgym_env.make(game_id, **config)
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, info = env.last(observe=False)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        yield env, agent, info
+        env.step(move(env, agent, info, rng))
 
 
 # Near-miss moves of the three bluffing games (Liar's Dice, Skull, Coup), each junk in the others.

@@ -26,3 +26,5 @@ class Completion:
 class Reply:
     text: str
     usage: dict = field(default_factory=dict)
+    # What a server sent on its reasoning channel (``reasoning_content``), apart from the text.
+    reasoning: str = ""

@@ -4,7 +4,10 @@
 |-------------------|----------------|----------------------------------------------------------------|
 | ``temperature``   | 0              | 0 = greedy (deterministic); > 0 samples                        |
 | ``top_p``         | 1.0            | nucleus sampling mass (only when sampling)                     |
-| ``max_new_tokens``| 64             | reply length cap (tokens)                                      |
+| ``max_new_tokens``| 64 + think     | reply length cap (tokens), reasoning included                  |
+| ``think``         | 0              | think-then-act: up to N tokens of free reasoning before the    |
+|                   |                | action, ``{"reasoning": "...", "action": {...}}`` (constrained |
+|                   |                | locally; a schema field or reasoning channel on servers)       |
 | ``seed``          | policy seed    | sampling seed (per seat and turn, independent of batching)     |
 | ``max_retries``   | 2              | re-asks after an unparsable / illegal reply                    |
 | ``mode``          | batched        | hf only: ``batched`` (KV-cache reuse, batched decode),         |
@@ -30,7 +33,10 @@
 | ``timeout``       | 60             | openai: seconds per HTTP request                               |
 | ``attempts``      | 5              | openai: HTTP attempts per request (retries on 429/5xx/timeouts)|
 | ``backoff``       | 1.0            | openai: first backoff in seconds (doubles, capped at 30 s)     |
-| ``concurrency``   | 8              | openai: parallel requests of one batch                         |
+| ``concurrency``   | 64             | openai: requests in flight (halved by a 429, grows back)       |
+| ``structured``    | auto           | openai: structured-output level: ``auto`` (probe the ladder),  |
+|                   |                | json_schema, json_object, structured_outputs, guided_json,     |
+|                   |                | grammar or none (see agents.llm.openai_backend)                |
 | ``api_key_env``   | OPENAI_API_KEY | openai: environment variable that holds the API key            |
 | ``context_chars`` | 0 (no limit)   | openai: prompt budget in characters (history trimmed to fit)   |
 """
@@ -43,13 +49,17 @@ from urllib.parse import parse_qsl
 
 MODES = ("batched", "naive", "score")
 DTYPES = ("float32", "bfloat16", "auto")
+# The structured-output ladder of server backends, most to least precise (openai_backend).
+STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
+DEFAULT_MAX_NEW_TOKENS = 64     # a JSON action; thinking adds its own budget on top
+ACTION_TOKENS_MIN = 16          # what max_new_tokens must leave for the action after the reasoning
 
 
 @dataclass
 class LLMConfig:
     temperature: float = 0.0
     top_p: float = 1.0
-    max_new_tokens: int = 64
+    max_new_tokens: int = 0           # 0: DEFAULT_MAX_NEW_TOKENS + think
     seed: Optional[int] = None
     max_retries: int = 2
     mode: str = "batched"
@@ -64,16 +74,23 @@ class LLMConfig:
     timeout: float = 60.0
     attempts: int = 5
     backoff: float = 1.0
-    concurrency: int = 8
+    concurrency: int = 64
     api_key_env: str = "OPENAI_API_KEY"
     context_chars: int = 0
     adapter: str = ""
+    think: int = 0
+    structured: str = "auto"
+
+    def __post_init__(self):
+        if not self.max_new_tokens:
+            self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS + self.think
 
     def sampling(self) -> dict:
         """The generation settings recorded in each decision's meta."""
         return {"temperature": self.temperature, "top_p": self.top_p,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed,
-                "mode": self.mode, "constrained": self.constrained}
+                "mode": self.mode, "constrained": self.constrained,
+                **({"think": self.think} if self.think else {})}     # records without it stay as they were
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,19 +120,41 @@ def split_spec(rest: str) -> tuple[str, str]:
 
 
 def parse_options(query: str, seed: int = 0) -> LLMConfig:
-    """An LLMConfig from ``key=value&...``; unknown keys raise ValueError listing the valid ones."""
+    """An LLMConfig from ``key=value&...``; a bad key or value raises ValueError naming what is valid."""
     config = LLMConfig(seed=seed)
     types = {f.name: f.type for f in fields(LLMConfig)}
+    given = set()
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key not in types:
             raise ValueError(f"unknown LLM option {key!r}; valid: {', '.join(sorted(types))}")
         setattr(config, key, _convert(key, value, types[key]))
-    if config.prompt not in ("turns", "single"):
-        raise ValueError(f"option prompt={config.prompt!r}: expected turns or single")
-    if config.mode not in MODES:
-        raise ValueError(f"option mode={config.mode!r}: expected one of {', '.join(MODES)}")
-    if config.dtype not in DTYPES:
-        raise ValueError(f"option dtype={config.dtype!r}: expected one of {', '.join(DTYPES)}")
+        given.add(key)
+    if "max_new_tokens" not in given:
+        config.max_new_tokens = DEFAULT_MAX_NEW_TOKENS + max(0, config.think)
+    validate(config)
+    return config
+
+
+def validate(config: LLMConfig) -> None:
+    """ValueError naming the first option out of range and what would be valid."""
+    choices = {"prompt": ("turns", "single"), "mode": MODES, "dtype": DTYPES,
+               "structured": ("auto",) + STRUCTURED_LEVELS}
+    for name, valid in choices.items():
+        if getattr(config, name) not in valid:
+            raise ValueError(f"option {name}={getattr(config, name)!r}: expected one of {', '.join(valid)}")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
-    return config
+    minimum = {"concurrency": 1, "attempts": 1, "batch_size": 1, "think": 0, "backoff": 0, "cache_mb": 0,
+               "context": 0, "threads": 0, "context_chars": 0}
+    for name, low in minimum.items():
+        if getattr(config, name) < low:
+            raise ValueError(f"option {name}={getattr(config, name)!r}: expected a number >= {low}")
+    if not config.timeout > 0:
+        raise ValueError(f"option timeout={config.timeout!r}: expected seconds > 0")
+    if config.think:
+        if config.max_new_tokens < config.think + ACTION_TOKENS_MIN:
+            raise ValueError(f"option think={config.think} needs max_new_tokens >= think + {ACTION_TOKENS_MIN} "
+                             f"(got {config.max_new_tokens}); leave max_new_tokens out for {DEFAULT_MAX_NEW_TOKENS} + think")
+        if config.mode == "score":
+            raise ValueError("option think= does not combine with mode=score (scoring ranks bare actions); "
+                             "use mode=batched or mode=naive")

@@ -12,8 +12,12 @@
 
 The grammar is backend-agnostic: it only knows characters. :mod:`agents.llm.guided` walks it
 over a tokenizer's vocabulary to mask logits; :func:`ReplyGrammar.json_schema` gives servers the
-same set as an OpenAI ``response_format``. Tests check that every string the automaton accepts
-parses to a legal action.
+same set as an OpenAI ``response_format`` and :func:`to_gbnf` as a llama.cpp GBNF grammar. Tests
+check that every string the automaton accepts parses to a legal action.
+
+Think-then-act (:func:`thinking_grammar`): ``{"reasoning": "<free text>", "action": <reply>}``,
+the reasoning one free-text piece shared by every action pattern (closed after ``think``
+tokens by the local decoder, ``FreeText.max_tokens``), then any legal reply.
 
 The automaton is a small NFA: a pattern is a list of *pieces* (:class:`Literals`,
 :class:`FreeText`, :class:`IntArray`), a state is a set of threads ``(pattern, piece, piece
@@ -82,10 +86,12 @@ class Literals:
 
 @dataclass(frozen=True)
 class FreeText:
-    """The inside of a JSON string: 1..max_chars safe characters (state: characters so far)."""
+    """The inside of a JSON string: 1..max_chars safe characters (state: characters so far).
+    ``max_tokens``: the local decoder closes it after that many generated tokens (reasoning)."""
 
     max_chars: int
     word: bool = False
+    max_tokens: int = 0
 
     def start(self):
         return 0
@@ -204,9 +210,10 @@ class Thread:
 class ReplyGrammar:
     """The legal JSON replies of one decision. States are tuples of threads (hashable via ids)."""
 
-    def __init__(self, patterns: list, finite: Optional[list] = None):
+    def __init__(self, patterns: list, finite: Optional[list] = None, action: Optional["ReplyGrammar"] = None):
         self.patterns = [tuple(p) for p in patterns]
         self.finite = finite      # the reply strings, when the set is a finite list
+        self.action = action      # think-then-act: the grammar of the action after the reasoning
 
     # -- stepping
     def _close(self, threads: list) -> list:
@@ -297,11 +304,14 @@ class ReplyGrammar:
         piece (a finished literal that handed over to it does not count), else None."""
         live = [t for t in state if not (self._piece(t).done(t.state) and not self._can_continue(t))]
         free = [t for t in live if isinstance(self._piece(t), FreeText)]
-        if len(free) != 1 or any(not isinstance(self._piece(t), (FreeText, Literals)) for t in live):
+        if not free or any(not isinstance(self._piece(t), (FreeText, Literals)) for t in live):
             return None
-        others = [t for t in live if t is not free[0]]
-        # besides the free text, only the thread that would close it may be live
-        if any(not (t.pattern == free[0].pattern and t.piece == free[0].piece + 1) for t in others):
+        # several threads may be in one shared piece (the reasoning before every action pattern)
+        if any(self._piece(t) is not self._piece(free[0]) or t.state != free[0].state for t in free):
+            return None
+        closers = {(t.pattern, t.piece + 1) for t in free}
+        # besides the free text, only the threads that would close it may be live
+        if any((t.pattern, t.piece) not in closers for t in live if t not in free):
             return None
         return self._piece(free[0]), free[0].state
 
@@ -338,11 +348,26 @@ class ReplyGrammar:
 
     def json_schema(self, info: dict) -> dict:
         """The same set as a JSON schema (for servers' structured output)."""
+        if self.action is not None:
+            reasoning = next(p for p in self.patterns[0] if isinstance(p, FreeText))
+            return {"type": "object", "properties": {
+                "reasoning": {"type": "string", "minLength": 1, "maxLength": reasoning.max_chars},
+                "action": self.action.json_schema(info)}, "required": ["reasoning", "action"]}
+        # Each branch is a closed object with both keys required: schema-to-grammar converters
+        # (llama.cpp's, llama-cpp-python's) build a union from the branches alone, so a
+        # "required" beside "anyOf" would leave every key optional and allow "{}".
         if self.finite is not None:
-            return {"type": "object", "anyOf": [
-                {"properties": {k: {"const": v} for k, v in json.loads(s).items()}} for s in self.finite],
-                "required": ["action_type", "argument"]}
-        return dict(info.get("action_schema") or {"type": "object"})
+            return {"anyOf": [_closed({k: {"const": v} for k, v in json.loads(s).items()}) for s in self.finite]}
+        schema = info.get("action_schema") or {}
+        branches = schema.get("oneOf")
+        if not branches:
+            return dict(schema or {"type": "object"})
+        return {"oneOf": [_closed(b.get("properties") or {}) for b in branches]}
+
+
+def _closed(properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "additionalProperties": False,
+            "required": [k for k in ("action_type", "argument") if k in properties]}
 
 
 # ----------------------------------------------------------------------------- building
@@ -454,6 +479,65 @@ def reply_grammar(info: dict, max_text_chars: int = 600) -> ReplyGrammar:
         finite = [s for p in patterns for s in p[0].strings]
         patterns = [[Literals(tuple(finite))]]
     return ReplyGrammar(patterns, finite=finite)
+
+
+REASONING_HEAD = '{"reasoning": "'
+REASONING_TAIL = '", "action": '
+CHARS_PER_TOKEN = 6     # room in characters for a reasoning of ``think`` tokens (tokens close it first)
+
+
+def thinking_grammar(action: ReplyGrammar, think: int) -> ReplyGrammar:
+    """``{"reasoning": "<up to think tokens>", "action": <a reply of action>}``: one shared
+    reasoning piece, then every pattern of ``action``."""
+    reasoning = FreeText(max(1, think * CHARS_PER_TOKEN), max_tokens=think)
+    head = [Literals((REASONING_HEAD,)), reasoning, Literals((REASONING_TAIL,))]
+    return ReplyGrammar([head + list(p) + [Literals(("}",))] for p in action.patterns], action=action)
+
+
+# ----------------------------------------------------------------------------- GBNF
+def _gbnf_literal(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+# What FreeText allows, as GBNF character classes (control characters, quote, backslash out).
+_GBNF_TEXT = r'[^"\\\x00-\x1f\x7f]'
+_GBNF_TEXT_FIRST = r'[^"\\\x00-\x20\x7f]'
+_GBNF_WORD = r"""[^"\\\x00-\x20\x7f,'`.;:!?()\[\]{}<>*]"""
+
+
+def _gbnf_piece(piece, rules: dict) -> str:
+    """The GBNF expression of one piece (named rules for free text and integers go in ``rules``)."""
+    if isinstance(piece, Literals):
+        return "(" + " | ".join(_gbnf_literal(t) for t in sorted(piece.strings)) + ")"
+    if isinstance(piece, FreeText):
+        name = f"text{len(rules)}"
+        first, rest = (_GBNF_WORD, _GBNF_WORD) if piece.word else (_GBNF_TEXT_FIRST, _GBNF_TEXT)
+        rules[name] = f"{first} {rest}{{0,{piece.max_chars - 1}}}" if piece.max_chars > 1 else first
+        return name
+    if isinstance(piece, IntArray):
+        # the sum constraint (x-sum) has no GBNF form: a reply that misses it is re-asked
+        name = f"int{len(rules)}"
+        rules[name] = "(" + " | ".join(f'"{v}"' for v in range(piece.low, piece.high + 1)) + ")"
+        return '"[" ' + ' ", " '.join([name] * piece.length) + ' "]"'
+    raise TypeError(f"no GBNF for {type(piece).__name__}")
+
+
+def to_gbnf(grammar: ReplyGrammar) -> str:
+    """The grammar in llama.cpp's GBNF (``root`` rule): the same replies, except that an integer
+    array's required sum is not enforced (the policy re-asks)."""
+    rules: dict = {}
+    alternatives = [" ".join(_gbnf_piece(piece, rules) for piece in pattern) for pattern in grammar.patterns]
+    lines = ["root ::= " + " | ".join(f"({a})" for a in alternatives)]
+    lines += [f"{name} ::= {body}" for name, body in rules.items()]
+    return "\n".join(lines) + "\n"
 
 
 def finite_replies(info: dict) -> Optional[list]:

@@ -75,6 +75,8 @@ class Guide:
         self.vocab = vocab
         self.text = prefix
         self.state = grammar.advance(grammar.start(), prefix)
+        self.tokens = 0                # generated so far
+        self.reasoning_tokens = 0      # of them, inside a reasoning piece (think=N)
 
     @property
     def finished(self) -> bool:
@@ -104,6 +106,8 @@ class Guide:
         """A boolean mask over the vocabulary (``close``: free text must end now)."""
         import torch
         free = self.grammar.free_text(self.state)
+        if free is not None and free[0].max_tokens and self.reasoning_tokens >= free[0].max_tokens:
+            close = True               # the thinking budget is spent: on to the action
         if free is not None and (not close or free[1] == 0):   # free text needs one character
             mask = self.vocab.free_mask(*free).clone()
         else:
@@ -114,9 +118,13 @@ class Guide:
         return mask
 
     def advance(self, token_id: int) -> None:
+        self.tokens += 1
         text = self.vocab.texts[token_id] or ""
         self.text += text
         self.state = self.grammar.advance(self.state, text)
+        if self.grammar.action is not None:      # a think-then-act grammar: count the reasoning
+            free = self.grammar.free_text(self.state)     # (the token that closes it is not)
+            self.reasoning_tokens += bool(free is not None and free[0].max_tokens)
 
     def completion(self) -> str:
         return self.grammar.completion(self.state)

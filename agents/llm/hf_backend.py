@@ -432,7 +432,10 @@ class HFBackend:
                 replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
                                                         "prefilled_reply_tokens": row.prefix_tokens,
                                                         "reused_tokens": starts[i], "new_tokens": len(generated[i]),
-                                                        "constrained": row.guide is not None})))
+                                                        "constrained": row.guide is not None,
+                                                        **({"reasoning_tokens": row.guide.reasoning_tokens}
+                                                           if row.guide is not None and row.guide.grammar.action
+                                                           is not None else {})})))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
     def _count(self, row, reused: int, new_tokens: int) -> None:

@@ -9,13 +9,21 @@ Accepted reply shapes (first match wins):
 - a Python-style dict with single quotes (``{'action_type': 'defect'}``): accepted through
   :func:`ast.literal_eval` of the balanced ``{...}`` (only literals, never code)
 
+Think-then-act replies (``think=N``) wrap the action: ``{"reasoning": "...", "action": {...}}``;
+:func:`parse_reply` plays the inner action and :func:`reply_reasoning` returns the reasoning.
+
 Not accepted: plain text like ``defect`` (the prompt asks for JSON; the error says so and the
 policy re-asks). Errors are short sentences that the re-ask shows the model.
+
+Any reply, whatever its type or content (bytes, sets, nesting thousands deep, numbers of
+thousands of digits, NaN, non-string keys), either parses or raises :class:`ReplyError`; nothing
+else escapes (tests/agents/test_reply_fuzz.py feeds it 10,000 generated replies).
 """
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
@@ -55,9 +63,11 @@ def json_object_complete(text: str) -> bool:
 
 
 def _load(candidate: str):
+    # ValueError covers JSONDecodeError and integers over Python's 4,300-digit conversion limit;
+    # RecursionError, nesting thousands deep.
     try:
         return json.loads(candidate)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     try:
         value = ast.literal_eval(candidate)
@@ -66,8 +76,18 @@ def _load(candidate: str):
     return value if isinstance(value, dict) else None
 
 
+def _as_text(reply) -> str:
+    """The reply as text: bytes are decoded (undecodable bytes replaced); other types refused."""
+    if isinstance(reply, (bytes, bytearray)):
+        return bytes(reply).decode("utf-8", "replace")
+    if reply is None or isinstance(reply, str):
+        return reply
+    raise ReplyError(f"the reply was a {type(reply).__name__}, not text; answer with a JSON object")
+
+
 def extract_json_object(reply: str) -> dict:
     """The first JSON object in the reply (fenced, bare, or embedded in text)."""
+    reply = _as_text(reply)
     if reply is None or not reply.strip():
         raise ReplyError("the reply was empty; answer with a JSON object")
     candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
@@ -97,8 +117,11 @@ def _check_argument(branch: dict, action_type: str, argument) -> None:
     if empty:
         return
     if arg.get("type") == "integer":
+        text = str(argument).strip()
         try:
-            value = int(str(argument).strip())
+            if len(text) > 40:        # past any range the games use; int() of it would be slow
+                raise ValueError
+            value = int(text)
         except ValueError:
             raise ReplyError(f'the argument of "{action_type}" must be a whole number, not {argument!r}') from None
         lo, hi = arg.get("minimum"), arg.get("maximum")
@@ -108,10 +131,41 @@ def _check_argument(branch: dict, action_type: str, argument) -> None:
         raise ReplyError(f'the argument of "{action_type}" must be one of {", ".join(map(str, arg["enum"]))}')
 
 
+def _scalar(value) -> bool:
+    """A string, a whole number or a finite float (what an action argument may hold)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _valid_argument(argument) -> bool:
+    if argument is None or _scalar(argument):
+        return True
+    return isinstance(argument, (list, tuple)) and all(_scalar(item) for item in argument)
+
+
+def _action_payload(payload: dict) -> dict:
+    """The action of a think-then-act reply (``{"reasoning": ..., "action": {...}}``), or the reply."""
+    inner = payload.get("action")
+    if "action_type" not in payload and isinstance(inner, dict):
+        return inner
+    return payload
+
+
+def reply_reasoning(reply) -> str:
+    """The ``reasoning`` text of a think-then-act reply ("" when there is none)."""
+    try:
+        payload = extract_json_object(reply)
+    except ReplyError:
+        return ""
+    reasoning = payload.get("reasoning")
+    return reasoning if isinstance(reasoning, str) else ""
+
+
 def parse_reply(reply: str, info: dict) -> dict:
     """``{"action_type": <canonical type>, "argument": ...}`` from a reply, validated against
     ``info["action_types"]`` (and, where the schema says, the argument's type and range)."""
-    payload = extract_json_object(reply)
+    payload = _action_payload(extract_json_object(reply))
     action_type = payload.get("action_type")
     if not isinstance(action_type, str) or not action_type.strip():
         raise ReplyError('the JSON object needs an "action_type" string')
@@ -122,8 +176,10 @@ def parse_reply(reply: str, info: dict) -> dict:
         raise ReplyError(f'unknown action type "{action_type[:40]}"; choose one of: {", ".join(legal)}')
     canonical = canonical or action_type.strip()
     argument = payload.get("argument", "")
-    if isinstance(argument, (dict, bool)):
-        raise ReplyError('"argument" must be a string, a number or a list')
+    if not _valid_argument(argument):
+        raise ReplyError('"argument" must be a string, a number or a list of them')
+    if isinstance(argument, tuple):
+        argument = list(argument)
     branch = _schema_branch(info, canonical)
     if branch is not None:
         arg_schema = (branch.get("properties") or {}).get("argument") or {}

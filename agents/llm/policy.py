@@ -17,6 +17,14 @@ list, the backend scores each of them (log-probability after the prompt) and the
 the best (or samples ``softmax(score / temperature)``); the meta records every candidate's
 score. Phases with free text fall back to constrained generation.
 
+Think-then-act (``think=N``): each prompt ends with :data:`THINK_NOTE`, asking for
+``{"reasoning": ..., "action": {...}}``; the grammar (:func:`~agents.llm.constraint.thinking_grammar`)
+lets a local model write up to N tokens of free reasoning and then only a legal action; servers
+get the same shape as a schema, and a reasoning channel of theirs (``reasoning_content``) is
+kept too. The reasoning is private: it goes to ``Decision.meta["reasoning"]`` (the log's
+``turns[i]["agent_meta"]["reasoning"]``, with ``reasoning_tokens``), never to the env, so no
+other seat sees it; the training exports' completion (the raw reply) holds it as the model wrote it.
+
 All requests of one ``act_batch`` call go to the backend together, attempt by attempt, so a
 re-ask round is one batch too. Every attempt (prompt or re-ask, raw reply, parsed action or
 error, token usage) is returned in ``Decision.meta["attempts"]``; the runner stores the meta in
@@ -25,6 +33,7 @@ retries) becomes ``Decision.error``; the runner then records that episode as fai
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 import zlib
@@ -35,12 +44,17 @@ from socialgym_env.actions import MAX_ACTION_CHARS, clip
 from ..base import Decision, Request
 from .backend import Completion
 from .config import LLMConfig
-from .constraint import reply_grammar
-from .parsing import ReplyError, action_string, parse_reply
+from .constraint import reply_grammar, thinking_grammar
+from .parsing import ReplyError, action_string, extract_json_object, parse_reply, reply_reasoning
 from .prompt import fit_prompt, render_actions, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
          "required format, for example: {example}")
+
+
+THINK_NOTE = ("Think first, then act: reply with one JSON object "
+              '{{"reasoning": "<your reasoning, at most {tokens} tokens, without double quotes>", '
+              '"action": <your action as one JSON object in the format above>}}.')
 
 
 # A conversation that outgrows the context restarts at this share of the prompt budget
@@ -119,6 +133,8 @@ class LLMPolicy:
         for request in requests:
             playbook = self.playbooks.get(request.key)
             messages, omitted, chat = self._messages(request, playbook)
+            if self.config.think:     # in place: the seat's kept conversation shows it as sent
+                messages[-1]["content"] += "\n" + THINK_NOTE.format(tokens=self.config.think)
             turn = self._turns.get(request.key, 0)
             self._turns[request.key] = turn + 1
             meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
@@ -144,10 +160,13 @@ class LLMPolicy:
                     continue
                 record["reply"] = clip(reply.text, MAX_ACTION_CHARS)   # a longer reply is never a legal action
                 record["usage"] = reply.usage
+                if reply.reasoning:
+                    record["reasoning"] = clip(reply.reasoning, MAX_ACTION_CHARS)
                 state["last_reply"] = reply.text
                 try:
                     action = parse_reply(reply.text, state["request"].info)
                 except ReplyError as err:
+                    self._feedback(reply, False)
                     record["error"] = clip(str(err))
                     state["meta"]["attempts"].append(record)
                     state["messages"] += [{"role": "assistant", "content": reply.text},
@@ -155,9 +174,12 @@ class LLMPolicy:
                                               error=clip(str(err)), example=_example(state["request"].info))}]
                     still.append(state)
                     continue
+                self._feedback(reply, True)
                 record["action"] = action
                 state["meta"]["attempts"].append(record)
                 state["action"] = action
+                if self.config.think:
+                    self._keep_reasoning(state["meta"], reply)
             pending = still
         decisions = []
         for state in states:
@@ -171,7 +193,7 @@ class LLMPolicy:
             elif state["action"] is not None:
                 decisions.append(Decision(action_string(state["action"]), meta))
             else:   # retries exhausted: the env's invalid-action mode decides
-                decisions.append(Decision(state["last_reply"].strip(), meta))
+                decisions.append(Decision(self._for_env(state["last_reply"]), meta))
         return decisions
 
     # ------------------------------------------------------------------ prompt layout
@@ -212,14 +234,41 @@ class LLMPolicy:
         return {"head": head, "messages": list(messages), "seen": len(history), "shown": shown,
                 "last_line": history[-1] if history else None, "omitted": omitted, "reply": ""}
 
+    def _feedback(self, reply, legal: bool) -> None:
+        """Tell a server backend whether the reply kept to the constraint it was sent under
+        (its structured-output ladder notices a server that ignores the field)."""
+        feedback = getattr(self.backend, "feedback", None)
+        if feedback is not None and self.config.constrained:
+            feedback(reply, legal)
+
+    def _for_env(self, reply: str) -> str:
+        """An unusable last reply as the env gets it: as written, except that a thinking
+        seat's reasoning stays private (only the action part of its reply, if any, goes on)."""
+        if not self.config.think:
+            return reply.strip()
+        try:
+            payload = extract_json_object(reply)
+            inner = payload.get("action")
+            return json.dumps(inner, ensure_ascii=False) if isinstance(inner, dict) else ""
+        except (ReplyError, TypeError, ValueError):
+            return ""
+
+    @staticmethod
+    def _keep_reasoning(meta: dict, reply) -> None:
+        """The played reply's private reasoning (its JSON field, else the server's channel)."""
+        reasoning = reply_reasoning(reply.text) or reply.reasoning
+        meta["reasoning"] = clip(reasoning, MAX_ACTION_CHARS)
+        meta["reasoning_tokens"] = reply.usage.get("reasoning_tokens")
+
     # ------------------------------------------------------------------ constraints and scoring
     def _grammar(self, info: dict):
         if not (self.config.constrained or self.config.mode == "score"):
             return None
         try:
-            return reply_grammar(info)
+            grammar = reply_grammar(info)
         except ValueError:   # no schema to constrain by: generate freely, re-ask as before
             return None
+        return thinking_grammar(grammar, self.config.think) if self.config.think else grammar
 
     def _completion(self, state: dict, attempt: int) -> Completion:
         key = state["request"].key

@@ -47,3 +47,12 @@ def fake_policy(replies=None, fn=None, policy_id="fake", **options):
 def make_fake_policy():
     return fake_policy
 
+
+
+@pytest.fixture(autouse=True)
+def fresh_server_ladders():
+    """Each test's scripted servers start unknown: a port reused by a later test's server must
+    not inherit what the ladder learnt about an earlier one (the ladder is per process)."""
+    from agents.llm import openai_backend
+    openai_backend._LADDERS.clear()
+    yield

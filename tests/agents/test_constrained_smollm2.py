@@ -75,3 +75,27 @@ def test_a_constrained_reply_stops_decoding_when_one_way_is_left(smollm2_availab
         attempt = turn["agent_meta"]["attempts"][0]
         assert attempt["reply"].endswith('", "argument": ""}')
         assert 1 <= attempt["usage"]["new_tokens"] <= 2, attempt
+
+
+def test_think_then_act_locally_reasons_within_its_budget_then_plays_a_legal_action(smollm2_available):
+    """think=N: free reasoning (closed after N tokens by the grammar), then only a legal action,
+    whatever the phase (choices, talk); the reasoning is logged with the turn and
+    is in no public text."""
+    policy = make_policy("smollm2?think=8&max_new_tokens=32&max_retries=0")
+    games = {"prisoners_dilemma": {"rounds": 1}, "battle_of_the_sexes": {"rounds": 1}}
+    jobs = [EpisodeJob(game, 0, ["llm"] * len(socialgym_env.make(game).possible_agents), config=config)
+            for game, config in games.items()]
+    records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}))
+    assert all(r["finished"] and not r.get("failed") for r in records)
+    turns = _llm_turns(records)
+    assert turns and all(t["valid"] and len(t["agent_meta"]["attempts"]) == 1 for t in turns)
+    for turn in turns:
+        meta = turn["agent_meta"]
+        reply = meta["attempts"][0]["reply"]
+        assert reply.startswith('{"reasoning": "') and '", "action": {"action_type": ' in reply
+        assert meta["reasoning"] and 1 <= meta["reasoning_tokens"] <= 8
+        assert meta["sampling"]["think"] == 8
+    public = " ".join(" ".join(r["transcript"]) if isinstance(r["transcript"], list) else str(r["transcript"])
+                      for r in records)
+    long_reasonings = [t["agent_meta"]["reasoning"] for t in turns if len(t["agent_meta"]["reasoning"]) > 20]
+    assert all(text not in public for text in long_reasonings)

@@ -207,3 +207,20 @@ def test_a_failed_episode_reason_is_clipped():
     assert record["failed"] and record["error"].startswith("RuntimeError: boom boom")
     assert len(record["error"]) == LOG_TEXT_LIMIT
     assert len(record["traceback"]) <= 4 * LOG_TEXT_LIMIT
+
+
+def test_a_thinking_seat_keeps_its_reasoning_out_of_the_env_even_when_the_reply_is_unusable(make_fake_policy):
+    from agents.base import Request
+    info = {"action_types": ["defect", "cooperate"], "legal_action_list": ["defect", "cooperate"]}
+    replies = ['{"reasoning": "secret scheme", "action": {"action_type": "fly"}}',
+               '{"reasoning": "secret scheme", "action": "nope"}', "secret scheme in prose"]
+    for reply in replies:
+        policy = make_fake_policy(replies=[reply], max_retries=0, think=16)
+        policy.reset(("ep", "a"), 0)
+        decision = policy.act_batch([Request(("ep", "a"), {"text": "h"}, info, None)])[0]
+        assert not decision.meta["valid"] and "secret" not in decision.action
+    policy = make_fake_policy(replies=['{"reasoning": "weigh it", "action": {"action_type": "defect"}}'], think=16)
+    policy.reset(("ep", "a"), 0)
+    decision = policy.act_batch([Request(("ep", "a"), {"text": "h"}, info, None)])[0]
+    assert decision.meta["valid"] and decision.meta["reasoning"] == "weigh it" and "weigh" not in decision.action
+    assert "reasoning" in decision.meta["attempts"][0]["prompt"]      # the prompt asked for it

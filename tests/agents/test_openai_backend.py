@@ -2,7 +2,7 @@
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -12,10 +12,12 @@ from agents.llm.openai_backend import BackendError, OpenAIBackend
 from agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_env.logs import read_episodes
 
+from scripted_servers import LocalServer
+
 GOOD = '{"action_type": "defect", "argument": ""}'
 
 
-class FaultServer:
+class FaultServer(LocalServer):
     """Serves /v1/chat/completions; ``plan`` is a list of faults consumed one per request
     ("500", "429", "slow", "badjson", "nochoices", "400", "ok"); then every request is "ok"."""
 
@@ -100,18 +102,7 @@ class FaultServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 FAST = "timeout=0.2&backoff=0.001&attempts=4&concurrency=4"
@@ -171,7 +162,8 @@ def test_batch_is_concurrent_and_the_key_is_sent_never_logged(monkeypatch):
 def test_episodes_complete_through_faults_or_are_recorded_failed(tmp_path):
     spec_ok = None
     with FaultServer(["500", "slow", "badjson", "nochoices", "429"]) as server:
-        spec_ok = f"openai:test-model@{server.url}?{FAST}"
+        # the first constrained request probes the server alone, so it may meet all 5 faults
+        spec_ok = f"openai:test-model@{server.url}?{FAST}".replace("attempts=4", "attempts=6")
         jobs = [EpisodeJob("prisoners_dilemma", s, [spec_ok, spec_ok], config={"rounds": 2}) for s in range(3)]
         log = tmp_path / "log.jsonl"
         records = run_jobs(jobs, PolicyPool(), log_path=log)
@@ -190,7 +182,7 @@ def test_episodes_complete_through_faults_or_are_recorded_failed(tmp_path):
     assert {r["episode_id"] for r in read_episodes(log)} == {j.episode_id for j in jobs}
 
 
-def test_constrained_requests_carry_the_schema_and_fall_back_when_the_server_rejects_it():
+def test_constrained_requests_carry_the_schema_and_step_down_when_the_server_rejects_it():
     schema = {"oneOf": [{"properties": {"action_type": {"const": "defect"}}}]}
     item = Completion(("ep", "p0"), [{"role": "user", "content": "hi"}], schema=schema)
     with FaultServer(["400schema"]) as server:
@@ -200,8 +192,10 @@ def test_constrained_requests_carry_the_schema_and_fall_back_when_the_server_rej
     assert first.text == GOOD and second.text == GOOD
     sent = [r["body"] for r in server.requests]
     assert sent[0]["response_format"]["json_schema"]["schema"] == schema
-    # rejected once: asked again without it, and never sent again to this server
-    assert "response_format" not in sent[1] and "response_format" not in sent[2] and len(sent) == 3
+    # rejected once: asked again one rung lower, and that rung is kept for this endpoint
+    assert [b["response_format"]["type"] for b in sent[1:]] == ["json_object", "json_object"]
+    assert sent[1]["response_format"]["schema"] == schema and len(sent) == 3
+    assert backend.ladder.level == "json_object" and first.usage["structured"] == "json_object"
 
 
 def test_the_timeout_bounds_the_whole_request_not_each_read():
