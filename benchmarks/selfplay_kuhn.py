@@ -93,6 +93,75 @@ def as_table(logits: dict, legal_of: dict) -> dict:
     return {key: probabilities(logits, key, legal) for key, legal in legal_of.items()}
 
 
+def information_states() -> dict:
+    """{info_key: legal words} of every information state (from the OpenSpiel tree, via the bridge)."""
+    legal_of = {}
+    for state, ranks, words in bridge.walk(GAME):
+        if not state.is_terminal():
+            env = bridge.replay(GAME, ranks, words)
+            info = env.infos[env.agent_selection]
+            legal_of[bridge.info_key(info)] = info["legal_action_list"]
+    return legal_of
+
+
+def play_hands(env, logits: dict, pool: CheckpointPool, rng: random.Random, episodes: int) -> list:
+    """One iteration's hands; returns a row (role key, chips, [(info key, word)]) per seat of
+    the current policy."""
+    rows = []
+    for e in range(episodes):
+        opponent = pool.sample(rng)
+        env.reset(seed=rng.getrandbits(31))
+        seats = seat_assignment(env.possible_agents, [""] * 2, False, opponent, e)
+        tables = {CURRENT: logits} if opponent == CURRENT else {CURRENT: logits, opponent: pool.get(opponent)}
+        taken = {a: [] for a in env.possible_agents}
+        for agent in env.agent_iter():
+            _, _, terminated, truncated, info = env.last(observe=False)
+            if terminated or truncated:
+                env.step(None)
+                continue
+            key, legal = bridge.info_key(info), info["legal_action_list"]
+            p = probabilities(tables[seats[agent]], key, legal)
+            word = rng.choices(legal, weights=[p[w] for w in legal])[0]
+            taken[agent].append((key, word))
+            env.step(word)
+        for agent in env.possible_agents:
+            if seats[agent] == CURRENT:
+                rows.append((role_key(GAME, agent, "", False), env.state.result.scores[agent], taken[agent]))
+    return rows
+
+
+def reinforce(logits: dict, rows: list, advantages: list, kept: list, legal_of: dict, config: Config) -> None:
+    """REINFORCE on the kept rows (mean over them), plus ``kl`` x the entropy gradient (KL to
+    uniform is minus the entropy, up to a constant) at every decision taken."""
+    gradient: dict = {}
+    for i in kept:
+        for key, word in rows[i][2]:
+            p = probabilities(logits, key, legal_of[key])
+            g = gradient.setdefault(key, {w: 0.0 for w in legal_of[key]})
+            entropy = -sum(q * math.log(q) for q in p.values() if q > 0)
+            for w in legal_of[key]:
+                g[w] += advantages[i] * ((w == word) - p[w])
+                if p[w] > 0:
+                    g[w] -= config.kl * p[w] * (math.log(p[w]) + entropy)
+    for key, g in gradient.items():
+        row = logits.setdefault(key, {})
+        for w, value in g.items():
+            row[w] = row.get(w, 0.0) + config.learning_rate * value / max(len(kept), 1)
+
+
+def cfr_reference(iterations: int) -> list:
+    """OpenSpiel CFR's average-policy exploitability after each iteration."""
+    import pyspiel
+    from open_spiel.python.algorithms import cfr, exploitability
+    game = pyspiel.load_game("kuhn_poker")
+    solver = cfr.CFRSolver(game)
+    curve = []
+    for i in range(1, iterations + 1):
+        solver.evaluate_and_update_policy()
+        curve.append((i, float(exploitability.exploitability(game, solver.average_policy()))))
+    return curve
+
+
 def main(argv=None) -> dict:
     config = parse(argv)
     if config.average not in ("linear", "uniform"):
@@ -101,15 +170,7 @@ def main(argv=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(config.seed)
     started = time.time()
-
-    # every information state and its legal words (from the OpenSpiel tree, via the bridge)
-    legal_of = {}
-    for state, ranks, words in bridge.walk(GAME):
-        if not state.is_terminal():
-            env = bridge.replay(GAME, ranks, words)
-            info = env.infos[env.agent_selection]
-            legal_of[bridge.info_key(info)] = info["legal_action_list"]
-
+    legal_of = information_states()
     logits: dict = {}
     average_sum = {key: {w: 0.0 for w in legal} for key, legal in legal_of.items()}
     baseline = RoleBaseline(config.baseline_rate)
@@ -120,45 +181,12 @@ def main(argv=None) -> dict:
 
     for iteration in range(1, config.iterations + 1):
         # 1. play a batch of hands; each seat of the current policy is a row
-        rows = []
-        for e in range(config.episodes):
-            opponent = pool.sample(rng)
-            env.reset(seed=rng.getrandbits(31))
-            seats = seat_assignment(env.possible_agents, [""] * 2, False, opponent, e)
-            tables = {CURRENT: logits} if opponent == CURRENT else {CURRENT: logits, opponent: pool.get(opponent)}
-            taken = {a: [] for a in env.possible_agents}
-            for agent in env.agent_iter():
-                _, _, terminated, truncated, info = env.last(observe=False)
-                if terminated or truncated:
-                    env.step(None)
-                    continue
-                key, legal = bridge.info_key(info), info["legal_action_list"]
-                p = probabilities(tables[seats[agent]], key, legal)
-                word = rng.choices(legal, weights=[p[w] for w in legal])[0]
-                taken[agent].append((key, word))
-                env.step(word)
-            for agent in env.possible_agents:
-                if seats[agent] == CURRENT:
-                    rows.append((role_key(GAME, agent, "", False), env.state.result.scores[agent], taken[agent]))
+        rows = play_hands(env, logits, pool, rng, config.episodes)
         # 2. RAE advantages, zero-advantage filter, REINFORCE on the kept rows
         advantages = baseline.advantages_then_update([(k, r) for k, r, _ in rows])
         kept = keep_nonzero(advantages)
         kept_rows, all_rows = kept_rows + len(kept), all_rows + len(rows)
-        gradient: dict = {}
-        for i in kept:
-            for key, word in rows[i][2]:
-                p = probabilities(logits, key, legal_of[key])
-                g = gradient.setdefault(key, {w: 0.0 for w in legal_of[key]})
-                entropy = -sum(q * math.log(q) for q in p.values() if q > 0)
-                for w in legal_of[key]:
-                    # d/d logit_w of A log p(word), plus kl x d/d logit_w of the entropy
-                    # (KL to uniform is minus the entropy, up to a constant)
-                    g[w] += advantages[i] * ((w == word) - p[w])
-                    g[w] -= config.kl * p[w] * (math.log(p[w]) + entropy) if p[w] > 0 else 0.0
-        for key, g in gradient.items():
-            row = logits.setdefault(key, {})
-            for w, value in g.items():
-                row[w] = row.get(w, 0.0) + config.learning_rate * value / max(len(kept), 1)
+        reinforce(logits, rows, advantages, kept, legal_of, config)
         # 3. the reach-weighted average policy; checkpoints; measurements
         weight = iteration if config.average == "linear" else 1.0
         for key, legal in legal_of.items():
@@ -174,16 +202,8 @@ def main(argv=None) -> dict:
             print(f"iteration {iteration:4d}  exploitability  last {last:.4f}  average {average:.4f}", flush=True)
 
     # 4. OpenSpiel's CFR on the same game, for reference
-    import pyspiel
-    from open_spiel.python.algorithms import cfr, exploitability
-    game = pyspiel.load_game("kuhn_poker")
-    solver = cfr.CFRSolver(game)
-    cfr_curve = []
-    for i in range(1, config.cfr_iterations + 1):
-        solver.evaluate_and_update_policy()
-        cfr_curve.append((i, float(exploitability.exploitability(game, solver.average_policy()))))
+    cfr_curve = cfr_reference(config.cfr_iterations)
     cfr_at = dict(cfr_curve)
-
     print(f"\n{'iteration':>9} {'self-play last':>15} {'self-play average':>18} {'OpenSpiel CFR':>14}")
     for iteration, last, average in curve:
         reference = f"{cfr_at[iteration]:.4f}" if iteration in cfr_at else "-"
@@ -194,7 +214,6 @@ def main(argv=None) -> dict:
     print(f"\nfinal exploitability: self-play average {final['average']:.4f}, last {final['last']:.4f}; "
           f"CFR after {config.cfr_iterations} iterations {final['cfr']:.4f}; rows kept {kept_rows}/{all_rows}; "
           f"per-seat baselines {final['baselines']}; {final['seconds']} s")
-
     with open(out / "curve.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["iteration", "selfplay_last", "selfplay_average", "cfr"])
