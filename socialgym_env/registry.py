@@ -41,6 +41,8 @@ GAME_MODULES = {
     "resistance": "resistance",
     "werewolves": "werewolves",
     "triadic_werewolf": "triadic_werewolf",
+    "kuhn_poker": "kuhn_poker",
+    "leduc_poker": "leduc_poker",
 }
 
 

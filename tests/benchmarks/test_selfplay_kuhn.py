@@ -1,0 +1,30 @@
+"""benchmarks/selfplay_kuhn.py: a short seeded run learns (exploitability falls well below the
+uniform policy's 0.4583), reproduces itself, writes its curve and plot, and refuses bad options."""
+import pytest
+
+from benchmarks import selfplay_kuhn
+
+
+def test_short_run_learns_and_writes_the_curve(tmp_path):
+    args = ["--iterations", "30", "--episodes", "64", "--eval_every", "10", "--cfr_iterations", "10",
+            "--out", str(tmp_path)]
+    final = selfplay_kuhn.main(args)
+    assert final["average"] < 0.35 and final["last"] < 0.35          # uniform: 0.4583
+    assert final["cfr"] < 0.1 and final["kept_rows"] <= final["rows"]
+    lines = (tmp_path / "curve.csv").read_text().splitlines()
+    assert lines[0] == "iteration,selfplay_last,selfplay_average,cfr" and len(lines) == 4
+    assert (tmp_path / "curve.png").stat().st_size > 0
+    assert selfplay_kuhn.main(args)["average"] == final["average"]        # same seed, same run
+
+
+def test_own_reach_multiplies_the_seat_s_earlier_moves():
+    legal_of = {("Q", (), ((),)): ["check", "bet"], ("Q", (), (("check", "bet"),)): ["call", "fold"]}
+    logits = {("Q", (), ((),)): {"check": 0.0, "bet": 0.0}}
+    # player_0's second decision: reached by its own check (probability 1/2), whatever player_1 did
+    assert selfplay_kuhn.own_reach(logits, ("Q", (), (("check", "bet"),)), legal_of) == pytest.approx(0.5)
+    assert selfplay_kuhn.own_reach(logits, ("Q", (), ((),)), legal_of) == 1.0
+
+
+def test_bad_average_option_is_refused():
+    with pytest.raises(SystemExit, match="linear or uniform"):
+        selfplay_kuhn.main(["--average", "best", "--iterations", "1"])

@@ -1,0 +1,97 @@
+"""Self-play bookkeeping (agents/selfplay.py): seating and roles, the RAE baseline on fixed
+rewards, zero-advantage filtering and checkpoint pool sampling."""
+import random
+
+import pytest
+
+from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+
+TWO = ["player_0", "player_1"]
+
+
+def test_self_play_puts_the_current_policy_in_every_seat():
+    assert seat_assignment(TWO, ["", ""], False, CURRENT, 0) == {"player_0": CURRENT, "player_1": CURRENT}
+    agents = [f"player_{i}" for i in range(5)]
+    teams = ["spies", "town", "town", "spies", "town"]
+    assert set(seat_assignment(agents, teams, True, CURRENT, 3).values()) == {CURRENT}
+
+
+def test_against_a_checkpoint_the_learner_alternates_seats():
+    seatings = [seat_assignment(TWO, ["", ""], False, "step5", e) for e in range(4)]
+    assert [s["player_0"] for s in seatings] == [CURRENT, "step5", CURRENT, "step5"]
+    assert all(sorted(s.values()) == sorted([CURRENT, "step5"]) for s in seatings)
+
+
+def test_in_team_games_the_learner_takes_a_whole_team_alternating():
+    agents = [f"player_{i}" for i in range(5)]
+    teams = ["town", "spies", "town", "town", "spies"]
+    first = seat_assignment(agents, teams, True, "step0", 0)
+    second = seat_assignment(agents, teams, True, "step0", 1)
+    assert [a for a in agents if first[a] == CURRENT] == ["player_0", "player_2", "player_3"]      # town
+    assert [a for a in agents if second[a] == CURRENT] == ["player_1", "player_4"]                 # spies
+
+
+def test_role_keys_are_the_role_in_role_games_and_the_seat_otherwise():
+    assert role_key("werewolves", "player_3", "werewolf", True) == ("werewolves", "werewolf")
+    assert role_key("kuhn_poker", "player_1", "player", False) == ("kuhn_poker", "player_1")
+
+
+def test_rae_baseline_on_fixed_rewards():
+    baseline = RoleBaseline(rate=0.5)
+    a, b = ("g", "first"), ("g", "second")
+    # the batch is scored against the baselines before it (0), then each row moves its role's
+    assert baseline.advantages_then_update([(a, 1.0), (b, -1.0), (a, 1.0)]) == [1.0, -1.0, 1.0]
+    assert baseline.value(a) == pytest.approx(0.75) and baseline.value(b) == pytest.approx(-0.5)
+    assert baseline.advantages_then_update([(a, 1.0), (b, -1.0)]) == pytest.approx([0.25, -0.5])
+    # a role that always gets the same reward converges to it: its advantage goes to 0
+    for _ in range(60):
+        baseline.update([(a, 1.0)])
+    assert baseline.advantages([(a, 1.0)])[0] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError):
+        RoleBaseline(rate=0.0)
+
+
+def test_rae_removes_a_planted_role_advantage_that_a_shared_baseline_keeps():
+    """Planted effect: the first seat always scores +1 more than the second, whatever the play.
+    Per-role baselines absorb it (mean advantage per role -> 0); one shared baseline would leave
+    +1 / -1 per role. Null: equal rewards give zero advantages."""
+    rng = random.Random(0)
+    baseline = RoleBaseline(rate=0.05)
+    late = {"first": [], "second": []}
+    for step in range(400):
+        noise = rng.gauss(0, 0.3)
+        rows = [(("g", "first"), 0.5 + noise), (("g", "second"), -0.5 + noise)]
+        adv = baseline.advantages_then_update(rows)
+        if step >= 300:
+            late["first"].append(adv[0])
+            late["second"].append(adv[1])
+    for role in late:
+        assert abs(sum(late[role]) / len(late[role])) < 0.1
+    null = RoleBaseline(rate=0.05)
+    assert null.advantages([(("g", "x"), 0.0), (("g", "y"), 0.0)]) == [0.0, 0.0]
+
+
+def test_zero_advantage_rows_are_filtered():
+    assert keep_nonzero([0.0, 0.5, -1e-12, -0.25, 0.0]) == [1, 3]
+    assert keep_nonzero([0.0, 0.0]) == []
+
+
+def test_pool_keeps_the_latest_checkpoints_and_samples_as_documented():
+    pool = CheckpointPool(capacity=3, self_play=0.25)
+    rng = random.Random(1)
+    assert {pool.sample(rng) for _ in range(20)} == {CURRENT}        # empty pool: self-play only
+    for step in (0, 5, 10, 15):
+        pool.add(step, {"weights": step})
+    assert pool.names() == ["step5", "step10", "step15"] and pool.get("step10") == {"weights": 10}
+    with pytest.raises(KeyError):
+        pool.get("step0")                                          # dropped: capacity 3
+    draws = [pool.sample(rng) for _ in range(8000)]
+    share = draws.count(CURRENT) / len(draws)
+    assert abs(share - 0.25) < 0.02
+    for name in pool.names():                                      # the rest uniform over the pool
+        assert abs(draws.count(name) / len(draws) - 0.25) < 0.02
+    only_pool = CheckpointPool(capacity=2, self_play=0.0)
+    only_pool.add(1, "a")
+    assert {only_pool.sample(rng) for _ in range(50)} == {"step1"}
+    with pytest.raises(ValueError):
+        CheckpointPool(capacity=2, self_play=1.5)

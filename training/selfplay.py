@@ -1,0 +1,639 @@
+"""Self-play RL for a LoRA policy: one model plays every seat, against itself and its past checkpoints.
+
+    PYTHONPATH=$PWD python training/selfplay.py --game kuhn_poker --steps 20 --out runs/selfplay_kuhn
+    python -m training.selfplay --help          # every Config field with its help line
+
+SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_func``:
+
+1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of the game. Before
+   each episode the pool (:class:`agents.selfplay.CheckpointPool`) picks the opponent: the
+   current policy itself with probability ``self_play``, else a past checkpoint drawn uniformly
+   from the last ``pool_size`` ones (one is saved every ``snapshot_every`` steps; the pool
+   starts with the base model, step 0). Against itself the policy plays every seat; against a
+   checkpoint one seat (two-player games) or one team (team games), alternating by episode
+   (:func:`agents.selfplay.seat_assignment`). A checkpoint is a copy of the LoRA weights: its
+   moves are made by the same model with those weights loaded, then the current ones are put
+   back (:class:`LoraSwap`).
+2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
+   (its first view, then each reply and the news before its next decision) as one token
+   sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`, the layout of
+   :mod:`training.multiturn`), so the loss covers the learner's own tokens and every seat's turns
+   are training data. Rows past ``rows_per_step`` are dropped (the last episode may fill the
+   step only partly), rows of checkpoint seats are never kept.
+3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
+   the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
+   in role games -- taken before the step, then updated with rate ``baseline_rate``
+   (:class:`agents.selfplay.RoleBaseline`). Rows with zero advantage are filtered out (their
+   loss mask is zeroed, so they neither move the policy nor dilute the token mean). TRL's own
+   group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
+   clipping and optimiser are TRL's.
+4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
+   list of the grammar of legal replies, after ``reply_prefix``, with the end-of-turn token) is
+   computed and the reply is drawn from ``softmax(log p / temperature)``. That is the
+   distribution the OpenSpiel bridge measures (:func:`policy_fn`), so the exploitability
+   reported is the trained policy's. Phases without a finite list (free talk) are generated
+   under the grammar instead (:func:`training.multiturn.hf_generate_fn`).
+
+Reward (``reward``): ``score`` (chips in poker: what exploitability is measured in) or
+``outcome`` (+1 / 0 / -1); ``auto`` takes the score in games ranked by score, else the outcome.
+
+Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
+adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
+baseline, rows kept), ``mask_example.json`` (one row as (text, in_loss) spans),
+``metrics.json`` (config, before/after evaluation with 95% intervals, exploitability per
+checkpoint for poker), ``tournament.jsonl`` (every checkpoint and the heuristic against each
+other, as log records: ``socialgym benchmarks leaderboard <out>/tournament.jsonl`` rates them
+together, an Elo curve over training steps).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import socialgym_env
+from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from training.multiturn import ChatAssembler, Episode, compact_first_text, compact_news_text, news_text
+
+
+def _help(default, text: str):
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass
+class Config:
+    game: str = _help("kuhn_poker", "game id; a two-player game or a team game (hidden roles allowed)")
+    num_players: int = _help(0, "players (0 = the game's default)")
+    game_config: str = _help("", "extra game config as JSON, e.g. '{\"dice\": 1}'")
+    model: str = _help("smollm2", "base model: smollm2 (embedded), hf:<folder or .gguf> or a folder")
+    seed: int = _help(0, "seed of deals, seating, pool draws and sampling")
+    steps: int = _help(20, "optimiser steps (one rollout batch each)")
+    episodes_per_step: int = _help(8, "episodes played per step (at most; stops once the rows are full)")
+    rows_per_step: int = _help(12, "training rows (learner seats) per step: TRL's batch")
+    self_play: float = _help(0.5, "probability an episode is against the current policy itself (else a pool checkpoint)")
+    pool_size: int = _help(4, "past checkpoints kept in the opponent pool (the base model is the first)")
+    snapshot_every: int = _help(5, "steps between checkpoints added to the pool (and saved for the tournament)")
+    baseline_rate: float = _help(0.05, "RAE: per-(game, role) EMA rate, b <- b + rate (R - b)")
+    reward: str = _help("auto", "row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)")
+    learning_rate: float = _help(1e-4, "AdamW learning rate of the LoRA weights")
+    lora_r: int = _help(8, "LoRA rank")
+    lora_alpha: int = _help(16, "LoRA alpha")
+    temperature: float = _help(1.0, "sampling temperature of the softmax over legal replies")
+    prompt: str = _help("compact", "the seat's view: compact (short first view) or full (the observation text)")
+    reply_prefix: str = _help('{"action_type": "', "forced start of every reply (never in the loss)")
+    max_new_tokens: int = _help(24, "reply budget for free-text phases (generated, not scored)")
+    max_turns: int = _help(24, "decisions per seat before an episode is cut (scored 0)")
+    eval_episodes: int = _help(100, "episodes per evaluation matchup (seats alternated)")
+    tournament_episodes: int = _help(40, "episodes per pair of checkpoints in the closing tournament (0 = none)")
+    eval_before: bool = _help(True, "evaluate the base model before training")
+    threads: int = _help(2, "torch CPU threads")
+    out: str = _help("runs/selfplay", "output folder")
+
+
+# ------------------------------------------------------------------ one seat's chat
+class SeatChat:
+    """The token sequence one seat's policy reads: the first view, then its replies and the news
+    before each later decision; ``env_mask`` 1 on its replies (the :mod:`training.multiturn`
+    layout, one chat per seat)."""
+
+    def __init__(self, assembler: ChatAssembler, prompt: str, prefix_ids: list, game_name: str):
+        self.assembler, self.prompt, self.prefix_ids, self.game_name = assembler, prompt, prefix_ids, game_name
+        self.row = Episode(spec=None)
+        self.context: list = []
+
+    def observe(self, env, agent: str) -> list:
+        """Add the seat's view now (first view or news) and return the context to decide on."""
+        info = env.infos[agent]
+        if not self.context:
+            text = env.observe(agent)["text"] if self.prompt == "full" else \
+                compact_first_text(env.prompt_parts(agent), info, env.game_info.name)
+            self.row.prompt_ids = self.assembler.first(text) + self.prefix_ids
+            self.context = list(self.row.prompt_ids)
+        else:
+            text = news_text(env.observe(agent)["text"], info) if self.prompt == "full" else compact_news_text(info)
+            ids = self.assembler.env_turn(text, self.row.completion_ids[-1:]) + self.prefix_ids
+            self.row.completion_ids += ids
+            self.row.env_mask += [0] * len(ids)
+            self.context += ids
+        return self.context
+
+    def reply(self, reply_ids: list, text: str, action: str) -> None:
+        self.row.completion_ids += list(reply_ids)
+        self.row.env_mask += [1] * len(reply_ids)
+        self.context += list(reply_ids)
+        self.row.replies.append(text)
+        self.row.actions.append(action)
+
+
+# ------------------------------------------------------------------ scoring-mode decisions
+def candidates(info: dict, reply_prefix: str) -> Optional[list]:
+    """The legal replies after ``reply_prefix`` (None if the set is not a finite list)."""
+    from agents.llm.constraint import reply_grammar
+    try:
+        finite = reply_grammar(info).finite
+    except ValueError:
+        return None
+    if not finite or not all(c.startswith(reply_prefix) for c in finite):
+        return None
+    return [c[len(reply_prefix):] for c in finite]
+
+
+def score_replies(model, tokenizer, contexts: list, options: list) -> list:
+    """Per context, the log-probability of each option's tokens plus EOS after it (one batched
+    forward pass, right-padded)."""
+    import torch
+    eos = tokenizer.eos_token_id
+    rows, owners = [], []
+    for i, (context, texts) in enumerate(zip(contexts, options)):
+        for text in texts:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [eos]
+            rows.append((list(context), ids))
+            owners.append(i)
+    width = max(len(c) + len(r) for c, r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for j, (context, reply) in enumerate(rows):
+        ids = context + reply
+        input_ids[j, :len(ids)] = torch.tensor(ids)
+        mask[j, :len(ids)] = 1
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(input_ids=input_ids, attention_mask=mask).logits.float(), dim=-1)
+    if was_training:
+        model.train()
+    out = [[] for _ in contexts]
+    for j, (context, reply) in enumerate(rows):
+        positions = torch.arange(len(context) - 1, len(context) + len(reply) - 1)
+        out[owners[j]].append(float(logprobs[j, positions, torch.tensor(reply)].sum()))
+    return out
+
+
+def softmax_draw(scores: list, temperature: float, rng: random.Random) -> int:
+    import math
+    top = max(scores)
+    weights = [math.exp((s - top) / max(temperature, 1e-6)) for s in scores]
+    return rng.choices(range(len(scores)), weights=weights)[0]
+
+
+def make_decider(model, tokenizer, config: Config, rng: random.Random):
+    """``decide(contexts, infos) -> [(reply ids, reply text, action)]`` for one model state:
+    scoring mode over the legal list, constrained generation where the list is not finite."""
+    from training.multiturn import hf_generate_fn, reply_to_action
+    eos = tokenizer.eos_token_id
+
+    def decide(contexts: list, infos: list) -> list:
+        out: list = [None] * len(contexts)
+        options = [candidates(info, config.reply_prefix) for info in infos]
+        finite = [i for i, o in enumerate(options) if o]
+        if finite:
+            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite])
+            for i, row in zip(finite, scores):
+                pick = options[i][softmax_draw(row, config.temperature, rng)]
+                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + [eos]
+                text = config.reply_prefix + pick
+                out[i] = (ids, text, reply_to_action(text, infos[i]))
+        free = [i for i, o in enumerate(options) if not o]
+        if free:
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=rng.getrandbits(31), constrained=True, reply_prefix=config.reply_prefix)
+            for i, ids in zip(free, generate([contexts[i] for i in free], [infos[i] for i in free])):
+                text = config.reply_prefix + tokenizer.decode(ids, skip_special_tokens=True)
+                out[i] = (ids, text, reply_to_action(text, infos[i]))
+        return out
+
+    return decide
+
+
+# ------------------------------------------------------------------ checkpoints as LoRA weights
+class LoraSwap:
+    """Copies of a PEFT model's LoRA weights, and a context that plays with one of them loaded."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def snapshot(self) -> dict:
+        from peft import get_peft_model_state_dict
+        return {k: v.detach().clone() for k, v in get_peft_model_state_dict(self.model).items()}
+
+    @contextmanager
+    def loaded(self, weights: Optional[dict]):
+        from peft import set_peft_model_state_dict
+        if weights is None:
+            yield
+            return
+        current = self.snapshot()
+        set_peft_model_state_dict(self.model, weights)
+        try:
+            yield
+        finally:
+            set_peft_model_state_dict(self.model, current)
+
+
+# ------------------------------------------------------------------ playing episodes
+def game_kwargs(config: Config) -> dict:
+    kwargs = json.loads(config.game_config) if config.game_config else {}
+    if config.num_players:
+        kwargs["num_players"] = config.num_players
+    return kwargs
+
+
+def seat_roles(env) -> tuple:
+    """(teams, has_roles) of the env's seats after reset."""
+    info = env.game_info
+    return [env.state.team(a) for a in env.possible_agents], bool(info.roles)
+
+
+def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None) -> list:
+    """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep; player names are
+    :data:`CURRENT`, ``step<N>`` (pool checkpoints, played through ``swap``) or a policy spec of
+    :class:`agents.runner.PolicyPool` (``scripted:heuristic``). Returns per episode
+    ``{"seed", "seats", "env", "chats": {agent: SeatChat}}`` after the end."""
+    assembler = ChatAssembler(tokenizer)
+    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
+    games = []
+    for seed, seats in episodes:
+        env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+        env.reset(seed=seed)
+        chats = {a: SeatChat(assembler, config.prompt, prefix_ids, env.game_info.name) for a in env.possible_agents}
+        games.append({"seed": seed, "seats": seats, "env": env, "chats": chats, "turns": 0, "reset": set()})
+    while True:
+        pending: dict = {}
+        for g in games:
+            env = g["env"]
+            while env.agents:
+                agent = env.agent_selection
+                if env.terminations[agent] or env.truncations[agent]:
+                    env.step(None)
+                    continue
+                break
+            if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
+                pending.setdefault(g["seats"][env.agent_selection], []).append(g)
+        if not pending:
+            break
+        for player, group in pending.items():
+            agents = [g["env"].agent_selection for g in group]
+            if player == CURRENT or player.startswith("step"):
+                contexts = [g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)]
+                infos = [g["env"].infos[a] for g, a in zip(group, agents)]
+                weights = None if player == CURRENT else pool.get(player)
+                with (swap.loaded(weights) if swap is not None else _nothing()):
+                    decisions = deciders["model"](contexts, infos)
+                for g, a, (ids, text, action) in zip(group, agents, decisions):
+                    g["chats"][a].reply(ids, text, action)
+                    g["env"].step(action)
+                    g["turns"] += 1
+            else:
+                from agents.base import Request
+                policy = deciders["pool"].get(player)
+                for g, a in zip(group, agents):
+                    key = (f"selfplay-{g['seed']}", a)
+                    if key not in g["reset"]:
+                        policy.reset(key, g["seed"])
+                        g["reset"].add(key)
+                    decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
+                                                         g["env"].prompt_parts(a))])[0]
+                    g["env"].step(decision.action)
+                    g["turns"] += 1
+    return games
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def seat_reward(env, agent: str, config: Config) -> float:
+    """The row's reward (``reward`` config); 0 for an episode cut before the end."""
+    result = env.state.result
+    if result is None:
+        return 0.0
+    use_score = config.reward == "score" or (config.reward == "auto" and env.game_info.rank_by == "score")
+    return float(result.scores[agent] if use_score else result.rewards[agent])
+
+
+def collect_rows(games: list, config: Config, limit: int) -> list:
+    """Training rows from played episodes: one per :data:`CURRENT` seat, in episode and seat
+    order, at most ``limit``; each row is a :class:`training.multiturn.Episode` with ``role``,
+    ``learner`` and ``reward`` filled and ``role_key`` attached."""
+    rows = []
+    for g in games:
+        env = g["env"]
+        _, has_roles = seat_roles(env)
+        for agent in env.possible_agents:
+            if g["seats"][agent] != CURRENT or not g["chats"][agent].row.env_mask:
+                continue
+            row = g["chats"][agent].row
+            row.learner, row.role = agent, env.state.role(agent)
+            row.reward = seat_reward(env, agent, config)
+            row.truncated = env.state.result is None
+            row.role_key = role_key(config.game, agent, row.role, has_roles)
+            rows.append(row)
+    return rows[:limit]
+
+
+def plan_episodes(config: Config, step: int, pool: CheckpointPool, rng: random.Random) -> list:
+    """The step's (seed, seating) pairs: opponents drawn from the pool, seats assigned."""
+    env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+    plan = []
+    for e in range(config.episodes_per_step):
+        seed = config.seed * 1_000_003 + step * 1000 + e
+        env.reset(seed=seed)
+        teams, _ = seat_roles(env)
+        opponent = pool.sample(rng)
+        plan.append((seed, seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
+                                           step * config.episodes_per_step + e)))
+    return plan
+
+
+# ------------------------------------------------------------------ TRL
+def make_trainer_class():
+    from trl import GRPOTrainer
+
+    class SelfPlayGRPOTrainer(GRPOTrainer):
+        """GRPO with the rollout's RAE advantages instead of group-normalised rewards, and the
+        rows with zero advantage masked out of the loss."""
+
+        selfplay_advantages: list = []
+
+        def _generate_and_score_completions(self, inputs):
+            import torch
+            output = super()._generate_and_score_completions(inputs)
+            advantages = torch.tensor(self.selfplay_advantages, dtype=output["advantages"].dtype,
+                                      device=output["advantages"].device)
+            keep = (advantages.abs() > 1e-8).to(output["completion_mask"].dtype)
+            output["advantages"] = advantages
+            output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1)
+            return output
+
+    return SelfPlayGRPOTrainer
+
+
+def row_reward(completions, row_reward, **kwargs) -> list:
+    """The rollout's per-row reward (TRL logs it; the advantages come from RAE)."""
+    return [float(r) for r in row_reward]
+
+
+class StepLog:
+    """``rollouts.csv``: per step and role key, rows, mean reward, baseline before, rows kept."""
+
+    def __init__(self, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / "rollouts.csv"
+        self.mask_path = out / "mask_example.json"
+        with open(self.path, "w", newline="") as handle:
+            csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
+
+    def add(self, step, rows, advantages, kept, baseline_before, plan, tokenizer) -> None:
+        by_role: dict = {}
+        for i, row in enumerate(rows):
+            by_role.setdefault(row.role_key, []).append(i)
+        opponents = sorted({p for _, seats in plan for p in seats.values() if p != CURRENT}) or [CURRENT]
+        with open(self.path, "a", newline="") as handle:
+            writer = csv.writer(handle)
+            for key, idx in sorted(by_role.items()):
+                writer.writerow([step, key[1], len(idx), round(sum(rows[i].reward for i in idx) / len(idx), 4),
+                                 round(baseline_before.get(key, 0.0), 4), sum(i in kept for i in idx),
+                                 "+".join(opponents)])
+        if step == 0 and rows:
+            from training.grpo_games import mask_spans
+            self.mask_path.write_text(json.dumps(mask_spans(rows[0], tokenizer), indent=1) + "\n")
+
+
+def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: CheckpointPool, log: StepLog,
+                      rng: random.Random, policies):
+    from training.multiturn import rollout_output
+
+    def rollout(prompts, trainer):
+        step = trainer.state.global_step
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        swap = LoraSwap(model)
+        rows: list = []
+        plan_all = []
+        while len(rows) < len(prompts):
+            plan = plan_episodes(config, step * 100 + len(plan_all), pool, rng)
+            plan_all += plan
+            games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
+                         tokenizer, config, swap=swap, pool=pool)
+            rows += collect_rows(games, config, len(prompts) - len(rows))
+        before = dict(baseline.values)
+        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
+        kept = set(keep_nonzero(advantages))
+        trainer.selfplay_advantages = advantages
+        log.add(step, rows, advantages, kept, before, plan_all, tokenizer)
+        output = rollout_output(rows)
+        output["row_reward"] = [r.reward for r in rows]
+        return output
+
+    return rollout
+
+
+# ------------------------------------------------------------------ evaluation
+def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None):
+    """The model's action distribution at a decision, for :mod:`agents.openspiel_bridge`: the
+    softmax over the legal replies' log-probabilities after the seat's chat so far
+    (:func:`_seat_context`). :func:`policy_table` is the same for every state at once."""
+    from agents.openspiel_bridge import reply_word, softmax
+    temp = config.temperature if temperature is None else temperature
+
+    def fn(env, agent):
+        info = env.infos[agent]
+        options = candidates(info, config.reply_prefix)
+        scores = score_replies(model, tokenizer, [_seat_context(env, agent, tokenizer, config)], [options])[0]
+        return softmax({reply_word(config.reply_prefix + o, info): x for o, x in zip(options, scores)}, temp)
+
+    return fn
+
+
+def _reply_for(info: dict, action: str, reply_prefix: str) -> str:
+    from agents.openspiel_bridge import reply_word
+    for option in candidates(info, reply_prefix) or []:
+        if reply_word(reply_prefix + option, info) == action:
+            return option
+    raise ValueError(f"{action!r} is not one of the legal replies")
+
+
+def policy_table(model, tokenizer, config: Config, game_id: str) -> dict:
+    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
+    ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
+    from agents import openspiel_bridge as bridge
+    chats, keys, infos = [], [], []
+    for state, ranks, words in bridge.walk(game_id):
+        if state.is_terminal():
+            continue
+        env = bridge.replay(game_id, ranks, words)
+        agent = env.agent_selection
+        key = bridge.info_key(env.infos[agent])
+        if key in keys:
+            continue
+        keys.append(key)
+        infos.append(env.infos[agent])
+        chats.append(_seat_context(env, agent, tokenizer, config))
+    options = [candidates(info, config.reply_prefix) for info in infos]
+    scores = score_replies(model, tokenizer, chats, options)
+    return {key: bridge.softmax({bridge.reply_word(config.reply_prefix + o, info): x for o, x in zip(opts, row)},
+                                config.temperature)
+            for key, info, opts, row in zip(keys, infos, options, scores)}
+
+
+def _seat_context(env, agent: str, tokenizer, config: Config) -> list:
+    """The chat ``agent`` reads at its decision now, rebuilt by replaying the env's turns (its
+    own earlier replies being the legal replies it took)."""
+    from agents.openspiel_bridge import BRIDGE_SEED
+    assembler = ChatAssembler(tokenizer)
+    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
+    eos = tokenizer.eos_token_id
+    turns = [(t["agent"], t["action"]) for t in env.episode_record()["turns"]]
+    replay = socialgym_env.make(env.game_info.id, log_observations=False,
+                                **{k: v for k, v in env.config.items() if k in ("deal", "num_players")})
+    replay.reset(seed=BRIDGE_SEED)
+    chat = SeatChat(assembler, config.prompt, prefix_ids, replay.game_info.name)
+    for actor, action in turns:
+        if actor == agent:
+            chat.observe(replay, agent)
+            reply = _reply_for(replay.infos[agent], action, config.reply_prefix)
+            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + [eos], reply, action)
+        replay.step(action)
+    return chat.observe(replay, agent)
+
+
+def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
+             seed_offset: int, rng: random.Random) -> list:
+    """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
+    plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
+    batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
+    episodes (with their log records, rosters naming the players)."""
+    from training.common import rate_with_interval
+    env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+    plan, owners = [], []
+    for p, (mine, theirs) in enumerate(pairs):
+        for e in range(episodes):
+            seed = 900_000 + seed_offset + e
+            env.reset(seed=seed)
+            teams, _ = seat_roles(env)
+            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
+            plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
+            owners.append(p)
+    games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
+                 tokenizer, config, swap=swap, pool=pool)
+    results = []
+    for p, (mine, theirs) in enumerate(pairs):
+        wins, rewards, records = 0, 0.0, []
+        for g, owner in zip(games, owners):
+            if owner != p:
+                continue
+            seat = next(a for a, x in g["seats"].items() if x == mine)
+            outcome = g["env"].state.result.rewards[seat] if g["env"].state.result else 0.0
+            wins += outcome > 0
+            rewards += seat_reward(g["env"], seat, config)
+            records.append(g["env"].episode_record(policies={a: _label(x) for a, x in g["seats"].items()}))
+        results.append({"win": rate_with_interval(wins, episodes), "mean_reward": round(rewards / max(episodes, 1), 4),
+                        "records": records})
+    return results
+
+
+def main(argv=None, preloaded=None) -> dict:
+    """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from agents.runner import PolicyPool
+    from training.common import cpu_grpo_args, load_base, lora_config, parse_config, write_json
+    config = parse_config(Config, argv)
+    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("compact", "full"):
+        raise SystemExit("error: --reward must be auto, score or outcome and --prompt compact or full")
+    info = socialgym_env.game_class(config.game).info
+    if info.num_players != 2 and not info.team_game and not config.num_players == 2:
+        raise SystemExit(f"error: {config.game} is neither a two-player game nor a team game")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    rng = random.Random(config.seed)
+    model, tokenizer = preloaded or load_base(config.model, config.threads)
+    policies = PolicyPool(seed=config.seed)
+    baseline = RoleBaseline(config.baseline_rate)
+    pool = CheckpointPool(config.pool_size, config.self_play)
+    log = StepLog(out)
+
+    # 1. TRL trainer with the self-play rollout and RAE advantages
+    trainer_cls = make_trainer_class()
+    args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
+                         per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
+                         temperature=config.temperature, max_completion_length=config.max_new_tokens,
+                         scale_rewards="none", beta=0.0)
+    from datasets import Dataset
+    dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
+    trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
+                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies))
+    peft_model = trainer.accelerator.unwrap_model(trainer.model)
+    swap = LoraSwap(peft_model)
+    pool.add(0, swap.snapshot())
+    saved = {"step0": pool.get("step0")}
+
+    from transformers import TrainerCallback
+
+    class Snapshots(TrainerCallback):
+        """Every ``snapshot_every`` steps: a checkpoint into the pool and to disk."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step % config.snapshot_every == 0:
+                weights = swap.snapshot()
+                pool.add(state.global_step, weights)
+                saved[f"step{state.global_step}"] = weights
+                peft_model.save_pretrained(str(out / "checkpoints" / f"step{state.global_step}"))
+            return control
+
+    trainer.add_callback(Snapshots())
+    trained_at = time.time()
+    trainer.train()
+    train_seconds = time.time() - trained_at
+    peft_model.save_pretrained(str(out / "adapter"))
+    final = f"step{config.steps}"
+    saved[final] = swap.snapshot()
+
+    # 2. evaluation: before (the base = step0) / after (final) vs the heuristic and each other
+    eval_pool = CheckpointPool(len(saved), 0.0)
+    for name, weights in saved.items():
+        eval_pool.add(int(name[4:]), weights)
+    heuristic = "scripted:heuristic"
+    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+               "train_seconds": round(train_seconds, 1)}
+    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng)
+    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
+                             for (mine, theirs), r in zip(pairs, results)}
+    if config.game in ("kuhn_poker", "leduc_poker"):
+        from agents import openspiel_bridge as bridge
+        metrics["exploitability"] = {}
+        for name, weights in saved.items():
+            with swap.loaded(weights):
+                table = policy_table(peft_model, tokenizer, config, config.game)
+            metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
+    if config.tournament_episodes:
+        entrants = list(saved) + [heuristic]
+        pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
+        results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
+                           config.tournament_episodes, 100_000, rng)
+        with open(out / "tournament.jsonl", "w") as handle:
+            for r in results:
+                for record in r["records"]:
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        metrics["tournament"] = {"entrants": [_label(n) for n in entrants],
+                                 "episodes": sum(len(r["records"]) for r in results),
+                                 "log": str(out / "tournament.jsonl")}
+    metrics["total_seconds"] = round(time.time() - started, 1)
+    write_json(out / "metrics.json", metrics)
+    print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))
+    return metrics
+
+
+def _label(player: str) -> str:
+    return f"selfplay:{player}" if player.startswith("step") else player
+
+
+if __name__ == "__main__":
+    main()
