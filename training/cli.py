@@ -36,14 +36,27 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                phase: List[str] = typer.Option([], "--phase", help="keep these phases"),
                legal_only: bool = typer.Option(False, "--legal-only", help="only valid first-try replies"),
                test_fraction: float = typer.Option(0.1, "--test-fraction", help="share of episodes in the test split"),
-               seed: int = typer.Option(0, help="seed of the episode split")):
-    """Export decisions from episode logs as a Hugging Face dataset (chat format) plus JSONL."""
+               seed: int = typer.Option(0, help="seed of the episode split"),
+               prompts_as: str = typer.Option("smollm2", "--prompts-as",
+                                              help="LLM spec whose prompt a seat without a model (scripted, human) "
+                                                   "is given in its rows (layout, trimming)"),
+               candidates: int = typer.Option(4, "--candidates", help="dpo: legal actions compared per decision"),
+               rollouts: int = typer.Option(8, "--rollouts", help="dpo: paired rollouts to the end per candidate"),
+               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the max-min permutation p < alpha"),
+               rollout_policy: str = typer.Option("", "--rollout-policy",
+                                                  help="dpo: policy of every seat in the rollouts (default: the "
+                                                       "episode's own)")):
+    """Export decisions from episode logs as a Hugging Face dataset (chat format) plus JSONL:
+    each row holds the whole chat the seat's policy was given; DPO pairs come from branching."""
+    from .branching import BranchConfig
     if kind not in EXPORT_KINDS:
         _fail(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     try:
         keep = ExportFilter(games=_split(game), roles=_split(role), policies=_split(policy),
                             outcomes=_split(outcome), phases=_split(phase), legal_only=legal_only)
-        summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed)
+        branch = BranchConfig(candidates=candidates, rollouts=rollouts, alpha=alpha)
+        summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed, as_spec=prompts_as,
+                         branch=branch, rollout_policy=rollout_policy)
     except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"]}))

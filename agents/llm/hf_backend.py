@@ -87,6 +87,29 @@ class _Row:
     tail: str = ""                  # text added without decoding (a reply closed by its grammar)
 
 
+def chat_ids(tokenizer, messages: list) -> list:
+    """The token ids a chat model reads for ``messages`` (chat template + assistant header)."""
+    out = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    if hasattr(out, "keys") and "input_ids" in out:   # transformers 5 may return a BatchEncoding
+        out = out["input_ids"]
+    return list(out)
+
+
+def model_context(model_config) -> int:
+    """A model's context length from its config (2048 when it names none)."""
+    return int(getattr(model_config, "max_position_embeddings", 2048) or 2048)
+
+
+def prompt_budget(context: int, config: LLMConfig) -> int:
+    """Tokens a first prompt may take in ``context``: room is kept for the reply and the re-asks.
+    A function of the settings alone, so a logged conversation's trimming can be redone
+    (:mod:`agents.llm.transcript`)."""
+    reply = config.max_new_tokens
+    if config.constrained or config.mode == "score":
+        reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
+    return max(64, context - reply - config.max_retries * (reply + 96))
+
+
 def _common_prefix(a: list, b: list) -> int:
     n = min(len(a), len(b))
     i = 0
@@ -113,8 +136,7 @@ class HFBackend:
                 self.model = self.model.to(getattr(torch, dtype))
         else:
             self.model, self.tokenizer = load_model(model_name, config.dtype)
-        model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
-        self.context = config.context or model_context
+        self.context = config.context or model_context(self.model.config)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
         self._seat_cache: OrderedDict = OrderedDict()   # key -> (ids, [(k, v)...], nbytes)
@@ -133,17 +155,11 @@ class HFBackend:
         return ids
 
     def encode(self, messages: list) -> list:
-        out = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
-        if hasattr(out, "keys") and "input_ids" in out:   # transformers 5 may return a BatchEncoding
-            out = out["input_ids"]
-        return list(out)
+        return chat_ids(self.tokenizer, messages)
 
     def prompt_budget(self) -> int:
         """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
-        reply = self.config.max_new_tokens
-        if self.config.constrained or self.config.mode == "score":
-            reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
-        return max(64, self.context - reply - self.config.max_retries * (reply + 96))
+        return prompt_budget(self.context, self.config)
 
     def fits(self, messages: list, share: float = 1.0) -> bool:
         """Whether ``messages`` take at most ``share`` of the prompt budget."""
