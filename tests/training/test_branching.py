@@ -91,3 +91,10 @@ def test_rollouts_share_their_random_numbers():
     assert len(columns) == 8
     assert all(sorted(column) == [-1.0, 0.0, 1.0] for column in columns)
     assert len(set(columns)) > 1                                      # the opponent's move varies across m
+
+
+def test_the_null_benchmark_runs_and_prints_both_settings(capsys):
+    from benchmarks.branching_null import main
+    assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "null: vs uniform random" in out and "planted: vs constant rock" in out and out.strip().endswith("PASS")
