@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from .detection_logs import DETECTION_GAMES
-from .export import EXPORT_KINDS, OUTCOMES, ExportFilter, export
+from training.detection_logs import DETECTION_GAMES
+from training.export import EXPORT_KINDS, OUTCOMES, ExportFilter, export
 
 
 def _fail(message: str) -> None:
@@ -48,7 +48,7 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                                                        "episode's own)")):
     """Export decisions from episode logs as a Hugging Face dataset (chat format) plus JSONL:
     each row holds the whole chat the seat's policy was given; DPO pairs come from branching."""
-    from .branching import BranchConfig
+    from training.branching import BranchConfig
     if kind not in EXPORT_KINDS:
         _fail(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     try:
@@ -65,8 +65,8 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
 def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[int, list[dict]]:
     """(cut used, one row per player: name, suspicion, actual side from the log). The default cut
     is the last one the observer is asked at (just before the first role reveal)."""
-    from .detection_data import cut_points, episode_examples, public_messages
-    from .detector import predict
+    from training.detection_data import cut_points, episode_examples, public_messages
+    from training.detector import predict
     cuts = cut_points(public_messages(record))
     if not cuts:
         return 0, []
@@ -84,7 +84,7 @@ def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[i
 
 def detect(log: Path, model: Path, episode: Optional[str] = None, cut: Optional[int] = None) -> None:
     from socialgym_env.logs import read_episodes
-    from .detection_data import usable
+    from training.detection_data import usable
     if not log.is_file():
         _fail(f"no log file at {log}")
     records = [r for r in read_episodes(log) if usable(r)]
@@ -96,7 +96,7 @@ def detect(log: Path, model: Path, episode: Optional[str] = None, cut: Optional[
             ids = ", ".join(r["episode_id"] for r in records[:5])
             _fail(f"no episode {episode!r} in {log}; e.g. {ids}")
         records = chosen
-    from .detector import load_detector
+    from training.detector import load_detector
     try:
         detector = load_detector(model)
     except FileNotFoundError as err:

@@ -241,7 +241,7 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
     else:
         from agents.runner import PolicyPool
 
-        from .branching import BranchConfig, logged_branching_pairs
+        from training.branching import BranchConfig, logged_branching_pairs
         pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy)
         data = dpo_dataset(pairs, test_fraction, seed)
         report["decisions_branched"] = len(rows)

@@ -27,6 +27,11 @@
 |                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
+| ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
+|                   |                | when torch sees one, else the CPU; every input tensor follows  |
+|                   |                | the model                                                      |
+| ``device_map``    | none           | hf: e.g. ``auto`` (accelerate places the layers over the GPUs  |
+|                   |                | and the CPU) for a model too big for one device                |
 | ``timeout``       | 60             | openai: seconds per HTTP request                               |
 | ``attempts``      | 5              | openai: HTTP attempts per request (retries on 429/5xx/timeouts)|
 | ``backoff``       | 1.0            | openai: first backoff in seconds (doubles, capped at 30 s)     |
@@ -68,6 +73,8 @@ class LLMConfig:
     api_key_env: str = "OPENAI_API_KEY"
     context_chars: int = 0
     adapter: str = ""
+    device: str = "auto"
+    device_map: str = ""
 
     def sampling(self) -> dict:
         """The generation settings recorded in each decision's meta."""
@@ -114,6 +121,8 @@ def parse_options(query: str, seed: int = 0) -> LLMConfig:
         raise ValueError(f"option prompt={config.prompt!r}: expected turns or single")
     if config.mode not in MODES:
         raise ValueError(f"option mode={config.mode!r}: expected one of {', '.join(MODES)}")
+    if config.device not in ("auto", "cpu") and not config.device.startswith("cuda"):
+        raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
     if config.dtype not in DTYPES:
         raise ValueError(f"option dtype={config.dtype!r}: expected one of {', '.join(DTYPES)}")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
