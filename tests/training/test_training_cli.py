@@ -272,3 +272,56 @@ def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenize
 def test_hf_rollouts_have_no_logprobs(tokenizer):
     from training.multiturn import Episode, EpisodeSpec, rollout_output
     assert rollout_output([Episode(EpisodeSpec("rock_paper_scissors", 0, "player_0", ()))])["logprobs"] is None
+
+
+# ---------------------------------------------------------------------- GPU smoke script, dry
+def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
+    """No GPU here: DRY_RUN=1 prints each check's command; every training command's options
+    must parse (CUDA faked visible), the tournament's specs must be known, the accelerate
+    config must load and the inline Python must compile."""
+    import os
+    import shlex
+
+    import torch
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    from agents.llm.config import parse_options
+    from agents.registry import check_spec
+    from training.common import parse_config
+    done = subprocess.run(["bash", "benchmarks/gpu_smoke.sh", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "DRY_RUN": "1"}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    commands = {}
+    for line in done.stdout.splitlines():
+        name, _, command = line.partition(": ")
+        commands[name.removeprefix("DRY ")] = shlex.split(command)
+    assert set(commands) == {"cuda_visible", "policy_on_cuda", "grpo_hf", "grpo_vllm", "hrd_data", "sft_accelerate",
+                             "tournament_cuda"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    for name in ("grpo_hf", "grpo_vllm"):
+        argv = commands[name][2:]
+        from training.grpo_games import Config, check_config
+        config = parse_config(Config, argv)
+        check_config(config)
+        assert config.device == "cuda" and config.steps == 2
+    assert parse_config(Config, commands["grpo_vllm"][2:]).use_vllm
+    launch = commands["sft_accelerate"]
+    assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).num_processes == 1
+    from training.sft import Config as SFTConfig
+    sft = parse_config(SFTConfig, launch[launch.index("training.sft") + 1:])
+    assert sft.max_steps == 2 and sft.device == "cuda"
+    tournament = commands["tournament_cuda"]
+    for spec in tournament[tournament.index("--agents") + 1].split(","):
+        check_spec(spec)
+        if "?" in spec:
+            assert parse_options(spec.partition("?")[2]).device == "cuda"
+    for name in ("cuda_visible", "policy_on_cuda"):
+        compile(commands[name][2], name, "exec")
+    from typer.testing import CliRunner
+
+    from training.socialmaze import app
+    data = commands["hrd_data"]
+    result = CliRunner().invoke(app, data[data.index("data"):])       # the real (small) data step
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "hrd" / "sft" / "dataset_dict.json").is_file()
