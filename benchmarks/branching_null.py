@@ -66,7 +66,8 @@ def run(opponent: str, args) -> dict:
                 worst = outcome["candidates"][outcome["rejected"]]
                 kept = outcome["p_value"] < args.alpha
                 counts["max_gap"] += kept
-                counts["max_gap_right"] += kept and worth.get(f"rock {best[0]}", 0) > worth.get(f"rock {worst[0]}", 0)
+                right = worth.get(f"rock {best[0]}", 0) > worth.get(f"rock {worst[0]}", 0)
+                counts["max_gap_right"] += kept and right
                 counts["mann_whitney"] += mann_whitney_p(best[2], worst[2]) < args.alpha
             policy = policies[agent]
             decision = policy.act_batch([request_for(env, agent, policy, (env.episode_id, agent))])[0]

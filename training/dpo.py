@@ -8,7 +8,8 @@ The reference model is the base itself (the adapter switched off), so no second 
 Writes ``OUT/adapter``, ``OUT/config.json``, ``OUT/metrics.json`` and resumable
 ``OUT/checkpoints``. Defaults are the SocialMaze paper's fine-tuning parameters (2 epochs, lr
 5e-6, cosine, warmup 0.1, batch 1 x grad-accum 8, 1100 pairs); shrink them by flags on a CPU.
-On GPUs: ``accelerate launch -m training.dpo ...``.
+On GPUs: ``--device auto`` takes one; ``accelerate launch --config_file training/accelerate/multi_gpu.yaml
+-m training.dpo ...`` for several (docs/training/gpu.md).
 """
 from __future__ import annotations
 

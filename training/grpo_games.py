@@ -1,6 +1,6 @@
 """Multi-turn RLVR: GRPO with LoRA over whole game episodes, through TRL's ``rollout_func``.
 
-    PYTHONPATH=$PWD python training/grpo_games.py --game rock_paper_scissors --seat player_0 \\
+    python training/grpo_games.py --game rock_paper_scissors --seat player_0 \\
         --opponents scripted:constant:rock --rounds 3 --steps 20 --out runs/grpo_rps
 
 One training example is one episode spec (game, config, seed, learner seat or role, fixed
@@ -261,11 +261,12 @@ def main(argv=None, preloaded=None) -> dict:
 
     # 2. GRPO over whole episodes
     log = RolloutLog(out)
-    args = grpo_args(out, config.device, config.progress, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
-                         per_device_train_batch_size=config.episodes_per_step * config.num_generations,
-                         num_generations=config.num_generations, temperature=config.temperature,
-                         max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
-                         use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.episodes_per_step * config.num_generations,
+                     num_generations=config.num_generations, temperature=config.temperature,
+                     max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
+                     use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),

@@ -1,6 +1,6 @@
 """Single-turn RLVR: GRPO with LoRA on SocialMaze Hidden Role Deduction, rewarded by the exact scorer.
 
-    PYTHONPATH=$PWD python training/grpo_hrd.py --steps 30 --out runs/grpo_hrd
+    python training/grpo_hrd.py --steps 30 --out runs/grpo_hrd
 
 Reads nothing (the puzzles are generated from seeds); writes to ``--out``:
 
@@ -186,11 +186,12 @@ def main(argv=None, preloaded=None) -> dict:
         return finish_run(out, config, before, started=started)
 
     # 2. GRPO: each step samples `num_generations` answers to `prompts_per_step` puzzles
-    args = grpo_args(out, config.device, config.progress, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
-                         per_device_train_batch_size=config.prompts_per_step * config.num_generations,
-                         num_generations=config.num_generations,
-                         max_completion_length=config.max_completion_length, temperature=config.temperature,
-                         reward_weights=[1.0, config.format_weight])
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.prompts_per_step * config.num_generations,
+                     num_generations=config.num_generations,
+                     max_completion_length=config.max_completion_length, temperature=config.temperature,
+                     reward_weights=[1.0, config.format_weight])
     tokenizer.padding_side = "left"
     trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=args,
                           train_dataset=as_dataset(train, tokenizer, config.answer_prefix), processing_class=tokenizer,

@@ -10,7 +10,8 @@ Writes ``OUT/adapter`` (load it with ``smollm2?adapter=OUT/adapter``), ``OUT/con
 ``OUT/metrics.json`` and ``OUT/checkpoints`` (a rerun of the same command resumes from the last
 one). Defaults are the SocialMaze paper's fine-tuning parameters (2 epochs, lr 5e-6, cosine,
 warmup 0.1, batch 1 x grad-accum 8, 2000 examples); shrink them by flags on a CPU. On GPUs the
-same script runs under ``accelerate launch -m training.sft ...`` (bf16 where supported).
+same script runs under ``accelerate launch --config_file training/accelerate/<config>.yaml -m training.sft ...``
+(bf16 where supported; one GPU, DDP or DeepSpeed ZeRO-2: docs/training/gpu.md).
 """
 from __future__ import annotations
 
