@@ -40,9 +40,9 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from .detection_data import Example, load_examples
-from .detection_eval import METRICS, mean_interval, metric_values
-from .detector import TextEncoder, base_model_dir
+from training.detection_data import Example, load_examples
+from training.detection_eval import METRICS, mean_interval, metric_values
+from training.detector import TextEncoder, base_model_dir
 
 METHODS = ("anil", "scratch", "multitask")
 
@@ -50,25 +50,45 @@ METHODS = ("anil", "scratch", "multitask")
 @dataclass
 class Config:
     logs: str = "runs/detect_lm/logs"
+    """A log file or a folder of them"""
     out: str = "runs/anil"
+    """Output folder"""
     base: str = "minilm"
-    held_out: str = ""            # comma-separated; empty = every game in the logs (leave-one-game-out)
-    ks: str = "1,5,10,20"         # labelled episodes of the held-out game to adapt from
-    seeds: int = 5                # adaptation draws per k (different k episodes each)
-    test_episodes: int = 10       # fixed test episodes per held-out game
-    meta_steps: int = 30          # outer steps (ANIL) = supervised steps (multitask)
-    support_episodes: int = 3     # per meta-training task
+    """Minilm | smollm2 | a local HF model folder"""
+    held_out: str = ""
+    """Comma-separated; empty = every game in the logs (leave-one-game-out)"""
+    ks: str = "1,5,10,20"
+    """Labelled episodes of the held-out game to adapt from"""
+    seeds: int = 5
+    """Adaptation draws per k (different k episodes each)"""
+    test_episodes: int = 10
+    """Fixed test episodes per held-out game"""
+    meta_steps: int = 30
+    """Outer steps (ANIL) = supervised steps (multitask)"""
+    support_episodes: int = 3
+    """Per meta-training task"""
     query_episodes: int = 3
-    inner_steps: int = 5          # head SGD steps in the meta-training inner loop
-    inner_lr: float = 0.1            # MiniLM features have norm ~5: larger steps overshoot
-    adapt_steps: int = 20         # head SGD steps when adapting to the held-out game (every method)
+    """Per meta-training task: episodes the adapted head is scored on"""
+    inner_steps: int = 5
+    """Head SGD steps in the meta-training inner loop"""
+    inner_lr: float = 0.1
+    """MiniLM features have norm ~5: larger steps overshoot"""
+    adapt_steps: int = 20
+    """Head SGD steps when adapting to the held-out game (every method)"""
     outer_lr: float = 5e-4
+    """Learning rate of the outer (meta) steps on the encoder's LoRA and the head"""
     lora_r: int = 8
+    """LoRA rank"""
     lora_alpha: int = 16
+    """LoRA scaling (alpha / r multiplies the update)"""
     max_length: int = 96
+    """Tokens per example (longer ones are truncated)"""
     seed: int = 0
+    """Seed of the data sample, the adapter's initialisation and the sampling"""
     threads: int = 2
-    resume: bool = True           # keep held-out games already in OUT/curves.csv
+    """Torch CPU threads (0 = torch's default)"""
+    resume: bool = True
+    """Keep held-out games already in OUT/curves.csv"""
 
 
 # ----------------------------------------------------------------------------- the ANIL core
@@ -333,14 +353,16 @@ def main(cfg: Config) -> list[dict]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ks = [int(k) for k in cfg.ks.split(",") if k]
+    from training.common import fail
+    if not Path(cfg.logs).exists():
+        fail(f"no log file or folder at {cfg.logs}")
     episodes = by_episode(load_examples(cfg.logs))
     if len(episodes) < 2:
-        raise SystemExit(f"leave-one-game-out needs logs of at least two detection games in {cfg.logs}, "
-                         f"found {sorted(episodes)}")
+        fail(f"leave-one-game-out needs logs of at least two detection games in {cfg.logs}, found {sorted(episodes)}")
     held_out = [g for g in cfg.held_out.split(",") if g] or sorted(episodes)
     unknown = [g for g in held_out if g not in episodes]
     if unknown:
-        raise SystemExit(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
+        fail(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
     model_dir = base_model_dir(cfg.base)
     started = time.time()
     # resume: held-out games already in OUT/curves.csv are kept, not rerun (same config assumed)
@@ -368,7 +390,6 @@ def main(cfg: Config) -> list[dict]:
 
 
 if __name__ == "__main__":
-    from transformers import HfArgumentParser
+    from training.common import parse_config
 
-    (config,) = HfArgumentParser(Config).parse_args_into_dataclasses()
-    main(config)
+    main(parse_config(Config))

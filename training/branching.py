@@ -1,185 +1,79 @@
-"""Branching rollouts: DPO preference pairs whose labels come from the game's rules, not a judge.
+"""Branching rollouts as DPO preference pairs whose labels come from the game's rules, not a judge.
 
-At a decision point of a seat, the env is snapshotted (``env.clone()``). Each of K candidate
-actions (all legal actions, or K drawn at random from them when there are more; or K replies
-sampled from the seat's own policy) is played from a copy of the snapshot and the episode is
-rolled out to the end M times with the same policies. Rollout m of every candidate uses the same
-seeds (the env's RNG reseeded with m, each policy's seat seeded with m): common random numbers,
-so candidates differ by their action, not their luck. Chosen = the candidate with the highest
-mean final reward of the seat, rejected = the lowest; the pair is kept only when a two-sided
-Mann-Whitney U test between the two sets of M rewards gives p < ``alpha`` (rewards are in
-{-1, 0, 1}, so a test that handles ties). Deterministic policies make all M rollouts of a
-candidate equal; M then only needs to be large enough for the test (M >= 4 for p < 0.05).
-
-Rollouts see the true hidden state (they continue the actual deal): the label is what the
-action is worth in this game, which the seat itself could not know -- that is the point.
+:mod:`agents.branching` measures, at a decision, K candidate actions by M paired
+(common-random-number) rollouts to the end and tests the gap of the best and the worst with a
+permutation test that accounts for picking them. A branched decision becomes a pair when that
+test gives p < ``alpha``: chosen = the best candidate's reply, rejected = the worst's, both at the
+same state, the prompt the learner's whole chat at that decision.
 
     from training.branching import BranchConfig, branching_pairs
     pairs = branching_pairs("prisoners_dilemma", ["scripted:random", "scripted:tit_for_tat"], seeds=range(4),
-                            learner="player_0", branch=BranchConfig(candidates=2, rollouts=4))
+                            learner="player_0", branch=BranchConfig(candidates=2, rollouts=6))
 
-Each pair has the columns of :func:`training.export.cross_episode_pairs` (``prompt`` / ``chosen`` /
-``rejected`` in chat format, game, role, seat, round, phase, episode id, seed...) with
-``variant="branching"``, the two actions, their mean rewards, every candidate's mean and ``p_value``.
+Each pair has ``prompt`` (the learner's whole chat) / ``chosen`` / ``rejected`` in chat format,
+game, role, seat, round, phase, episode id, seed... with ``variant="branching"``, the two
+actions, their mean rewards, every candidate's mean and ``p_value``. A learner without a model
+gets the chat ``as_spec`` (default ``smollm2``) would have been given (:mod:`agents.llm.transcript`).
+:func:`logged_branching_pairs` branches at the decisions of logged episodes instead (what
+``socialgym export dpo`` does): the pair's prompt is the decision's full-context row, both
+replies are generated at that very state, and the pair belongs to that episode's split.
 """
 from __future__ import annotations
 
 import json
-import random
-from collections import defaultdict
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import socialgym_env
 from agents.base import Request
-from agents.llm.parsing import action_string
-from agents.llm.prompt import render_prompt
+from agents.branching import BranchConfig, branch_decision, max_gap_test, play_out, request_for  # noqa: F401
+from agents.llm.transcript import LLM_KINDS, played_reply, replay_policy, split_spec_kind
 from agents.runner import PolicyPool
 
-from .export import _pair
-
-CANDIDATE_SOURCES = ("legal", "policy")
-
-
-@dataclass
-class BranchConfig:
-    candidates: int = 4          # K actions compared at a decision point
-    rollouts: int = 8            # M rollouts to the end per candidate
-    source: str = "legal"        # "legal": legal actions; "policy": replies sampled from the seat's policy
-    alpha: float = 0.05          # keep a pair only when the Mann-Whitney p-value is below this
-    points_per_episode: int = 0  # branch at most this many decisions of the learner per episode (0 = all)
-
-    def __post_init__(self):
-        if self.source not in CANDIDATE_SOURCES:
-            raise ValueError(f"unknown candidate source {self.source!r}; valid: {', '.join(CANDIDATE_SOURCES)}")
-        if self.candidates < 2 or self.rollouts < 1:
-            raise ValueError("branching needs candidates >= 2 and rollouts >= 1")
+def _pair(row: dict, chosen: list, rejected: list, variant: str, **extra) -> dict:
+    columns = ("game", "role", "team", "seat", "name", "policy", "round", "phase", "step", "turn_index",
+               "episode_id", "seed", "config")
+    return {"prompt": row["prompt"], "chosen": chosen, "rejected": rejected, "variant": variant,
+            **{c: row[c] for c in columns}, **extra}
 
 
-# ---------------------------------------------------------------------- rollouts
-def _request(env, agent: str, policy, key: tuple) -> Request:
-    parts = env.prompt_parts(agent) if getattr(policy, "needs_prompt_parts", False) else None
-    return Request(key, env.observe(agent), env.infos[agent], parts)
-
-
-def play_out(envs: Sequence, seat_policies: dict, tags: Sequence[str], seeds: Sequence[int]) -> list[dict]:
-    """Play every env to the end with ``seat_policies`` (agent -> policy); all envs advance
-    together, one ``act_batch`` per policy per tick (LLM policies decode them as one batch).
-    Seat keys are ``(tag, agent)``, seeded with ``seeds[i]``. Returns each env's final rewards."""
-    for env, tag, seed in zip(envs, tags, seeds):
-        for agent, policy in seat_policies.items():
-            policy.reset((tag, agent), seed)
-    live = list(range(len(envs)))
-    while live:
-        by_policy: dict = defaultdict(list)
-        for i in live:
-            envs[i].skip_dead()
-        live = [i for i in live if envs[i].agents]
-        for i in live:
-            agent = envs[i].agent_selection
-            policy = seat_policies[agent]
-            by_policy[id(policy)].append((i, policy, _request(envs[i], agent, policy, (tags[i], agent))))
-        for items in by_policy.values():
-            decisions = items[0][1].act_batch([request for _, _, request in items])
-            for (i, _, _), decision in zip(items, decisions):
-                if decision.error is not None:
-                    raise decision.error
-                envs[i].step(decision.action)
-    for tag in tags:
-        for agent, policy in seat_policies.items():
-            if hasattr(policy, "release"):
-                policy.release((tag, agent))
-    return [dict(env.state.result.rewards) for env in envs]
-
-
-def _legal_candidates(info: dict, k: int, rng: random.Random) -> list[tuple[str, str]]:
-    """(env action, reply text) for up to k legal actions (all when there are at most k)."""
-    legal = list(info.get("legal_action_list") or [])
-    if not legal:
-        raise ValueError(f"phase {info.get('phase')!r} has no finite legal action list; use source='policy'")
-    chosen = legal if len(legal) <= k else rng.sample(legal, k)
-    out = []
-    for action in chosen:
-        action_type, _, argument = action.partition(" ")
-        out.append((action, action_string({"action_type": action_type, "argument": argument})))
-    return out
-
-
-def _policy_candidates(env, agent: str, policy, k: int, tag: str, seed: int) -> list[tuple[str, str]]:
-    """Up to k distinct replies sampled from the seat's policy (it needs temperature > 0)."""
-    keys = [(f"{tag}#candidate{j}", agent) for j in range(k)]
-    for j, key in enumerate(keys):
-        policy.reset(key, seed + j)
-    decisions = policy.act_batch([_request(env, agent, policy, key) for key in keys])
-    out, seen = [], set()
-    for key, decision in zip(keys, decisions):
-        if hasattr(policy, "release"):
-            policy.release(key)
-        attempts = [a for a in decision.meta.get("attempts", []) if "reply" in a]
-        reply = attempts[-1]["reply"] if attempts else decision.action
-        if decision.error is None and decision.action not in seen:
-            seen.add(decision.action)
-            out.append((decision.action, reply))
-    return out
-
-
-def _mann_whitney_p(a: list, b: list) -> float:
-    from scipy.stats import mannwhitneyu
-    if len(set(a) | set(b)) < 2:
-        return 1.0                     # every rollout ended the same: no evidence either way
-    return float(mannwhitneyu(a, b, alternative="two-sided", method="asymptotic").pvalue)
-
-
-def branch_decision(env, agent: str, seat_policies: dict, branch: BranchConfig, tag: str, seed: int = 0) -> dict:
-    """Roll out K candidates x M times from ``env`` (not modified), ``agent`` to move. Returns
-    ``{"candidates": [(action, reply, [rewards])...], "chosen": i, "rejected": j, "p_value": p}``
-    (chosen/rejected None when fewer than two candidates)."""
-    info = env.infos[agent]
-    rng = random.Random(f"{seed}|{tag}")
-    if branch.source == "legal":
-        candidates = _legal_candidates(info, branch.candidates, rng)
-    else:
-        candidates = _policy_candidates(env, agent, seat_policies[agent], branch.candidates, tag, seed)
-    envs, tags, seeds = [], [], []
-    for c, (action, _) in enumerate(candidates):
-        for m in range(branch.rollouts):
-            copy = env.clone()
-            copy.state.rng.seed(f"{seed}|{tag}|rollout{m}")      # same future luck for every candidate
-            copy.step(action)
-            envs.append(copy)
-            tags.append(f"{tag}#c{c}m{m}")
-            seeds.append(seed * 1000 + m)
-    rewards = play_out(envs, seat_policies, tags, seeds)
-    per_candidate = [[r[agent] for r in rewards[c * branch.rollouts:(c + 1) * branch.rollouts]]
-                     for c in range(len(candidates))]
-    result = {"candidates": [(a, reply, rs) for (a, reply), rs in zip(candidates, per_candidate)],
-              "chosen": None, "rejected": None, "p_value": 1.0}
-    if len(candidates) < 2:
-        return result
-    means = [sum(rs) / len(rs) for rs in per_candidate]
-    best = max(range(len(means)), key=lambda i: (means[i], -i))
-    worst = min(range(len(means)), key=lambda i: (means[i], i))
-    result.update(chosen=best, rejected=worst, p_value=_mann_whitney_p(per_candidate[best], per_candidate[worst]))
-    return result
-
-
-def _row(env, agent: str, prompt: str, seat_spec: dict, turn_index: int, config: dict) -> dict:
+def _row(env, agent: str, prompt: list, seat_spec: dict, turn_index: int, config: dict) -> dict:
     seat = env.state.seat[agent]
-    return {"prompt": [{"role": "user", "content": prompt}], "game": env.game_info.id, "role": seat.role,
+    return {"prompt": prompt, "game": env.game_info.id, "role": seat.role,
             "team": seat.team, "seat": agent, "name": seat.name, "policy": seat_spec[agent],
             "round": env.state.round, "phase": env.state.phase, "step": env.state.step, "turn_index": turn_index,
             "episode_id": env.episode_id, "seed": env.seed_value, "config": json.dumps(config, sort_keys=True)}
 
 
+def _significant_pair(row: dict, outcome: dict, branch: BranchConfig) -> Optional[dict]:
+    """The (chosen, rejected) pair of a branched decision, or None when the test keeps none."""
+    if outcome["chosen"] is None or outcome["p_value"] >= branch.alpha:
+        return None
+    good, bad = outcome["candidates"][outcome["chosen"]], outcome["candidates"][outcome["rejected"]]
+    means = {a: sum(rs) / len(rs) for a, _, rs in outcome["candidates"]}
+    return _pair(row, [{"role": "assistant", "content": good[1]}], [{"role": "assistant", "content": bad[1]}],
+                 "branching", chosen_action=good[0], rejected_action=bad[0], chosen_reward=means[good[0]],
+                 rejected_reward=means[bad[0]], p_value=outcome["p_value"], candidate_means=json.dumps(means),
+                 rollouts=branch.rollouts, chosen_episode_id=row["episode_id"],
+                 rejected_episode_id=row["episode_id"])
+
+
+def _played_reply(decision) -> str:
+    attempts = [a for a in decision.meta.get("attempts", []) if "reply" in a] if decision.meta else []
+    return attempts[-1]["reply"] if attempts else played_reply({"action": decision.action})
+
+
 def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learner: str = "player_0",
                     branch: Optional[BranchConfig] = None, config: Optional[dict] = None,
-                    pool: Optional[PolicyPool] = None) -> list[dict]:
+                    pool: Optional[PolicyPool] = None, as_spec: str = "smollm2") -> list[dict]:
     """Play one episode per seed with ``seats`` (a policy spec per seat); at the learner's
-    decisions, branch (:func:`branch_decision`) and keep the significant pairs."""
+    decisions, branch (:func:`branch_decision`) and keep the significant pairs. A pair's prompt
+    is the learner's whole chat at that decision (its LLM policy's layout; ``as_spec``'s for a
+    learner without a model, see :mod:`agents.llm.transcript`)."""
     branch = branch or BranchConfig()
     config = dict(config or {})
     pool = pool or PolicyPool()
     pairs = []
+    chats: dict = {}
     for seed in seeds:
         env = socialgym_env.make(game, **config)
         env.reset(seed=seed)
@@ -189,34 +83,59 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
         policies = {agent: pool.get(spec) for agent, spec in seat_spec.items()}
         for agent, policy in policies.items():
             policy.reset((env.episode_id, agent), seed)
+        spec = seat_spec[learner] if split_spec_kind(seat_spec[learner])[0] in LLM_KINDS else as_spec
+        chat = chats.setdefault(spec, replay_policy(spec))     # rebuilds the learner's chat turn by turn
+        chat.reset((env.episode_id, learner), seed)
         branched = 0
         env.skip_dead()
         while env.agents:
             agent = env.agent_selection
             policy = policies[agent]
-            request = _request(env, agent, policy, (env.episode_id, agent))
+            request = request_for(env, agent, policy, (env.episode_id, agent))
             decision = policy.act_batch([request])[0]
             if decision.error is not None:
                 raise decision.error
-            wanted = agent == learner and (not branch.points_per_episode or branched < branch.points_per_episode)
-            if wanted:
-                branched += 1
-                prompt = ((decision.meta.get("attempts") or [{}])[0].get("prompt")
-                          or render_prompt(env.prompt_parts(agent), env.infos[agent]))
-                row = _row(env, agent, prompt, seat_spec, len(env.turns), env.config)
-                outcome = branch_decision(env, agent, policies, branch, f"{env.episode_id}@{env.state.step}", seed)
-                if outcome["chosen"] is not None and outcome["p_value"] < branch.alpha:
-                    good, bad = outcome["candidates"][outcome["chosen"]], outcome["candidates"][outcome["rejected"]]
-                    means = {a: sum(rs) / len(rs) for a, _, rs in outcome["candidates"]}
-                    pairs.append(_pair(row, [{"role": "assistant", "content": good[1]}],
-                                       [{"role": "assistant", "content": bad[1]}], "branching",
-                                       chosen_action=good[0], rejected_action=bad[0],
-                                       chosen_reward=means[good[0]], rejected_reward=means[bad[0]],
-                                       p_value=outcome["p_value"], candidate_means=json.dumps(means),
-                                       rollouts=branch.rollouts))
+            if agent == learner:
+                messages = chat.replay_turn(Request((env.episode_id, agent), None, env.infos[agent],
+                                                   env.prompt_parts(agent)), _played_reply(decision))
+                if not branch.points_per_episode or branched < branch.points_per_episode:
+                    branched += 1
+                    row = _row(env, agent, messages, seat_spec, len(env.turns), env.config)
+                    outcome = branch_decision(env, agent, policies, branch, f"{env.episode_id}@{env.state.step}", seed)
+                    pair = _significant_pair(row, outcome, branch)
+                    if pair is not None:
+                        pairs.append(pair)
             env.step(decision.action)
             env.skip_dead()
+        chat.release((env.episode_id, learner))
         for agent, policy in policies.items():
             if hasattr(policy, "release"):
                 policy.release((env.episode_id, agent))
+    return pairs
+
+
+def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch: Optional[BranchConfig] = None,
+                           pool: Optional[PolicyPool] = None, rollout_policy: str = "") -> list[dict]:
+    """Branch at each decision row (:func:`training.export.decision_rows`) of logged episodes:
+    the env is restored to that decision (a snapshot rebuilt from the seed and the earlier raw
+    actions), the candidates are rolled out with the episode's own policies (or
+    ``rollout_policy`` in every seat), and the significant pairs are kept. Both replies of a pair
+    are generated at the row's state, and the pair carries the row's ``episode_id``, so an
+    episode split keeps state, chosen and rejected on one side."""
+    from socialgym_env.logs import restore_env
+    branch = branch or BranchConfig()
+    pool = pool or PolicyPool()
+    by_id = {r["episode_id"]: r for r in records}
+    pairs = []
+    for row in rows:
+        record = by_id[row["episode_id"]]
+        env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
+                          [turn["raw"] for turn in record["turns"][:row["turn_index"]]])
+        specs = {seat["agent"]: rollout_policy or seat["policy"] for seat in record["roster"]}
+        policies = {agent: pool.get(spec) for agent, spec in specs.items()}
+        outcome = branch_decision(env, row["seat"], policies, branch, f"{row['episode_id']}@{row['turn_index']}",
+                                  record["seed"])
+        pair = _significant_pair({**row, "prompt": row["prompt"]}, outcome, branch)
+        if pair is not None:
+            pairs.append(pair)
     return pairs

@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from .detection_logs import DETECTION_GAMES
-from .export import EXPORT_KINDS, OUTCOMES, ExportFilter, export
+from training.detection_logs import DETECTION_GAMES
+from training.export import EXPORT_KINDS, OUTCOMES, ExportFilter, export
 
 
 def _fail(message: str) -> None:
@@ -36,14 +36,27 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                phase: List[str] = typer.Option([], "--phase", help="keep these phases"),
                legal_only: bool = typer.Option(False, "--legal-only", help="only valid first-try replies"),
                test_fraction: float = typer.Option(0.1, "--test-fraction", help="share of episodes in the test split"),
-               seed: int = typer.Option(0, help="seed of the episode split")):
-    """Export decisions from episode logs as a Hugging Face dataset (chat format) plus JSONL."""
+               seed: int = typer.Option(0, help="seed of the episode split"),
+               prompts_as: str = typer.Option("smollm2", "--prompts-as",
+                                              help="LLM spec whose prompt a seat without a model (scripted, human) "
+                                                   "is given in its rows (layout, trimming)"),
+               candidates: int = typer.Option(4, "--candidates", help="dpo: legal actions compared per decision"),
+               rollouts: int = typer.Option(8, "--rollouts", help="dpo: paired rollouts to the end per candidate"),
+               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the max-min permutation p < alpha"),
+               rollout_policy: str = typer.Option("", "--rollout-policy",
+                                                  help="dpo: policy of every seat in the rollouts (default: the "
+                                                       "episode's own)")):
+    """Export decisions from episode logs as a Hugging Face dataset (chat format) plus JSONL:
+    each row holds the whole chat the seat's policy was given; DPO pairs come from branching."""
+    from training.branching import BranchConfig
     if kind not in EXPORT_KINDS:
         _fail(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     try:
         keep = ExportFilter(games=_split(game), roles=_split(role), policies=_split(policy),
                             outcomes=_split(outcome), phases=_split(phase), legal_only=legal_only)
-        summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed)
+        branch = BranchConfig(candidates=candidates, rollouts=rollouts, alpha=alpha)
+        summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed, as_spec=prompts_as,
+                         branch=branch, rollout_policy=rollout_policy)
     except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"]}))
@@ -52,8 +65,8 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
 def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[int, list[dict]]:
     """(cut used, one row per player: name, suspicion, actual side from the log). The default cut
     is the last one the observer is asked at (just before the first role reveal)."""
-    from .detection_data import cut_points, episode_examples, public_messages
-    from .detector import predict
+    from training.detection_data import cut_points, episode_examples, public_messages
+    from training.detector import predict
     cuts = cut_points(public_messages(record))
     if not cuts:
         return 0, []
@@ -71,7 +84,7 @@ def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[i
 
 def detect(log: Path, model: Path, episode: Optional[str] = None, cut: Optional[int] = None) -> None:
     from socialgym_env.logs import read_episodes
-    from .detection_data import usable
+    from training.detection_data import usable
     if not log.is_file():
         _fail(f"no log file at {log}")
     records = [r for r in read_episodes(log) if usable(r)]
@@ -83,7 +96,7 @@ def detect(log: Path, model: Path, episode: Optional[str] = None, cut: Optional[
             ids = ", ".join(r["episode_id"] for r in records[:5])
             _fail(f"no episode {episode!r} in {log}; e.g. {ids}")
         records = chosen
-    from .detector import load_detector
+    from training.detector import load_detector
     try:
         detector = load_detector(model)
     except FileNotFoundError as err:

@@ -12,11 +12,46 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 
-def parse_config(config_class, argv: Sequence[str] | None = None):
-    """A config dataclass from ``--field value`` arguments (transformers' HfArgumentParser);
-    unknown or bad arguments print one line naming the valid ones and exit with code 2."""
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2 (never a library's traceback)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def field_help(config_class) -> dict:
+    """Each field's help: the string literal written under it in the class (an attribute
+    docstring, which mkdocstrings shows too), for the field's ``--help`` line."""
+    import ast
+    import inspect
+    import textwrap
+    tree = ast.parse(textwrap.dedent(inspect.getsource(config_class)))
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def config_parser(config_class):
+    """transformers' HfArgumentParser for ``config_class`` with every option's help line taken
+    from its field's docstring (and its default)."""
     from transformers import HfArgumentParser
-    parser = HfArgumentParser(config_class)
+    parser = HfArgumentParser(config_class, description=(sys.modules[config_class.__module__].__doc__ or "")
+                              .strip().split("\n")[0])
+    docs = field_help(config_class)
+    for action in parser._actions:
+        if action.dest in docs:
+            action.help = docs[action.dest].replace("%", "%%")      # the formatter adds the default
+    return parser
+
+
+def parse_config(config_class, argv: Sequence[str] | None = None):
+    """A config dataclass from ``--field value`` arguments (transformers' HfArgumentParser, every
+    option's ``--help`` line from its field docstring); unknown or bad arguments print one line
+    naming the valid ones and exit with code 2."""
+    parser = config_parser(config_class)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         (config,) = parser.parse_args_into_dataclasses(args=args, return_remaining_strings=False)
@@ -24,9 +59,34 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
         if isinstance(err, SystemExit) and err.code == 0:          # --help
             raise
         valid = ", ".join("--" + name for name in config_class.__dataclass_fields__)
-        print(f"error: bad arguments {' '.join(args)!r}; valid options: {valid}", file=sys.stderr)
-        raise SystemExit(2) from None
+        fail(f"bad arguments {' '.join(args)!r}; valid options: {valid}")
+    if hasattr(config, "device"):
+        resolve_device(config.device)          # --device cuda on a machine without one: say so now
     return config
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a CUDA device is visible, else ``cpu``; ``cuda`` without one,
+    or an unknown name, is bad input."""
+    if device not in DEVICES:
+        fail(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
+    import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        fail("--device cuda, but no CUDA device is visible (torch.cuda.is_available() is False)")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def precision_args(device: str) -> dict:
+    """TrainingArguments for the device: ``use_cpu`` only on the CPU (TRL/transformers would
+    otherwise stay off the GPU even under ``accelerate launch``), bf16 where the GPU has it."""
+    import torch
+    on_gpu = resolve_device(device) == "cuda"
+    return {"use_cpu": not on_gpu, "bf16": on_gpu and torch.cuda.is_bf16_supported()}
 
 
 def model_path(model: str) -> str:
@@ -46,20 +106,25 @@ def model_path(model: str) -> str:
         if not (cached / "config.json").is_file():
             raise FileNotFoundError(f"no dense cache of {model} at {cached} (is $SOCIALGYM_CACHE writable?)")
         return str(cached)
-    if not Path(name).expanduser().is_dir():
-        raise SystemExit(f"error: model {model!r} is not 'smollm2', a .gguf file or a local model folder")
-    return str(Path(name).expanduser())
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        fail(f"model {model!r} is not 'smollm2', a .gguf file or a local model folder")
+    if not (folder / "config.json").is_file():
+        fail(f"model folder {folder} holds no config.json (not a transformers model)")
+    return str(folder)
 
 
-def load_base(model: str, threads: int = 0):
-    """(model, tokenizer), fresh from disk (never the backend's shared copy: LoRA edits it in place)."""
+def load_base(model: str, threads: int = 0, device: str = "auto"):
+    """(model, tokenizer), fresh from disk (never the backend's shared copy: LoRA edits it in
+    place), on ``device`` (bfloat16 on a GPU that supports it)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     if threads:
         torch.set_num_threads(threads)
     path = model_path(model)
-    dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
-    base = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    where = resolve_device(device)
+    dtype = torch.bfloat16 if where == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    base = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype).to(where)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -78,19 +143,42 @@ def lora_config(r: int, alpha: int, dropout: float = 0.0, target_modules: str = 
 
 def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "train", seed: int = 0):
     """A split of a dataset folder (``socialgym export`` / ``training.socialmaze``) or a JSONL file,
-    reduced to ``columns`` (TRL infers the format from them) and to ``max_examples`` rows."""
+    reduced to ``columns`` (TRL infers the format from them) and to ``max_examples`` rows. A
+    missing path, a folder that is no saved dataset, a missing or empty split, missing columns
+    or a file that is not JSONL are bad input (:func:`fail`)."""
     from datasets import load_dataset, load_from_disk
     path = Path(data)
     if path.is_dir():
-        dataset = load_from_disk(str(path))
-        dataset = dataset[split] if hasattr(dataset, "keys") else dataset
+        splits_file = path / "dataset_dict.json"
+        if splits_file.is_file():          # a DatasetDict: load only the split asked for
+            splits = json.loads(splits_file.read_text()).get("splits", [])
+            if split not in splits:
+                fail(f"{data} has no {split!r} split (it has {', '.join(splits) or 'none'})")
+            path = path / split
+        try:
+            dataset = load_from_disk(str(path))
+        except IndexError:                 # datasets cannot load a saved split without rows
+            fail(f"the {split!r} split of {data} is empty")
+        except (FileNotFoundError, ValueError) as err:
+            fail(f"{data} is not a saved dataset folder (socialgym export / datasets save_to_disk): {err}")
+        if hasattr(dataset, "keys"):
+            fail(f"{data} is a dataset dict without dataset_dict.json")
     elif path.is_file():
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        try:
+            if not isinstance(json.loads(first), dict):
+                raise ValueError("a row is a JSON object")
+        except ValueError as err:               # before datasets, which logs and raises its own errors
+            fail(f"{data} is not a JSONL file of rows (first line: {err})")
         dataset = load_dataset("json", data_files=str(path), split="train")
     else:
-        raise FileNotFoundError(f"no dataset folder or JSONL file at {data}")
+        fail(f"no dataset folder or JSONL file at {data}")
+    if len(dataset) == 0:
+        fail(f"the {split!r} split of {data} is empty")
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
-        raise ValueError(f"{data} lacks the columns {missing} (has {dataset.column_names})")
+        fail(f"{data} lacks the columns {missing} (has {dataset.column_names})")
     dataset = dataset.select_columns(list(columns))
     if max_examples and len(dataset) > max_examples:
         dataset = dataset.shuffle(seed=seed).select(range(max_examples))
@@ -103,18 +191,16 @@ def last_checkpoint(output_dir: str) -> Optional[str]:
 
 
 def trainer_args(config) -> dict:
-    """The TrainingArguments both scripts take from their config (CPU or GPU, bf16 where it exists)."""
-    import torch
-    on_gpu = torch.cuda.is_available()
+    """The TrainingArguments the SFT and DPO scripts take from their config (device, precision,
+    progress)."""
     return dict(
         output_dir=str(Path(config.out) / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
         learning_rate=config.learning_rate, lr_scheduler_type=config.lr_scheduler,
         warmup_steps=config.warmup_ratio,          # a float < 1 is a ratio (transformers 5)
         per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
         logging_steps=config.logging_steps, save_steps=config.save_steps, save_total_limit=2, seed=config.seed,
-        bf16=on_gpu and torch.cuda.is_bf16_supported(), use_cpu=not on_gpu, report_to=[], max_length=config.max_length,
-        gradient_checkpointing=config.gradient_checkpointing, dataloader_num_workers=0,
-        disable_tqdm=not config.progress)
+        report_to=[], max_length=config.max_length, gradient_checkpointing=config.gradient_checkpointing,
+        dataloader_num_workers=0, disable_tqdm=not config.progress, **precision_args(config.device))
 
 
 def train_and_save(trainer, config, extra: dict) -> dict:
@@ -186,12 +272,13 @@ def config_dict(config) -> dict:
     return dataclasses.asdict(config)
 
 
-def cpu_grpo_args(out: Path, **overrides):
-    """GRPOConfig defaults for a small CPU run: no bf16, log every step, no checkpoints."""
+def grpo_args(out: Path, device: str = "auto", progress: bool = True, **overrides):
+    """GRPOConfig for the GRPO scripts: the device's precision (:func:`precision_args`), log
+    every step, no checkpoints, a progress bar unless ``progress`` is off."""
     from trl import GRPOConfig
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    base = dict(output_dir=str(out / "trainer"), use_cpu=True, bf16=False, logging_steps=1,
-                save_strategy="no", report_to=[], disable_tqdm=True, dataloader_num_workers=0)
+    base = dict(output_dir=str(out / "trainer"), logging_steps=1, save_strategy="no", report_to=[],
+                disable_tqdm=not progress, dataloader_num_workers=0, **precision_args(device))
     base.update(overrides)
     return GRPOConfig(**base)
 

@@ -29,7 +29,7 @@ from typing import Iterable, Optional, Sequence
 
 from socialgym_env.logs import iter_log_dir
 
-from .detection_logs import HIDDEN_TEAMS
+from training.detection_logs import HIDDEN_TEAMS
 
 TARGET = "TARGET"
 # A moderator line that names someone's role or ends the game (see the module docstring).

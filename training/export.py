@@ -8,12 +8,11 @@ Python API (stable; the GRPO and detector scripts build on it)::
     data = sft_dataset(rows, test_fraction=0.1, seed=0)          # DatasetDict: train / test
     save_dataset(data, "exports/pd_sft")                          # save_to_disk + train.jsonl, test.jsonl
 
-A **decision row** (:func:`decision_rows`) is one turn of an LLM seat (a turn whose log entry has
-``agent_meta`` with the prompt: scripted seats have no prompt and give no row):
+A **decision row** (:func:`decision_rows`) is one turn of a seat, any seat:
 
 | column | holds |
 |--------|-------|
-| ``prompt`` | ``[{"role": "user", "content": <the exact prompt the seat saw>}]`` (``agent_meta.attempts[0].prompt``) |
+| ``prompt`` | the whole chat the seat's policy was given at that decision: the first user message (game description, role, goal, history, actions), every earlier reply and user turn, the newest user turn, trimmed and restarted exactly as the policy did (rebuilt by replay, :mod:`agents.llm.transcript`); for a re-asked decision, the failed replies and re-asks after it |
 | ``completion`` | ``[{"role": "assistant", "content": <the reply whose action was played>}]`` (the last attempt's reply) |
 | ``messages`` | ``prompt + completion`` (TRL's conversational "messages" format) |
 | ``game``, ``role``, ``team``, ``seat``, ``name``, ``policy`` | who decided (roster) |
@@ -21,20 +20,23 @@ A **decision row** (:func:`decision_rows`) is one turn of an LLM seat (a turn wh
 | ``action``, ``valid``, ``fallback``, ``reasks`` | what the env made of it; re-asks before the accepted reply |
 | ``outcome``, ``reward`` | the seat's final outcome (win/draw/loss) and reward |
 | ``episode_id``, ``seed``, ``config`` | the episode (``config`` as JSON: enough to rebuild the env, see :func:`restore_env`) |
+| ``prompt_as`` | ``logged`` (an LLM seat: its logged newest message is checked against the rebuilt chat) or the LLM spec whose prompt a seat without a model (scripted, human) was given (``--prompts-as``, default ``smollm2``): its completion is its played action as that policy's JSON reply |
 
-When the policy had to re-ask, the completion is the reply it finally played (given after the
-re-ask); ``reasks`` says so, and ``legal_only`` drops such rows as well as invalid ones.
+When the policy had to re-ask, the completion is the reply it finally played, and the prompt
+ends with the failed replies and the re-asks it answered; ``reasks`` says so, and ``legal_only``
+drops such rows as well as invalid ones. ``--policy 'scripted:*'`` keeps only the seats without a
+model (cloning a heuristic baseline into a small model).
 
 Exports (each a ``datasets.DatasetDict`` with ``train`` / ``test`` split **by episode**: every
 decision of one episode is on one side):
 
 - **SFT** (:func:`sft_dataset`): the decision rows.
 - **DPO** (:func:`dpo_dataset`): preference pairs ``prompt`` / ``chosen`` / ``rejected`` (TRL's
-  conversational preference format) plus ``variant``. ``"cross_episode"`` (here, cheap) pairs a
-  winning seat's decision with a losing seat's decision of the same game, role, phase and round
-  in another episode whose action differs and is legal at the winner's decision point (checked
-  by replaying the episode); the credit is episode-level, so these pairs are noisy. Verifiable
-  pairs from branching rollouts come from :mod:`training.branching` (``variant="branching"``).
+  conversational preference format) plus ``variant="branching"``. At each kept decision the env
+  is restored to that state and K legal actions are rolled out M times with common random
+  numbers (:mod:`training.branching`); chosen / rejected are the best / worst candidate when the
+  permutation test of their gap (which accounts for picking them) gives p < alpha. Both replies
+  are generated at the pair's own state, and the pair is split with its episode.
 - **GRPO** (:func:`grpo_dataset`): the prompts only, with what a reward function needs to
   rebuild the exact decision point (``episode_id``, ``seed``, ``config``, ``turn_index``,
   ``prefix_actions``: the raw actions of every earlier turn) -- :func:`restore_env` does it.
@@ -98,34 +100,54 @@ def _final_reply(meta: dict) -> Optional[tuple[str, int]]:
     return attempts[-1]["reply"], len(attempts) - 1
 
 
-def decision_rows(records: Iterable[dict], keep: Optional[ExportFilter] = None) -> list[dict]:
-    """One row per LLM decision of the given episodes (see the module doc), filtered by ``keep``."""
+def _row_facts(record: dict, index: int, turn: dict, roster: dict, config: str) -> dict:
+    """Everything of a decision row but its chat (cheap: the filter looks at these only)."""
+    meta = turn.get("agent_meta") or {}
+    final = _final_reply(meta)
+    seat = roster.get(turn["agent"], {})
+    outcomes, rewards = record.get("outcomes") or {}, record.get("rewards") or {}
+    return {"game": record["game"], "role": seat.get("role"), "team": seat.get("team"),
+            "seat": turn["agent"], "name": seat.get("name"), "policy": seat.get("policy") or meta.get("policy"),
+            "round": turn.get("round"), "phase": turn.get("phase"), "step": turn.get("step"),
+            "turn_index": index, "action": turn.get("action"), "valid": bool(turn.get("valid")),
+            "fallback": bool(turn.get("fallback")), "reasks": final[1] if final else 0,
+            "outcome": outcomes.get(turn["agent"]), "reward": float(rewards.get(turn["agent"], 0.0)),
+            "episode_id": record["episode_id"], "seed": record["seed"], "config": config}
+
+
+def decision_rows(records: Iterable[dict], keep: Optional[ExportFilter] = None, as_spec: str = "smollm2",
+                  report: Optional[dict] = None) -> list[dict]:
+    """One row per decision of the given episodes (see the module doc), filtered by ``keep``.
+    Each row's ``prompt`` is the whole chat the seat's policy was given, rebuilt by replay
+    (:mod:`agents.llm.transcript`); a seat without a model gets the chat ``as_spec`` would have
+    been given. A logged LLM decision whose rebuilt newest message differs from the logged one
+    (a log of another engine or prompt version) is left out and counted in
+    ``report["unmatched_prompts"]``, never exported with a context the model did not see."""
+    from agents.llm.transcript import decision_chat, rebuild_conversations
     keep = keep or ExportFilter()
+    report = {} if report is None else report
+    report.setdefault("unmatched_prompts", 0)
+    policies: dict = {}        # replay policies by spec, shared by every record (one tokenizer load)
     rows = []
     for record in records:
         roster = {seat["agent"]: seat for seat in record["roster"]}
-        outcomes = record.get("outcomes") or {}
-        rewards = record.get("rewards") or {}
         config = json.dumps(record.get("config") or {}, sort_keys=True)
-        for index, turn in enumerate(record["turns"]):
-            meta = turn.get("agent_meta") or {}
-            final = _final_reply(meta)
-            if final is None:
+        facts = [_row_facts(record, i, turn, roster, config) for i, turn in enumerate(record["turns"])]
+        wanted = [f for f in facts if keep.keeps(f)]
+        if not wanted:
+            continue
+        chats = rebuild_conversations(record, as_spec, {f["seat"] for f in wanted}, policies)
+        for fact in wanted:
+            turn = record["turns"][fact["turn_index"]]
+            messages, reply = chats[fact["turn_index"]]
+            logged = _final_reply(turn.get("agent_meta") or {})
+            if logged is not None and messages[-1]["content"] != turn["agent_meta"]["attempts"][0]["prompt"]:
+                report["unmatched_prompts"] += 1
                 continue
-            reply, reasks = final
-            seat = roster.get(turn["agent"], {})
-            prompt = [{"role": "user", "content": meta["attempts"][0]["prompt"]}]
+            prompt = decision_chat(messages, turn)
             completion = [{"role": "assistant", "content": reply}]
-            row = {"prompt": prompt, "completion": completion, "messages": prompt + completion,
-                   "game": record["game"], "role": seat.get("role"), "team": seat.get("team"),
-                   "seat": turn["agent"], "name": seat.get("name"), "policy": seat.get("policy") or meta.get("policy"),
-                   "round": turn.get("round"), "phase": turn.get("phase"), "step": turn.get("step"),
-                   "turn_index": index, "action": turn.get("action"), "valid": bool(turn.get("valid")),
-                   "fallback": bool(turn.get("fallback")), "reasks": reasks,
-                   "outcome": outcomes.get(turn["agent"]), "reward": float(rewards.get(turn["agent"], 0.0)),
-                   "episode_id": record["episode_id"], "seed": record["seed"], "config": config}
-            if keep.keeps(row):
-                rows.append(row)
+            rows.append({"prompt": prompt, "completion": completion, "messages": prompt + completion,
+                         **fact, "prompt_as": "logged" if logged is not None else as_spec})
     return rows
 
 
@@ -147,8 +169,8 @@ def to_dataset_dict(rows: Sequence[dict], test_fraction: float = 0.1, seed: int 
     """``DatasetDict(train=..., test=...)`` with every ``group`` (episode) on one side only."""
     from datasets import Dataset, DatasetDict
     if not rows:
-        raise ValueError("nothing to export: no decision matched (only LLM seats log prompts; DPO pairs "
-                         "need winners and losers of the same game, role, phase and round)")
+        raise ValueError("nothing to export: no decision matched the filter (DPO: or no branched decision "
+                         "separated its candidates at the test's alpha)")
     test_ids = split_episodes((r[group] for r in rows), test_fraction, seed)
     everything = Dataset.from_list(list(rows))
     train = [i for i, r in enumerate(rows) if r[group] not in test_ids]
@@ -195,65 +217,34 @@ def grpo_dataset(rows: Sequence[dict], records: Sequence[dict], test_fraction: f
     return to_dataset_dict(out, test_fraction, seed)
 
 
-def cross_episode_pairs(rows: Sequence[dict], records: Sequence[dict], max_per_prompt: int = 1,
-                        seed: int = 0) -> list[dict]:
-    """The cheap DPO variant: a winner's decision (chosen) against a loser's differing decision of
-    the same game / role / phase / round in another episode (rejected), kept only when the
-    loser's action is legal at the winner's decision point (replayed)."""
-    by_id = {r["episode_id"]: r for r in records}
-    groups: dict = {}
-    for row in rows:
-        if row["valid"] and not row["fallback"]:
-            groups.setdefault((row["game"], row["role"], row["phase"], row["round"]), []).append(row)
-    rng = random.Random(seed)
-    pairs = []
-    for key in sorted(groups, key=str):
-        members = groups[key]
-        winners = [r for r in members if r["outcome"] == "win"]
-        losers = [r for r in members if r["outcome"] == "loss"]
-        for chosen in winners:
-            record = by_id[chosen["episode_id"]]
-            env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
-                              _prefix_actions(record, chosen["turn_index"]))
-            legal = set(env.infos[chosen["seat"]].get("legal_action_list") or [])
-            candidates = [r for r in losers if r["episode_id"] != chosen["episode_id"]
-                          and r["action"] != chosen["action"] and r["action"] in legal]
-            rng.shuffle(candidates)
-            for rejected in candidates[:max_per_prompt]:
-                pairs.append(_pair(chosen, chosen["completion"], rejected["completion"], "cross_episode",
-                                   chosen_reward=chosen["reward"], rejected_reward=rejected["reward"],
-                                   rejected_episode_id=rejected["episode_id"]))
-    return pairs
-
-
-def _pair(row: dict, chosen: list, rejected: list, variant: str, **extra) -> dict:
-    columns = ("game", "role", "team", "seat", "name", "policy", "round", "phase", "step", "turn_index",
-               "episode_id", "seed", "config")
-    return {"prompt": row["prompt"], "chosen": chosen, "rejected": rejected, "variant": variant,
-            **{c: row[c] for c in columns}, **extra}
-
-
 def dpo_dataset(pairs: Sequence[dict], test_fraction: float = 0.1, seed: int = 0):
-    """Preference pairs (from :func:`cross_episode_pairs` or :mod:`training.branching`), split by episode."""
+    """Preference pairs (:mod:`training.branching`), split by the episode of their state."""
     return to_dataset_dict(pairs, test_fraction, seed)
 
 
 def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None, test_fraction: float = 0.1,
-           seed: int = 0) -> dict:
-    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json."""
+           seed: int = 0, as_spec: str = "smollm2", branch=None, rollout_policy: str = "") -> dict:
+    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json.
+    DPO pairs come from branching at each kept decision (:func:`training.branching.logged_branching_pairs`,
+    ``branch`` its settings, ``rollout_policy`` the policy of every seat in the rollouts; default
+    the episode's own)."""
     if kind not in EXPORT_KINDS:
         raise ValueError(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     keep = keep or ExportFilter()
     records = list(load_records(paths))
-    rows = decision_rows(records, keep)
+    report: dict = {}
+    rows = decision_rows(records, keep, as_spec, report)
     if kind == "sft":
         data = sft_dataset(rows, test_fraction, seed)
     elif kind == "grpo":
         data = grpo_dataset(rows, records, test_fraction, seed)
     else:
-        # Pairs need both outcomes: filter everything but the outcome, then pair winners with losers.
-        both = ExportFilter(**{**asdict(keep), "outcomes": []})
-        data = dpo_dataset(cross_episode_pairs(decision_rows(records, both), records, seed=seed), test_fraction, seed)
+        from agents.runner import PolicyPool
+
+        from training.branching import BranchConfig, logged_branching_pairs
+        pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy)
+        data = dpo_dataset(pairs, test_fraction, seed)
+        report["decisions_branched"] = len(rows)
     meta = {"kind": kind, "logs": [str(p) for p in paths], "filter": asdict(keep), "test_fraction": test_fraction,
-            "seed": seed, "episodes_read": len(records)}
+            "seed": seed, "episodes_read": len(records), "prompts_as": as_spec, **report}
     return save_dataset(data, out, meta)

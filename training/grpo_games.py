@@ -1,6 +1,6 @@
 """Multi-turn RLVR: GRPO with LoRA over whole game episodes, through TRL's ``rollout_func``.
 
-    PYTHONPATH=$PWD python training/grpo_games.py --game rock_paper_scissors --seat player_0 \\
+    python training/grpo_games.py --game rock_paper_scissors --seat player_0 \\
         --opponents scripted:constant:rock --rounds 3 --steps 20 --out runs/grpo_rps
 
 One training example is one episode spec (game, config, seed, learner seat or role, fixed
@@ -50,35 +50,68 @@ from training.multiturn import (episode_specs, hf_generate_fn, play_episodes, ro
 @dataclass
 class Config:
     game: str = "rock_paper_scissors"
-    seat: str = "player_0"              # a seat id, index or role (e.g. "werewolf")
-    opponents: str = "scripted:constant:rock"   # comma-separated specs, one per other seat or one for all
-    rounds: int = 3                     # game config "rounds" (0 = the game's default)
-    max_steps_per_episode: int = 0      # engine turn cap (0 = the game's own)
+    """Game id (socialgym games lists them)"""
+    seat: str = "player_0"
+    """A seat id, index or role (e.g. "werewolf")"""
+    opponents: str = "scripted:constant:rock"
+    """Comma-separated specs, one per other seat or one for all"""
+    rounds: int = 3
+    """Game config "rounds" (0 = the game's default)"""
+    max_steps_per_episode: int = 0
+    """Engine turn cap (0 = the game's own)"""
     model: str = "smollm2"
+    """smollm2, hf:<folder or .gguf>, or a local model folder"""
     seed: int = 0
-    steps: int = 20                     # GRPO optimiser steps
-    episodes_per_step: int = 2          # distinct seeds per step
-    num_generations: int = 6            # episodes per seed (one GRPO group)
+    """Seed of the data sample, the adapter's initialisation and the sampling"""
+    steps: int = 20
+    """GRPO optimiser steps"""
+    episodes_per_step: int = 2
+    """Distinct seeds per step"""
+    num_generations: int = 6
+    """Episodes per seed (one GRPO group)"""
     learning_rate: float = 2e-4
+    """AdamW learning rate (LoRA needs more than a full fine-tune)"""
     lora_r: int = 16
+    """LoRA rank"""
     lora_alpha: int = 32
-    max_new_tokens: int = 24            # per learner reply
-    prompt: str = "full"                # learner's view: full observation text, or compact (~half the tokens)
-    reply_prefix: str = ""              # forced start of every reply, e.g. '{"action_type": "' (not in the loss)
+    """LoRA scaling (alpha / r multiplies the update)"""
+    max_new_tokens: int = 24
+    """Per learner reply"""
+    prompt: str = "full"
+    """Learner's view: full observation text, or compact (~half the tokens)"""
+    reply_prefix: str = ""
+    """Forced start of every reply, e.g. '{"action_type": "' (not in the loss)"""
     temperature: float = 1.0
-    constrained: bool = True            # learner replies sampled under the grammar of its legal replies
-    invalid_penalty: float = 0.0        # subtracted per invalid learner action
-    max_turns: int = 32                 # learner turns per episode before it is cut
+    """Sampling temperature of the learner's replies"""
+    constrained: bool = True
+    """Learner replies sampled under the grammar of its legal replies"""
+    invalid_penalty: float = 0.0
+    """Subtracted per invalid learner action"""
+    max_turns: int = 32
+    """Learner turns per episode before it is cut"""
     eval_episodes: int = 100
-    eval_batch: int = 25                # episodes per generation batch (and per Ray shard)
-    eval_actors: int = 0                # > 0: evaluate on that many Ray actors (local instance)
-    use_vllm: bool = False              # TRL's vLLM generation (GPU); see README "Scale-out"
+    """Held-out seeded episodes of each evaluation (before and after)"""
+    eval_batch: int = 25
+    """Episodes per generation batch (and per Ray shard)"""
+    eval_actors: int = 0
+    """> 0: evaluate on that many Ray actors (local instance)"""
+    use_vllm: bool = False
+    """Generate the learner's replies with TRL's vLLM engine (GPU; docs/training/gpu.md)"""
     vllm_mode: str = "server"
-    eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
+    """TRL's vLLM mode: server (trl vllm-serve on another GPU) or colocate"""
+    eval_before: bool = True
+    """Evaluate the base model first (--steps 0: only that)"""
     threads: int = 2
-    env_server: str = ""                # OpenEnv URL of a `socialgym serve-env`: every episode (training
-                                        # and evaluation) is played through it; "local" starts one in-process
+    """Torch CPU threads (0 = torch's default)"""
+    device: str = "auto"
+    """auto (a GPU when one is visible), cpu or cuda"""
+    progress: bool = True
+    """Show a progress bar (steps, ETA) and each step's logged loss and reward"""
+    env_server: str = ""
+    """OpenEnv URL of a `socialgym serve-env` that plays every episode (training and evaluation);
+    "local" starts one in-process"""
     out: str = "runs/grpo_games"
+    """Output folder"""
 
 
 def game_config(config: Config) -> dict:
@@ -88,6 +121,26 @@ def game_config(config: Config) -> dict:
     if config.max_steps_per_episode:
         out["max_steps"] = config.max_steps_per_episode
     return out
+
+
+def check_config(config: Config) -> None:
+    """Bad settings as one line and exit 2 before any model loads: the game, the seat, the
+    opponents' specs, the prompt style, and vLLM's constraint (a JSON schema per reply, which
+    cannot continue a forced reply prefix)."""
+    from agents.registry import check_spec
+    from agents.single_agent import make_single_agent_env
+    from training.common import fail
+    if config.prompt not in ("full", "compact"):
+        fail(f"--prompt must be full or compact, got {config.prompt!r}")
+    if config.use_vllm and config.constrained and config.reply_prefix:
+        fail("--use_vllm with --constrained takes no --reply_prefix (vLLM's schema constrains whole replies)")
+    try:
+        for spec in config.opponents.split(","):
+            check_spec(spec)
+        make_single_agent_env(config.game, config.seat, ["scripted:random"], **game_config(config)).reset(
+            seed=config.seed)
+    except (KeyError, ValueError) as err:         # unknown game / seat / spec / config key
+        fail(str(err).strip("'\""))
 
 
 def training_dataset(config: Config, n_rows: int):
@@ -148,7 +201,7 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, mak
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         if config.use_vllm:
-            generate = vllm_generate_fn(trainer)
+            generate = vllm_generate_fn(trainer, constrained=config.constrained)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
@@ -221,6 +274,7 @@ def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from training.common import parse_config
     config = parse_config(Config, argv)
+    check_config(config)
     with env_server_vec(config) as make_vec:
         return run(config, preloaded, make_vec)
 
@@ -229,10 +283,10 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     from trl import GRPOTrainer
 
     from agents.runner import PolicyPool
-    from training.common import cpu_grpo_args, finish_run, load_base, lora_config
+    from training.common import finish_run, grpo_args, load_base, lora_config
     out = Path(config.out)
     started = time.time()
-    model, tokenizer = preloaded or load_base(config.model, config.threads)
+    model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
     pool = PolicyPool(seed=config.seed)          # opponents, built once (a frozen model loads once)
 
     # 1. the base policy's win rate
@@ -244,11 +298,12 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
 
     # 2. GRPO over whole episodes
     log = RolloutLog(out)
-    args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
-                         per_device_train_batch_size=config.episodes_per_step * config.num_generations,
-                         num_generations=config.num_generations, temperature=config.temperature,
-                         max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
-                         use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.episodes_per_step * config.num_generations,
+                     num_generations=config.num_generations, temperature=config.temperature,
+                     max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
+                     use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),

@@ -1,6 +1,6 @@
 """Single-turn RLVR: GRPO with LoRA on SocialMaze Hidden Role Deduction, rewarded by the exact scorer.
 
-    PYTHONPATH=$PWD python training/grpo_hrd.py --steps 30 --out runs/grpo_hrd
+    python training/grpo_hrd.py --steps 30 --out runs/grpo_hrd
 
 Reads nothing (the puzzles are generated from seeds); writes to ``--out``:
 
@@ -36,26 +36,50 @@ from pathlib import Path
 
 @dataclass
 class Config:
-    model: str = "smollm2"              # or a local transformers folder
-    preset: str = "easy"                # SocialMaze preset (easy: 6 players)
-    variant: str = "full"               # original / rumormonger / lunatic / full
-    train_size: int = 256               # training puzzles (dataset seed = seed)
-    eval_size: int = 100                # held-out puzzles (dataset seed = seed + 1000)
+    model: str = "smollm2"
+    """Or a local transformers folder"""
+    preset: str = "easy"
+    """SocialMaze preset (easy: 6 players)"""
+    variant: str = "full"
+    """Original / rumormonger / lunatic / full"""
+    train_size: int = 256
+    """Training puzzles (dataset seed = seed)"""
+    eval_size: int = 100
+    """Held-out puzzles (dataset seed = seed + 1000)"""
     seed: int = 0
-    steps: int = 30                     # GRPO optimiser steps
-    prompts_per_step: int = 2           # distinct puzzles per step
-    num_generations: int = 8            # completions per puzzle (one GRPO group)
+    """Seed of the data sample, the adapter's initialisation and the sampling"""
+    steps: int = 30
+    """GRPO optimiser steps"""
+    prompts_per_step: int = 2
+    """Distinct puzzles per step"""
+    num_generations: int = 8
+    """Completions per puzzle (one GRPO group)"""
     learning_rate: float = 1e-4
+    """AdamW learning rate (LoRA needs more than a full fine-tune)"""
     lora_r: int = 16
+    """LoRA rank"""
     lora_alpha: int = 32
-    max_completion_length: int = 24     # the generation length bound (tokens)
+    """LoRA scaling (alpha / r multiplies the update)"""
+    max_completion_length: int = 24
+    """The generation length bound (tokens)"""
     temperature: float = 1.0
+    """Sampling temperature of the learner's replies"""
     format_weight: float = 0.5
-    answer_prefix: str = ""             # forced start of every reply, e.g. "Criminal: Player " (not in the loss)
+    """Weight of the format reward next to correctness"""
+    answer_prefix: str = ""
+    """Forced start of every reply, e.g. "Criminal: Player " (not in the loss)"""
     eval_batch_size: int = 20
-    eval_before: bool = True            # evaluate the base model first (--steps 0: only that)
+    """Held-out puzzles generated per batch"""
+    eval_before: bool = True
+    """Evaluate the base model first (--steps 0: only that)"""
     threads: int = 2
+    """Torch CPU threads (0 = torch's default)"""
+    device: str = "auto"
+    """auto (a GPU when one is visible), cpu or cuda"""
+    progress: bool = True
+    """Show a progress bar (steps, ETA) and each step's logged loss and reward"""
     out: str = "runs/grpo_hrd"
+    """Output folder"""
 
 
 ANSWER_LINE = re.compile(r"^\s*criminal:\s*player\s+\d+\s*;\s*my role:\s*(criminal|rumormonger|lunatic|investigator)"
@@ -123,7 +147,7 @@ def evaluate(model, tokenizer, instances, max_new_tokens: int, batch_size: int, 
     for start in range(0, len(instances), batch_size):
         chunk = instances[start:start + batch_size]
         texts = [prompt_text(tokenizer, i, answer_prefix) for i in chunk]
-        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         with torch.no_grad():
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
                                  top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id)
@@ -142,11 +166,15 @@ def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from trl import GRPOTrainer
 
-    from training.common import cpu_grpo_args, finish_run, load_base, lora_config, parse_config
+    from training.common import fail, finish_run, grpo_args, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
+    try:
+        puzzles(1, config.seed, config.preset, config.variant)      # a bad preset / variant: say so now
+    except (KeyError, ValueError) as err:
+        fail(str(err).strip("'\""))
     out = Path(config.out)
     started = time.time()
-    model, tokenizer = preloaded or load_base(config.model, config.threads)
+    model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
     train = puzzles(config.train_size, config.seed, config.preset, config.variant)
     held_out = puzzles(config.eval_size, config.seed + 1000, config.preset, config.variant)
 
@@ -158,11 +186,12 @@ def main(argv=None, preloaded=None) -> dict:
         return finish_run(out, config, before, started=started)
 
     # 2. GRPO: each step samples `num_generations` answers to `prompts_per_step` puzzles
-    args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
-                         per_device_train_batch_size=config.prompts_per_step * config.num_generations,
-                         num_generations=config.num_generations,
-                         max_completion_length=config.max_completion_length, temperature=config.temperature,
-                         reward_weights=[1.0, config.format_weight])
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.prompts_per_step * config.num_generations,
+                     num_generations=config.num_generations,
+                     max_completion_length=config.max_completion_length, temperature=config.temperature,
+                     reward_weights=[1.0, config.format_weight])
     tokenizer.padding_side = "left"
     trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=args,
                           train_dataset=as_dataset(train, tokenizer, config.answer_prefix), processing_class=tokenizer,

@@ -176,6 +176,7 @@ class Episode:
     role: str = ""
     learner: str = ""
     truncated: bool = False
+    logprobs: Optional[list] = None     # per completion token (vLLM's sampling log-probs; env tokens 0.0)
 
     def shaped_reward(self, invalid_penalty: float) -> float:
         return self.reward - invalid_penalty * self.invalid_actions
@@ -185,7 +186,8 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
                   max_turns: int = 64, prompt: str = "full", reply_prefix: str = "", make_vec=None) -> list:
     """Play every spec to the end; ``generate(context ids, infos) -> reply ids`` (one of each per
     live episode; ``infos`` are the learner's info dicts, whose legal actions a constrained
-    generator follows) makes the learner's replies for all live episodes at once. ``prompt``: ``full`` (the observation text,
+    generator follows) makes the learner's replies for all live episodes at once; it may return
+    (replies, per-token log-probs) instead (vLLM), which the episode keeps. ``prompt``: ``full`` (the observation text,
     then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
     :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
     tokens follow each assistant header as env tokens (never in the loss), the model continues it,
@@ -223,10 +225,16 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
             live = [slot for slot, done in enumerate(vec.dones) if not done]
             if not live:
                 break
-            replies = generate([contexts[slot] for slot in live], [infos[slot] for slot in live])
+            out = generate([contexts[slot] for slot in live], [infos[slot] for slot in live])
+            replies, logprobs = out if isinstance(out, tuple) else (out, [None] * len(live))
             actions: list = [None] * len(indices)
-            for slot, reply_ids in zip(live, replies):
+            for slot, reply_ids, reply_logprobs in zip(live, replies, logprobs):
                 episode = episodes[indices[slot]]
+                if reply_logprobs is not None:
+                    if len(reply_logprobs) != len(reply_ids):
+                        raise ValueError(f"{len(reply_logprobs)} log-probs for {len(reply_ids)} reply tokens")
+                    episode.logprobs = ([0.0] * len(episode.completion_ids) if episode.logprobs is None
+                                        else episode.logprobs) + list(reply_logprobs)
                 text = reply_prefix + tokenizer.decode(reply_ids, skip_special_tokens=True)
                 episode.replies.append(text)
                 actions[slot] = reply_to_action(text, infos[slot])
@@ -246,6 +254,8 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
                 episode = episodes[indices[slot]]
                 episode.completion_ids += env_ids
                 episode.env_mask += [0] * len(env_ids)
+                if episode.logprobs is not None:
+                    episode.logprobs += [0.0] * len(env_ids)
                 contexts[slot] += env_ids
         for slot, index in enumerate(indices):
             episode = episodes[index]
@@ -278,10 +288,11 @@ def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1
 
     def generate(contexts: list, infos: Optional[list] = None) -> list:
         width = max(len(c) for c in contexts)
-        input_ids = torch.full((len(contexts), width), pad, dtype=torch.long)
+        device = model.device                     # the inputs follow the model (a GPU under accelerate)
+        input_ids = torch.full((len(contexts), width), pad, dtype=torch.long, device=device)
         mask = torch.zeros_like(input_ids)
         for row, ids in enumerate(contexts):
-            input_ids[row, width - len(ids):] = torch.tensor(ids)
+            input_ids[row, width - len(ids):] = torch.tensor(ids, device=device)
             mask[row, width - len(ids):] = 1
         if generator_seed[0] is not None:
             torch.manual_seed(generator_seed[0])
@@ -368,34 +379,82 @@ class _GrammarProcessor:
             if guide.finished or not allowed.any():   # complete (or stuck): it may only end
                 allowed = torch.zeros(scores.shape[-1], dtype=torch.bool)
                 allowed[self.eos] = True
-            scores[row, ~allowed] = float("-inf")
+            scores[row, ~allowed.to(scores.device)] = float("-inf")
         return scores
 
 
-def vllm_generate_fn(trainer):
+def vllm_generate_fn(trainer, constrained: bool = True):
     """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
-    colocated), whose weights TRL syncs to the policy before each rollout. Each call generates up
-    to the trainer's ``max_completion_length`` tokens (the per-reply bound). Server mode gathers
-    the prompts of all training processes, so every process must make the same number of calls:
-    this holds for one training process; with several, episodes of unequal length would stall
-    (not handled here). Untested on this CPU-only machine."""
+    colocated), whose weights TRL syncs to the policy before each rollout. Returns (reply ids,
+    their per-token sampling log-probabilities): TRL's importance-sampling correction compares
+    those with the trained model's. ``constrained``: each row is generated under vLLM's
+    structured outputs with the JSON schema of its seat's legal replies
+    (:meth:`agents.llm.constraint.ReplyGrammar.json_schema`; rows with the same schema go in one
+    request). Each call generates up to the trainer's ``max_completion_length`` tokens (the
+    per-reply bound). Server mode talks to the server from this process: one training process
+    per server (with several, only the main one holds the client)."""
+    generation = trainer.vllm_generation
 
-    def generate(contexts: list, infos: Optional[list] = None) -> list:
-        _, completion_ids, _, _ = trainer.vllm_generation.generate(prompts=contexts, images=None, num_generations=1)
-        return [list(ids) for ids in completion_ids]
+    def generate(contexts: list, infos: Optional[list] = None) -> tuple:
+        by_schema: dict = defaultdict(list)
+        for row, info in enumerate(infos or [None] * len(contexts)):
+            schema = _reply_schema(info) if constrained and info is not None else None
+            by_schema[json.dumps(schema, sort_keys=True) if schema else ""].append(row)
+        replies: list = [None] * len(contexts)
+        logprobs: list = [None] * len(contexts)
+        for key, rows in by_schema.items():
+            ids, lps = vllm_sample(generation, [contexts[r] for r in rows], json.loads(key) if key else None)
+            for r, reply, lp in zip(rows, ids, lps):
+                replies[r], logprobs[r] = reply, lp
+        return replies, logprobs
 
     return generate
 
 
+def _reply_schema(info: dict) -> Optional[dict]:
+    from agents.llm.constraint import reply_grammar
+    try:
+        return reply_grammar(info).json_schema(info)
+    except ValueError:                # no action schema: generate freely
+        return None
+
+
+def vllm_sample(generation, prompts: list, schema: Optional[dict]) -> tuple:
+    """(completion ids, sampled-token log-probabilities) of one reply per prompt (token ids) from
+    TRL's ``VLLMGeneration`` (server client or colocated engine) at its sampling settings, under
+    the JSON ``schema`` when given."""
+    settings = dict(temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k or 0,
+                    min_p=generation.min_p or 0.0, repetition_penalty=generation.repetition_penalty,
+                    max_tokens=generation.max_completion_length, logprobs=0)
+    extra = dict(generation.generation_kwargs or {})
+    if generation.mode == "server":
+        if schema is not None:
+            extra["structured_outputs"] = {"json": schema}
+        out = generation.vllm_client.generate(prompts=prompts, n=1, generation_kwargs=extra, **settings)
+        return [list(ids) for ids in out["completion_ids"]], [[lp[0] for lp in seq] for seq in out["logprobs"]]
+    from trl.generation.vllm_generation import extract_logprobs
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+    params = SamplingParams(n=1, structured_outputs=StructuredOutputsParams(json=schema) if schema else None,
+                            **settings, **extra)
+    outputs = generation.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling_params=params,
+                                      use_tqdm=False)
+    logprobs, _ = extract_logprobs(outputs)
+    return [list(o.outputs[0].token_ids) for o in outputs], [[lp[0] for lp in seq] for seq in logprobs]
+
+
 def rollout_output(episodes: Sequence[Episode], invalid_penalty: float = 0.0) -> dict:
     """The dict a TRL ``rollout_func`` returns: ids, ``env_mask`` (TRL's multi-turn loss mask),
-    no sampling logprobs (only used for vLLM importance sampling), and per-episode fields that
-    TRL forwards to the reward functions."""
+    the sampling log-probability of every completion token when the replies came from vLLM
+    (env tokens 0.0: the mask takes them out of the importance-sampling correction; None with HF
+    generation, where TRL does not use them), and per-episode fields that TRL forwards to the
+    reward functions."""
+    sampled = all(e.logprobs is not None for e in episodes)
     return {
         "prompt_ids": [e.prompt_ids for e in episodes],
         "completion_ids": [e.completion_ids for e in episodes],
         "env_mask": [e.env_mask for e in episodes],
-        "logprobs": None,
+        "logprobs": [e.logprobs for e in episodes] if sampled and episodes else None,
         "episode_reward": [e.shaped_reward(invalid_penalty) for e in episodes],
         "outcome_reward": [e.reward for e in episodes],
         "invalid_actions": [e.invalid_actions for e in episodes],

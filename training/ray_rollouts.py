@@ -10,7 +10,7 @@ gets back the :class:`training.multiturn.Episode` objects in spec order.
                                  num_actors=8, address="auto")      # or a local Ray instance
 
 Training-time rollouts need the *current* weights each step; at scale they go through TRL's
-vLLM generation (``--use_vllm``, see README "Scale-out"), not through these actors.
+vLLM generation (``--use_vllm``, see docs/training/gpu.md), not through these actors.
 """
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def build_data(out: str, n_sft: int, n_dpo: int, n_test: int, seed: int = 0, pre
     """Write OUT/sft, OUT/dpo (datasets with a train split, plus JSONL) and OUT/test.jsonl."""
     from datasets import Dataset, DatasetDict
 
-    from .export import save_dataset
+    from training.export import save_dataset
     config = MazeConfig.from_preset(preset, variant)
     sft_part = generate_dataset(n_sft, seed, config)
     dpo_part = generate_dataset(n_dpo, seed + 1, config)
@@ -131,7 +131,9 @@ def data(out: str = typer.Option("runs/hrd", help="output folder"),
          sft: int = typer.Option(2000, help="SFT examples (the paper: 2000)"),
          dpo: int = typer.Option(1100, help="DPO pairs (the paper: 1100)"),
          test: int = typer.Option(500, help="held-out test puzzles (the paper: 500)"),
-         seed: int = typer.Option(0), preset: str = typer.Option("easy"), variant: str = typer.Option("full")):
+         seed: int = typer.Option(0, help="seed of the SFT stream (DPO: seed + 1, test: seed + 2)"),
+         preset: str = typer.Option("easy", help="SocialMaze preset (easy: 6 players)"),
+         variant: str = typer.Option("full", help="original / rumormonger / lunatic / full")):
     """Write the SFT rows, DPO pairs and test puzzles."""
     try:
         summary = build_data(out, sft, dpo, test, seed, preset, variant)
@@ -147,9 +149,16 @@ def evaluate(test: str = typer.Option(..., help="test puzzles (JSONL from `data`
              model: str = typer.Option("smollm2", help="smollm2 or hf:<folder>"),
              adapter: str = typer.Option("", help="a trained LoRA adapter folder (OUT/adapter)"),
              n: int = typer.Option(0, help="first n puzzles (0 = all)"),
-             max_new_tokens: int = typer.Option(24), threads: int = typer.Option(2),
+             max_new_tokens: int = typer.Option(24, help="answer length bound (tokens)"),
+             threads: int = typer.Option(2, help="torch CPU threads"),
              out: Optional[str] = typer.Option(None, help="write the result (with every answer) as JSON")):
     """Held-out accuracy of a model (plus adapter) on HRD puzzles, with a 95% Wilson interval."""
+    if not Path(test).is_file():
+        typer.echo(f"error: no test puzzle file at {test}", err=True)
+        raise typer.Exit(2)
+    if adapter and not (Path(adapter) / "adapter_config.json").is_file():
+        typer.echo(f"error: no trained adapter at {adapter} (a folder with adapter_config.json, OUT/adapter)", err=True)
+        raise typer.Exit(2)
     instances = read_jsonl(test)
     instances = instances[:n] if n else instances
     result = evaluate_model(model, instances, adapter, max_new_tokens, threads=threads)

@@ -30,6 +30,11 @@
 |                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
+| ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
+|                   |                | when torch sees one, else the CPU; every input tensor follows  |
+|                   |                | the model                                                      |
+| ``device_map``    | none           | hf: e.g. ``auto`` (accelerate places the layers over the GPUs  |
+|                   |                | and the CPU) for a model too big for one device                |
 | ``timeout``       | 60             | openai: seconds per HTTP request                               |
 | ``attempts``      | 5              | openai: HTTP attempts per request (retries on 429/5xx/timeouts)|
 | ``backoff``       | 1.0            | openai: first backoff in seconds (doubles, capped at 30 s)     |
@@ -80,6 +85,8 @@ class LLMConfig:
     adapter: str = ""
     think: int = 0
     structured: str = "auto"
+    device: str = "auto"
+    device_map: str = ""
 
     def __post_init__(self):
         if not self.max_new_tokens:
@@ -142,6 +149,8 @@ def validate(config: LLMConfig) -> None:
     for name, valid in choices.items():
         if getattr(config, name) not in valid:
             raise ValueError(f"option {name}={getattr(config, name)!r}: expected one of {', '.join(valid)}")
+    if config.device not in ("auto", "cpu") and not config.device.startswith("cuda"):
+        raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
     minimum = {"concurrency": 1, "attempts": 1, "batch_size": 1, "think": 0, "backoff": 0, "cache_mb": 0,

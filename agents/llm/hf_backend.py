@@ -60,7 +60,8 @@ from typing import Optional
 from .backend import Completion, Reply
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
-from .loading import ModelNotAvailable, cache_root, configure_threads, load_model, resolve_dtype, smollm2_gguf  # noqa: F401
+from .loading import (ModelNotAvailable, cache_root, configure_threads, load_model, resolve_device,  # noqa: F401
+                      resolve_dtype, smollm2_gguf)
 from .parsing import json_object_complete
 
 # A constrained reply may run past max_new_tokens to finish its fixed text (free text is closed
@@ -85,6 +86,29 @@ class _Row:
     prefix: str = ""                # reply text prefilled with the prompt (the forced prefix)
     prefix_tokens: int = 0          # its tokens, at the end of ``ids``
     tail: str = ""                  # text added without decoding (a reply closed by its grammar)
+
+
+def chat_ids(tokenizer, messages: list) -> list:
+    """The token ids a chat model reads for ``messages`` (chat template + assistant header)."""
+    out = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    if hasattr(out, "keys") and "input_ids" in out:   # transformers 5 may return a BatchEncoding
+        out = out["input_ids"]
+    return list(out)
+
+
+def model_context(model_config) -> int:
+    """A model's context length from its config (2048 when it names none)."""
+    return int(getattr(model_config, "max_position_embeddings", 2048) or 2048)
+
+
+def prompt_budget(context: int, config: LLMConfig) -> int:
+    """Tokens a first prompt may take in ``context``: room is kept for the reply and the re-asks.
+    A function of the settings alone, so a logged conversation's trimming can be redone
+    (:mod:`agents.llm.transcript`)."""
+    reply = config.max_new_tokens
+    if config.constrained or config.mode == "score":
+        reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
+    return max(64, context - reply - config.max_retries * (reply + 96))
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -112,9 +136,12 @@ class HFBackend:
                 import torch
                 self.model = self.model.to(getattr(torch, dtype))
         else:
-            self.model, self.tokenizer = load_model(model_name, config.dtype)
-        model_context = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
-        self.context = config.context or model_context
+            self.model, self.tokenizer = load_model(model_name, config.dtype, config.device, config.device_map)
+        if config.adapter and not config.device_map:
+            self.model = self.model.to(resolve_device(config.device))
+        # Every input tensor is made where the model's first weights are (its embedding).
+        self.device = self.model.get_input_embeddings().weight.device
+        self.context = config.context or model_context(self.model.config)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
         self._seat_cache: OrderedDict = OrderedDict()   # key -> (ids, [(k, v)...], nbytes)
@@ -133,17 +160,11 @@ class HFBackend:
         return ids
 
     def encode(self, messages: list) -> list:
-        out = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
-        if hasattr(out, "keys") and "input_ids" in out:   # transformers 5 may return a BatchEncoding
-            out = out["input_ids"]
-        return list(out)
+        return chat_ids(self.tokenizer, messages)
 
     def prompt_budget(self) -> int:
         """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
-        reply = self.config.max_new_tokens
-        if self.config.constrained or self.config.mode == "score":
-            reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
-        return max(64, self.context - reply - self.config.max_retries * (reply + 96))
+        return prompt_budget(self.context, self.config)
 
     def fits(self, messages: list, share: float = 1.0) -> bool:
         """Whether ``messages`` take at most ``share`` of the prompt budget."""
@@ -255,7 +276,7 @@ class HFBackend:
                 text = tokenizer.decode(input_ids[0, len(ids):], skip_special_tokens=True)
                 return torch.tensor([json_object_complete(text)], dtype=torch.bool)
 
-        input_ids = torch.tensor([ids])
+        input_ids = torch.tensor([ids], device=self.device)
         stopping = StoppingCriteriaList([_JsonStop()]) if cfg.stop_at_json else None
         out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
                                   max_new_tokens=cfg.max_new_tokens, stopping_criteria=stopping,
@@ -331,7 +352,7 @@ class HFBackend:
                 self._store(row.key, row.ids, prompt_cache, mask[i].bool(), i)
                 out_scores[row.index] = [0.0] * len(by_index[row.index])
             flat = [(i, c) for i, row in enumerate(group) for c, toks in enumerate(by_index[row.index]) if toks]
-            lengths = torch.tensor([len(row.ids) for row in group])
+            lengths = torch.tensor([len(row.ids) for row in group], device=self.device)
             for start in range(0, len(flat), SCORE_BATCH):
                 chunk = flat[start:start + SCORE_BATCH]
                 toks = [by_index[group[i].index][c] for i, c in chunk]
@@ -340,21 +361,22 @@ class HFBackend:
                 width = max(len(t) for t in toks) - 1
                 if width <= 0:
                     continue
-                select = torch.tensor([i for i, _ in chunk])
-                feed = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-                feed_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                select = torch.tensor([i for i, _ in chunk], device=self.device)
+                feed = torch.full((len(chunk), width), self.pad_id, dtype=torch.long, device=self.device)
+                feed_mask = torch.zeros((len(chunk), width), dtype=torch.long, device=self.device)
                 for j, t in enumerate(toks):
                     feed[j, :len(t) - 1] = torch.tensor(t[:-1])
                     feed_mask[j, :len(t) - 1] = 1
                 cache = select_rows(prompt_cache, select, room=width)
-                positions = lengths.index_select(0, select).unsqueeze(1) + torch.arange(width).unsqueeze(0)
+                positions = lengths.index_select(0, select).unsqueeze(1) + torch.arange(width, device=self.device)[None]
                 out = self.model(input_ids=feed, attention_mask=torch.cat([mask.index_select(0, select), feed_mask], 1),
                                  position_ids=positions, cache=cache, use_cache=True)
                 self.stats["forward_passes"] += 1
                 logprobs = torch.log_softmax(out.logits.float(), dim=-1)
                 for j, ((i, c), t) in enumerate(zip(chunk, toks)):
                     if len(t) > 1:
-                        picked = logprobs[j, torch.arange(len(t) - 1), torch.tensor(t[1:])]
+                        picked = logprobs[j, torch.arange(len(t) - 1, device=logprobs.device),
+                                          torch.tensor(t[1:], device=logprobs.device)]
                         out_scores[group[i].index][c] += float(picked.sum())
         return [out_scores[row.index] for row in rows]
 
@@ -388,9 +410,9 @@ class HFBackend:
         starts = [max(0, len(r.ids) - span) for r in rows]            # c_i: cached tokens used
         cached_len = max(starts)                                      # C
         pads = [span - (len(r.ids) - c) for r, c in zip(rows, starts)]
-        input_ids = torch.full((batch, span), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((batch, cached_len + span), dtype=torch.long)
-        positions = torch.zeros((batch, span), dtype=torch.long)
+        input_ids = torch.full((batch, span), self.pad_id, dtype=torch.long, device=self.device)
+        mask = torch.zeros((batch, cached_len + span), dtype=torch.long, device=self.device)
+        positions = torch.zeros((batch, span), dtype=torch.long, device=self.device)
         for i, (row, c, pad) in enumerate(zip(rows, starts, pads)):
             real = row.ids[c:]
             input_ids[i, pad:] = torch.tensor(real)
@@ -458,7 +480,7 @@ class HFBackend:
         slots = list(range(len(rows)))            # the row decoded at each batch position
         texts = [""] * len(rows)
         active = [True] * len(rows)
-        next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long)
+        next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long, device=self.device)
         guided = any(r.guide is not None for r in rows)
         limit = cfg.max_new_tokens + (GUIDED_EXTRA if guided else 0)
         for step in range(limit):
@@ -477,13 +499,14 @@ class HFBackend:
                     for i, r in enumerate(slots):
                         if not active[i]:
                             self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
-                keep = torch.tensor([i for i in range(len(slots)) if active[i]])
+                keep = torch.tensor([i for i in range(len(slots)) if active[i]], device=self.device)
                 cache = select_rows(cache, keep)
                 mask, next_pos = mask.index_select(0, keep), next_pos.index_select(0, keep)
                 slots = [r for i, r in enumerate(slots) if active[i]]
                 active = [True] * live
-            feed = torch.tensor([generated[r][-1] if active[i] else self.pad_id for i, r in enumerate(slots)])
-            flags = torch.tensor(active, dtype=torch.long)
+            feed = torch.tensor([generated[r][-1] if active[i] else self.pad_id for i, r in enumerate(slots)],
+                                device=self.device)
+            flags = torch.tensor(active, dtype=torch.long, device=self.device)
             mask = torch.cat([mask, flags.unsqueeze(1)], dim=1)
             out = self.model(input_ids=feed.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
                              cache=cache, use_cache=True, logits_to_keep=1)
@@ -529,7 +552,7 @@ class HFBackend:
                 row.guide.state = row.guide.grammar.advance(row.guide.state, row.tail)
                 active[i] = False
                 continue
-            logits[i] = logits[i].masked_fill(~mask, float("-inf"))
+            logits[i] = logits[i].masked_fill(~mask.to(logits.device), float("-inf"))
         return logits
 
     def _choose(self, logits, generators, active):
@@ -541,7 +564,8 @@ class HFBackend:
         for i in range(logits.shape[0]):
             if not active[i]:
                 continue
-            probs = torch.softmax(logits[i] / cfg.temperature, dim=-1)
+            # on the CPU: the seeded generators are CPU ones (same draws on every device)
+            probs = torch.softmax(logits[i].cpu() / cfg.temperature, dim=-1)
             if cfg.top_p < 1.0:
                 sorted_probs, order = torch.sort(probs, descending=True)
                 keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < cfg.top_p

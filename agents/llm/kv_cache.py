@@ -86,6 +86,7 @@ def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCa
     """A cache of the batch rows ``rows`` (in that order), with at least ``room`` free slots."""
     layers = []
     for layer in cache.layers:
+        rows = rows.to(layer.key_buffer.device)     # layers may sit on several GPUs (device_map)
         if layer.key_buffer.shape[2] - layer.length >= room:
             keys, values = layer.key_buffer.index_select(0, rows), layer.value_buffer.index_select(0, rows)
         else:

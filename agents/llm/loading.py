@@ -64,9 +64,9 @@ def configure_threads(threads: int) -> None:
         torch.set_num_threads(available)
 
 
-def _load_dense(path: str):
+def _load_dense(path: str, **options):
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return model, tokenizer
 
@@ -101,11 +101,28 @@ def _load_gguf_cached(gguf: Path, cache_name: str):
     return model, tokenizer
 
 
-def resolve_dtype(dtype: str) -> str:
-    """``auto``: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX; Linux flags),
-    float32 elsewhere (emulated bfloat16 is slower than float32)."""
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """``auto``: ``cuda`` when torch sees a CUDA device, else ``cpu``; ``cuda``, ``cuda:N`` and
+    ``cpu`` as given (``cuda`` without a CUDA device raises ModelNotAvailable)."""
+    import torch
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelNotAvailable(f"device={device}, but torch sees no CUDA device")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str = "cpu") -> str:
+    """``auto``: bfloat16 on a GPU that supports it and where the CPU computes it natively
+    (AVX512-BF16 or AMX; Linux flags), float32 elsewhere (emulated bfloat16 is slower than float32)."""
     if dtype != "auto":
         return dtype
+    if device.startswith("cuda"):
+        import torch
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -144,10 +161,35 @@ def _use_shared_kv_attention(model) -> None:
     model.set_attn_implementation(SHARED_KV_ATTENTION)
 
 
-def load_model(name: str, dtype: str = "float32"):
-    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process and
-    dtype (a ``bfloat16`` model is a converted copy of the float32 one)."""
-    dtype = resolve_dtype(dtype)
+def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_map: str = ""):
+    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process, dtype
+    and device (a ``bfloat16`` model is a converted copy of the float32 one, a GPU copy a moved
+    copy of the CPU one). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
+    GPUs, and the CPU when they are full) loads a model folder straight to its devices, for
+    models too big for one device or for this process's CPU memory."""
+    if device_map:
+        import torch
+        key = (name, dtype, "device_map=" + device_map)
+        with _LOAD_LOCK:
+            if key not in _MODELS:
+                torch_dtype = getattr(torch, resolve_dtype(dtype, "cuda"))
+                try:
+                    model, tokenizer = _load_dense(name, device_map=device_map, dtype=torch_dtype)
+                except OSError as err:
+                    raise ModelNotAvailable(f"model {name!r} with device_map={device_map}: {err}") from None
+                model.eval()
+                if tokenizer.pad_token_id is None:
+                    tokenizer.pad_token = tokenizer.eos_token
+                _MODELS[key] = (model, tokenizer)
+            return _MODELS[key]
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
+    if device != "cpu":
+        model, tokenizer = load_model(name, dtype)
+        with _LOAD_LOCK:
+            if (name, dtype, device) not in _MODELS:
+                _MODELS[(name, dtype, device)] = (copy.deepcopy(model).to(device), tokenizer)
+            return _MODELS[(name, dtype, device)]
     if dtype != "float32":
         import torch
         model, tokenizer = load_model(name)

@@ -196,6 +196,18 @@ class LLMPolicy:
                 decisions.append(Decision(self._for_env(state["last_reply"]), meta))
         return decisions
 
+    def replay_turn(self, request: Request, reply: str) -> list:
+        """The chat this policy sends for ``request`` (its first attempt, laid out and trimmed
+        as :meth:`act_batch` does), then ``reply`` kept as the seat's answer, without calling the
+        backend: replaying a logged episode through this rebuilds every conversation
+        (:mod:`agents.llm.transcript`)."""
+        messages, _, chat = self._messages(request, self.playbooks.get(request.key))
+        self._turns[request.key] = self._turns.get(request.key, 0) + 1
+        if self.config.prompt == "turns":
+            chat["reply"] = reply
+            self._chats[request.key] = chat
+        return messages
+
     # ------------------------------------------------------------------ prompt layout
     def _messages(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:
         """The chat for this decision, the history lines omitted, and the seat's conversation

@@ -49,11 +49,54 @@ def test_policy_sampled_candidates_keep_the_replies():
     policies = {"player_0": llm, "player_1": pool.get("scripted:tit_for_tat")}
     # The fake answers junk to 15% of sampling seeds (max_retries=1: no re-ask); seed 6 gives 6
     # candidates that all parse under the seat seeds of agents.base.seat_seed.
-    outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=6, rollouts=4, source="policy"),
+    outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=6, rollouts=6, source="policy"),
                               "p", seed=6)
     actions = [a for a, _, _ in outcome["candidates"]]
     assert len(actions) == len(set(actions)) >= 2                  # distinct sampled actions
     for action, reply, rewards in outcome["candidates"]:
-        assert json.loads(reply)["action_type"] in ("cooperate", "defect") and len(rewards) == 4
+        assert json.loads(reply)["action_type"] in ("cooperate", "defect") and len(rewards) == 6
     chosen, _, _ = outcome["candidates"][outcome["chosen"]]
     assert json.loads(chosen)["action_type"] == "defect" and outcome["p_value"] < 0.05
+
+
+def test_max_gap_test_holds_alpha_under_the_null_and_finds_a_planted_gap():
+    """Null: every candidate's rewards drawn alike (paired columns with a shared rollout effect);
+    the best-worst pair is 'significant' at most alpha of the time. Planted: one candidate is
+    +0.5 better and is found as the best nearly always."""
+    import numpy as np
+    from agents.branching import max_gap_test
+    rng = np.random.default_rng(0)
+    trials, k, m = 400, 4, 8
+    false = planted = 0
+    for t in range(trials):
+        luck = rng.choice([-1.0, 0.0, 1.0], size=m)                  # common to every candidate
+        null = np.clip(luck + rng.choice([-1.0, 0.0, 1.0], size=(k, m)), -1, 1)
+        false += max_gap_test(null, 500, seed=t)[2] < 0.05
+        better = null.copy()
+        better[2] = 1.0
+        best, _, p = max_gap_test(better, 500, seed=t)
+        planted += best == 2 and p < 0.05
+    assert false / trials <= 0.05 + 2 * (0.05 * 0.95 / trials) ** 0.5     # alpha within sampling error
+    assert planted / trials > 0.75                                        # 0.81 measured
+    assert max_gap_test(np.zeros((3, 6)), 100)[2] == 1.0                    # no gap, no evidence
+
+
+def test_rollouts_share_their_random_numbers():
+    """Rock-Paper-Scissors (one round) against a random opponent: rollout m of every candidate
+    meets the same opponent move, so each rollout's three rewards are a win, a draw and a loss."""
+    env = socialgym_env.make("rock_paper_scissors", rounds=1)
+    env.reset(seed=0)
+    pool = PolicyPool()
+    policies = {"player_0": pool.get("scripted:random"), "player_1": pool.get("scripted:random")}
+    outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=3, rollouts=8), "crn", seed=2)
+    columns = list(zip(*[rewards for _, _, rewards in outcome["candidates"]]))
+    assert len(columns) == 8
+    assert all(sorted(column) == [-1.0, 0.0, 1.0] for column in columns)
+    assert len(set(columns)) > 1                                      # the opponent's move varies across m
+
+
+def test_the_null_benchmark_runs_and_prints_both_settings(capsys):
+    from benchmarks.branching_null import main
+    assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "null: vs uniform random" in out and "planted: vs constant rock" in out and out.strip().endswith("PASS")

@@ -15,20 +15,37 @@ from conftest import EPISODES
 def test_rows_match_the_log(pd_log):
     records = list(load_records([pd_log]))
     rows = decision_rows(records)
-    # 3 rounds x 1 LLM seat per episode: one row per LLM decision, none for the scripted seat.
-    assert len(rows) == EPISODES * 3
+    # 3 rounds x 2 seats per episode: the LLM seat's rows and the scripted seat's (rebuilt).
+    assert len(rows) == EPISODES * 3 * 2
     by_id = {r["episode_id"]: r for r in read_episodes(pd_log)}
-    for row in rows:
+    llm_rows = [r for r in rows if r["policy"] == "fake-llm"]
+    assert len(llm_rows) == EPISODES * 3
+    for row in llm_rows:
         turn = by_id[row["episode_id"]]["turns"][row["turn_index"]]
-        assert row["prompt"] == [{"role": "user", "content": turn["agent_meta"]["attempts"][0]["prompt"]}]
-        assert row["messages"][0]["content"] == turn["agent_meta"]["attempts"][0]["prompt"]
-        assert row["completion"][0]["content"] == [a for a in turn["agent_meta"]["attempts"] if "reply" in a][-1]["reply"]
-        assert row["seat"] == turn["agent"] == "player_0" and row["policy"] == "fake-llm"
+        attempts = turn["agent_meta"]["attempts"]
+        # the whole conversation, its newest user message the one logged, then any re-asks
+        assert row["prompt"][0]["content"].startswith("Here is the description of the game:")
+        first_reask = 2 * row["reasks"]
+        newest = row["prompt"][-1 - first_reask] if row["reasks"] else row["prompt"][-1]
+        assert newest == {"role": "user", "content": attempts[0]["prompt"]}
+        assert [m["content"] for m in row["prompt"][len(row["prompt"]) - first_reask:][1::2]] == \
+            [a["reask"] for a in attempts[1:]]
+        assert row["messages"] == row["prompt"] + row["completion"]
+        assert row["completion"][0]["content"] == [a for a in attempts if "reply" in a][-1]["reply"]
+        assert row["seat"] == turn["agent"] == "player_0" and row["prompt_as"] == "logged"
         assert row["outcome"] == by_id[row["episode_id"]]["outcomes"]["player_0"]
         assert row["reward"] == by_id[row["episode_id"]]["rewards"]["player_0"]
         assert (row["game"], row["round"], row["phase"], row["seed"]) == \
             ("prisoners_dilemma", turn["round"], turn["phase"], by_id[row["episode_id"]]["seed"])
-    assert any(r["reasks"] for r in rows) and any(not r["reasks"] for r in rows)
+        # a later turn holds every earlier turn of the seat: user, assistant, ..., user
+        assert [m["role"] for m in row["prompt"]][:2 * row["round"] - 1] == \
+            ["user", "assistant"] * (row["round"] - 1) + ["user"]
+    assert any(r["reasks"] for r in llm_rows) and any(not r["reasks"] for r in llm_rows)
+    scripted = [r for r in rows if r["policy"] == "scripted:random"]
+    assert scripted and all(r["prompt_as"] == "smollm2" and r["seat"] == "player_1" for r in scripted)
+    for row in scripted:   # the seat's played action as the JSON reply the LLM policy writes
+        action = by_id[row["episode_id"]]["turns"][row["turn_index"]]["action"]
+        assert json.loads(row["completion"][0]["content"]) == {"action_type": action, "argument": ""}
 
 
 def test_filters(pd_log):
@@ -38,7 +55,8 @@ def test_filters(pd_log):
     legal = decision_rows(records, ExportFilter(legal_only=True))
     assert winners and len(winners) == sum(r["outcome"] == "win" for r in everything) < len(everything)
     assert len(legal) == sum(r["valid"] and not r["fallback"] and not r["reasks"] for r in everything) < len(everything)
-    assert decision_rows(records, ExportFilter(policies=["fake*"])) == everything
+    assert decision_rows(records, ExportFilter(policies=["fake*"])) == [r for r in everything
+                                                                        if r["policy"] == "fake-llm"]
     assert decision_rows(records, ExportFilter(policies=["smollm2*"])) == []
     assert decision_rows(records, ExportFilter(games=["chess"])) == []
     with pytest.raises(ValueError, match="valid: win, draw, loss"):
@@ -72,7 +90,8 @@ def test_cli_writes_datasets_and_jsonl(pd_log, tmp_path, kind):
     register(app)
     app.command("noop")(lambda: None)   # a second command, so "export" is a subcommand name
     out = tmp_path / kind
-    result = CliRunner().invoke(app, ["export", kind, str(pd_log), "--out", str(out), "--test-fraction", "0.25"])
+    result = CliRunner().invoke(app, ["export", kind, str(pd_log), "--out", str(out), "--test-fraction", "0.25",
+                                      "--rollout-policy", "scripted:random", "--candidates", "2"])
     assert result.exit_code == 0, result.output
     data = load_from_disk(str(out))
     lines = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
@@ -81,7 +100,7 @@ def test_cli_writes_datasets_and_jsonl(pd_log, tmp_path, kind):
                 "dpo": {"prompt", "chosen", "rejected", "variant"}}[kind]
     assert expected <= set(data["train"].column_names)
     if kind == "dpo":
-        assert set(data["train"]["variant"]) == {"cross_episode"}
+        assert set(data["train"]["variant"]) == {"branching"}
         assert all(r["chosen"] != r["rejected"] for r in lines)
     summary = json.loads((out / "export.json").read_text())
     assert summary["rows"]["train"] == len(data["train"])
@@ -98,3 +117,29 @@ def test_cli_bad_input_is_a_one_line_error(pd_log, tmp_path):
     assert result.exit_code == 2 and "valid: win, draw, loss" in result.output
     result = runner.invoke(app, ["export", "sft", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "no log file" in result.output
+
+
+def test_dpo_pairs_stay_at_their_state_and_in_their_split(pd_log, tmp_path):
+    """Both replies of a pair were generated at the pair's own decision (same episode, same
+    turn), were legal there, and an episode's pairs are all on one side of the split."""
+    from training.branching import BranchConfig
+    out = tmp_path / "dpo"
+    export("dpo", [pd_log], out, test_fraction=0.25, branch=BranchConfig(candidates=2, rollouts=8),
+           rollout_policy="scripted:random")
+    splits = {name: [json.loads(l) for l in (out / f"{name}.jsonl").read_text().splitlines()]
+              for name in ("train", "test")}
+    assert splits["train"] and splits["test"]
+    episodes = {name: {p["episode_id"] for p in pairs} for name, pairs in splits.items()}
+    assert not episodes["train"] & episodes["test"]
+    records = {r["episode_id"]: r for r in load_records([pd_log])}
+    rows = {(r["episode_id"], r["turn_index"]): r for r in decision_rows(list(records.values()))}
+    for pair in splits["train"] + splits["test"]:
+        assert pair["chosen_episode_id"] == pair["rejected_episode_id"] == pair["episode_id"]
+        row = rows[(pair["episode_id"], pair["turn_index"])]
+        assert pair["prompt"] == row["prompt"] and pair["seat"] == row["seat"]   # the state's whole chat
+        record = records[pair["episode_id"]]
+        env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
+                          [t["raw"] for t in record["turns"][:pair["turn_index"]]])
+        legal = env.infos[pair["seat"]]["legal_action_list"]
+        assert pair["chosen_action"] in legal and pair["rejected_action"] in legal
+        assert pair["chosen_action"] != pair["rejected_action"] and pair["p_value"] < 0.05
