@@ -102,7 +102,7 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     from pettingzoo.utils import AgentSelector
 
     import socialgym_env
-    from socialgym_env.env import begin_aec_step, start_aec_episode
+    from socialgym_env.aec import begin_aec_step, start_aec_episode
 
     class FloorEnv(AECEnv):
         metadata = {"name": "aec_floor"}
@@ -161,9 +161,9 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
 def no_views_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     """``socialgym_job`` with observation text and decision views stubbed out (this worker
     process only)."""
-    from socialgym_env.env import SocialGymEnv
-    SocialGymEnv._render_observation = lambda self, agent: "(observation)"
-    SocialGymEnv.decision_view = lambda self, agent: {"game": self.game_info.id}
+    from socialgym_env.views import Views
+    Views.render_observation = lambda self, agent: "(observation)"
+    Views.decision_view = lambda self, agent: {"game": self.game_info.id}
     return socialgym_job(game, mode, seconds, seed)
 
 

@@ -27,11 +27,11 @@ def test_floor_and_view_bound_contenders_play_whole_episodes(capsys):
 
 
 def test_view_bound_stubs_views_in_its_worker_only():
-    from socialgym_env.env import SocialGymEnv
-    render = SocialGymEnv._render_observation
+    from socialgym_env.views import Views
+    render = Views.render_observation
     env_vs_textarena.main(["--games", "prisoners_dilemma", "--modes", "render", "--reps", "1",
                            "--seconds", "0.02", "--no-textarena", "--view-bound"])
-    assert SocialGymEnv._render_observation is render         # the stub lived in the worker process
+    assert Views.render_observation is render         # the stub lived in the worker process
 
 
 def test_textarena_agents_play_legal_moves():
