@@ -13,6 +13,7 @@ game-specific code.
 from __future__ import annotations
 
 import copy
+import operator
 import random
 from typing import Optional
 
@@ -179,6 +180,13 @@ class SocialGymEnv(AECEnv):
         machine = self.machine
         grammar = self.views.grammar(agent)
         observation = self.views.observation_text(agent) if self.config.get("log_observations") else None
+        # The fast lane: one of the finite legal list's texts is one dict look-up, the Action
+        # that parsing it would give; anything else goes through the grammar's parser.
+        parsed = grammar.lookup(action)
+        if parsed is not None:
+            machine.play(agent, parsed, action, None, self.config.get("invalid_action", "fallback"), grammar, observation)
+            self._after_transition()
+            return
         raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
@@ -189,6 +197,38 @@ class SocialGymEnv(AECEnv):
             # Nothing has changed: a raised action leaves the env as it was, views included.
             raise InvalidActionError(f"{agent} in phase {machine.state.phase!r}: {reason}")
         machine.play(agent, parsed, raw, reason, mode, grammar, observation)
+        self._after_transition()
+
+    def step_index(self, index: int) -> None:
+        """Integer actions: play the acting seat's ``index``-th legal action, in the order of
+        ``infos[agent]["legal_action_list"]`` (``grammar(agent).enumerate()``), with no text
+        parsed. The turn, the record and any replay are those of
+        ``step(legal_action_list[index])``. A terminated or truncated seat's turn takes any
+        index, as ``step(None)``. Raises ValueError when the seat's legal actions are not a
+        finite list (free text) or ``index`` is outside it: that is a bug of the integer
+        policy, not a move of the game, so it never goes to the invalid-action rule."""
+        if self.machine.state is None:
+            raise GameOverError("call reset() before step_index()")
+        if not self.agents:
+            raise GameOverError("the episode is over; call reset() to start a new one")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self.step(None)
+            return
+        grammar = self.views.grammar(agent)
+        actions = grammar.actions()
+        if actions is None:
+            raise ValueError(f"{agent} in phase {self.machine.state.phase!r} has no finite legal action "
+                             f"list (free text); send a string with step()")
+        position = operator.index(index)
+        if not 0 <= position < len(actions):
+            raise ValueError(f"action index {position} outside 0..{len(actions) - 1} for {agent} "
+                             f"in phase {self.machine.state.phase!r}")
+        begin_aec_step(self, None)
+        machine = self.machine
+        observation = self.views.observation_text(agent) if self.config.get("log_observations") else None
+        action = actions[position]
+        machine.play(agent, action, action.text, None, self.config.get("invalid_action", "fallback"), grammar, observation)
         self._after_transition()
 
     # ------------------------------------------------------------------ bookkeeping

@@ -65,6 +65,22 @@ def render_message(message: Message, state: State, viewer: Optional[str] = None)
     return f"[{where}] {speaker}: {message.text}"
 
 
+def _complete_decision_view(view: dict, grammar: Optional[Grammar], instructions: Optional[str]) -> dict:
+    """The decision view's grammar part (the acting seat's legal actions, schema, list)."""
+    if grammar is not None:
+        view["legal_actions"] = grammar.legal_actions()
+        view["action_types"] = grammar.action_types()
+        view["instructions"] = instructions
+        view["action_schema"] = grammar.json_schema()
+        enumerated = grammar.enumerate()
+        if enumerated is not None:
+            view["legal_action_list"] = enumerated
+    else:
+        view["legal_actions"] = []
+        view["action_types"] = []
+    return view
+
+
 class Views:
     """The on-demand views of one env's seats (one instance per env)."""
 
@@ -124,8 +140,9 @@ class Views:
         issued = self._issued
         game_id = self.game_info.id
         for agent in agents:
-            if agent == selected:
-                info = LazyInfo(functools.partial(self.decision_view, agent), "game", game_id)
+            if agent == selected:      # the selected seat is the first pending one: acting
+                info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
+                                functools.partial(self.frozen_decision_view, agent, True))
             else:
                 info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
             infos[agent] = info
@@ -139,13 +156,27 @@ class Views:
                 "phase": state.phase, "round": state.round, "acting": False,
                 "legal_actions": [], "invalid_action": self.machine.last_invalid[agent]}
 
-    def decision_view(self, agent: str) -> dict:
-        """The structured view of one seat now (what ``infos[agent]`` holds when it acts)."""
+    def decision_view(self, agent: str, acting: Optional[bool] = None) -> dict:
+        """The structured view of one seat now (what ``infos[agent]`` holds when it acts).
+        ``acting``: whether the seat has a decision now, if the caller knows."""
+        return _complete_decision_view(*self._decision_parts(agent, acting))
+
+    def frozen_decision_view(self, agent: str, acting: Optional[bool] = None):
+        """The builder of the decision view of now that no later change can alter: the parts
+        read from the state are taken now, the grammar's derived lists (legal actions, schema,
+        enumeration) are built from the grammar of now only when read."""
+        view, grammar, instructions = self._decision_parts(agent, acting)
+        if grammar is not None:
+            grammar.enumerate_now()    # a spec's check may read the live state
+        return functools.partial(_complete_decision_view, view, grammar, instructions)
+
+    def _decision_parts(self, agent: str, acting: Optional[bool]) -> tuple:
         machine = self.machine
         state = machine.state
         seat = state.seat[agent]
         role, team = self.game.known_role(state, agent)
-        acting = self.acting(agent)
+        if acting is None:
+            acting = self.acting(agent)
         view = {
             "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
@@ -154,18 +185,8 @@ class Views:
             "game_state": self.game.public_data(state, agent),
         }
         if acting:
-            grammar = self.grammar(agent)
-            view["legal_actions"] = grammar.legal_actions()
-            view["action_types"] = grammar.action_types()
-            view["instructions"] = self.instructions(agent)
-            view["action_schema"] = grammar.json_schema()
-            enumerated = grammar.enumerate()
-            if enumerated is not None:
-                view["legal_action_list"] = enumerated
-        else:
-            view["legal_actions"] = []
-            view["action_types"] = []
-        return view
+            return view, self.grammar(agent), self.instructions(agent)
+        return view, None, None
 
     # ------------------------------------------------------------------ decisions
     def acting(self, agent: str) -> bool:

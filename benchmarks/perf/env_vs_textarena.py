@@ -9,11 +9,15 @@ so load changes on a shared machine hit every contender alike, and prints median
 
 Modes (``--modes``):
   render  the acting seat's observation is rendered every step (what an LLM runner pays);
-          ours: ``env.last()`` with the default config (observations logged in the record);
+          ours: ``env.last()`` with observations logged in the record;
           TextArena: the default wrappers' ``get_observation()`` (full-history string).
   bare    no observation text: ours ``last(observe=False)`` with ``log_observations=False``;
           TextArena's ``-raw`` envs (the observation is the list of new message tuples).
-  reset   env creation + reset per second.
+  index   integer actions: ours ``env.step_index(i)`` on the legal list, no observation text
+          (a free-text decision, such as a talk turn, still sends a sampled string);
+          TextArena has no integer actions, so it runs its text loop (as in ``render``):
+          the column ours/textarena is integer actions against TextArena's text loop.
+  reset   env creation + reset per second (make + reset for ours).
 
 ``--floor`` adds "aec-floor": the PettingZoo AEC protocol alone (a do-nothing env with the
 game's seats, a constant observation, 10 decisions an episode) in the same loop as ours, the
@@ -52,7 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEXTARENA_PYTHON = Path.home() / ".cache" / "socialgym" / "textarena-venv" / "bin" / "python"
-MODES = ("render", "bare", "reset")
+MODES = ("render", "bare", "index", "reset")
 # our game id -> (TextArena env id, number of players)
 TEXTARENA_GAMES = {
     "prisoners_dilemma": ("IteratedPrisonersDilemma-v0", 2),
@@ -84,7 +88,12 @@ def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             if terminated or truncated:
                 env.step(None)
                 continue
-            env.step(env.grammar(agent).sample(rng).text)
+            grammar = env.grammar(agent)
+            legal = grammar.actions() if mode == "index" else None
+            if legal is None:
+                env.step(grammar.sample(rng).text)
+            else:
+                env.step_index(rng.randrange(len(legal)))
             steps += 1
     return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
 
@@ -138,7 +147,7 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             self._accumulate_rewards()
 
     players = socialgym_env.game_class(game).info.num_players
-    observe = mode == "render"
+    observe = mode == "render"      # index: a constant action, like the text modes
     steps = episodes = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -163,7 +172,8 @@ def no_views_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     process only)."""
     from socialgym_env.views import Views
     Views.render_observation = lambda self, agent: "(observation)"
-    Views.decision_view = lambda self, agent: {"game": self.game_info.id}
+    Views.decision_view = lambda self, agent, acting=None: {"game": self.game_info.id}
+    Views.frozen_decision_view = lambda self, agent, acting=None: lambda: {"game": self.game_info.id}
     return socialgym_job(game, mode, seconds, seed)
 
 
@@ -198,7 +208,7 @@ def textarena_action(env, game: str, player: int, rng: random.Random) -> str:
 def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     import textarena as ta
     env_id, players = TEXTARENA_GAMES[game]
-    env_id = env_id if mode == "render" else env_id + "-raw"
+    env_id = env_id if mode in ("render", "index") else env_id + "-raw"     # index: its text loop
     steps = episodes = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
