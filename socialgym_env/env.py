@@ -177,27 +177,22 @@ class SocialGymEnv(AECEnv):
         agent = begin_aec_step(self, action)
         if agent is None:
             return
-        machine = self.machine
         grammar = self.views.grammar(agent)
-        observation = self.views.observation_text(agent) if self.config.get("log_observations") else None
         # The fast lane: one of the finite legal list's texts is one dict look-up, the Action
         # that parsing it would give; anything else goes through the grammar's parser.
         parsed = grammar.lookup(action)
         if parsed is not None:
-            machine.play(agent, parsed, action, None, self.config.get("invalid_action", "fallback"), grammar, observation)
-            self._after_transition()
+            self._play(agent, grammar, parsed, action)
             return
         raw = encodable(action if isinstance(action, str) else repr(action))
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:
             parsed, reason = None, clip(str(err))
-        mode = self.config.get("invalid_action", "fallback")
-        if reason is not None and mode == "raise":
+        if reason is not None and self.config.get("invalid_action", "fallback") == "raise":
             # Nothing has changed: a raised action leaves the env as it was, views included.
-            raise InvalidActionError(f"{agent} in phase {machine.state.phase!r}: {reason}")
-        machine.play(agent, parsed, raw, reason, mode, grammar, observation)
-        self._after_transition()
+            raise InvalidActionError(f"{agent} in phase {self.machine.state.phase!r}: {reason}")
+        self._play(agent, grammar, parsed, raw, reason)
 
     def step_index(self, index: int) -> None:
         """Integer actions: play the acting seat's ``index``-th legal action, in the order of
@@ -225,10 +220,13 @@ class SocialGymEnv(AECEnv):
             raise ValueError(f"action index {position} outside 0..{len(actions) - 1} for {agent} "
                              f"in phase {self.machine.state.phase!r}")
         begin_aec_step(self, None)
-        machine = self.machine
-        observation = self.views.observation_text(agent) if self.config.get("log_observations") else None
         action = actions[position]
-        machine.play(agent, action, action.text, None, self.config.get("invalid_action", "fallback"), grammar, observation)
+        self._play(agent, grammar, action, action.text)
+
+    def _play(self, agent: str, grammar: Grammar, parsed, raw: str, reason: Optional[str] = None) -> None:
+        """Hand the decision to the machine (the logged observation first, if logged)."""
+        observation = self.views.observation_text(agent) if self.config.get("log_observations") else None
+        self.machine.play(agent, parsed, raw, reason, self.config.get("invalid_action", "fallback"), grammar, observation)
         self._after_transition()
 
     # ------------------------------------------------------------------ bookkeeping

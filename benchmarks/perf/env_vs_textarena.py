@@ -328,6 +328,8 @@ def measure(contenders, games, modes, reps: int, seconds: float) -> dict:
                     for contender in contenders:
                         if contender.kind == "textarena" and game not in TEXTARENA_GAMES:
                             continue
+                        if mode == "index" and contender.label == "before":
+                            continue       # an older engine may predate step_index
                         out = contender.run(game=game, mode=mode, seconds=seconds, seed=1000 * rep)
                         results.setdefault((mode, game, contender.label), []).append(out)
     finally:
