@@ -473,7 +473,10 @@ class _GrammarFacts:
 
 _VALUE_ARGS = (Choice, Player, Int, Word, Text)     # frozen dataclasses: equal means alike
 _GRAMMAR_FACTS: dict = {}
-_GRAMMAR_FACTS_MAX = 4096
+# Bounded (cleared when full): a spec list repeats within an episode (the same vote for every
+# voter), rarely across episodes whose names differ; 256 keeps 64 live Triadic Werewolf envs
+# within the memory of the engine before the fast lane (benchmarks/perf/env_memory.py).
+_GRAMMAR_FACTS_MAX = 256
 
 
 def _facts_for(specs: tuple) -> _GrammarFacts:

@@ -69,33 +69,41 @@ TALK = "I think we should keep an open mind."
 
 
 # ----------------------------------------------------------------------------- workers
+def play_random(env, rng: random.Random, mode: str) -> int:
+    """One episode of the benchmark's agents on a reset env: uniform random legal actions, as
+    text (the grammar's sample) or, in ``index`` mode, as indices into the legal list where it
+    is finite; the acting seat's observation rendered in ``render`` mode. The decisions taken."""
+    observe = mode == "render"
+    steps = 0
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last(observe=observe)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        grammar = env.grammar(agent)
+        legal = grammar.actions() if mode == "index" else None
+        if legal is None:
+            env.step(grammar.sample(rng).text)
+        else:
+            env.step_index(rng.randrange(len(legal)))
+        steps += 1
+    return steps
+
+
 def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     """Episodes of random legal play (or resets) until ``seconds`` have passed."""
     import socialgym_env
-    observe = mode == "render"
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         episode_seed = seed + episodes
-        env = socialgym_env.make(game, log_observations=observe)
+        env = socialgym_env.make(game, log_observations=mode == "render")
         env.reset(seed=episode_seed)
         episodes += 1
-        if mode == "reset":
-            continue
-        rng = random.Random(episode_seed)
-        for agent in env.agent_iter():
-            _, _, terminated, truncated, _ = env.last(observe=observe)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            grammar = env.grammar(agent)
-            legal = grammar.actions() if mode == "index" else None
-            if legal is None:
-                env.step(grammar.sample(rng).text)
-            else:
-                env.step_index(rng.randrange(len(legal)))
-            steps += 1
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+        if mode != "reset":
+            steps += play_random(env, random.Random(episode_seed), mode)
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 FLOOR_STEPS = 10     # decisions an episode of the floor env (Prisoner's Dilemma has 10)
@@ -149,8 +157,8 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     players = socialgym_env.game_class(game).info.num_players
     observe = mode == "render"      # index: a constant action, like the text modes
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         env = FloorEnv(players)
         env.reset(seed=seed + episodes)
         episodes += 1
@@ -164,7 +172,8 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
                 continue
             env.step(rng.choice(("cooperate", "defect")))
             steps += 1
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 def no_views_job(game: str, mode: str, seconds: float, seed: int) -> dict:
@@ -210,8 +219,8 @@ def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     env_id, players = TEXTARENA_GAMES[game]
     env_id = env_id if mode in ("render", "index") else env_id + "-raw"     # index: its text loop
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         episode_seed = seed + episodes
         env = ta.make(env_id)
         env.reset(num_players=players, seed=episode_seed)
@@ -225,7 +234,8 @@ def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             done, _ = env.step(textarena_action(env, game, player, rng))
             steps += 1
         env.close()
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 def worker(kind: str) -> None:
@@ -288,6 +298,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-textarena", action="store_true")
     parser.add_argument("--baseline-src", type=Path, help="folder holding an older socialgym_env, timed as 'before'")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="rates per wall-clock second, or per CPU second of the worker process "
+                             "(steadier on a loaded machine: time spent waiting for a core is not counted)")
     parser.add_argument("--floor", action="store_true",
                         help="also time the PettingZoo AEC protocol alone (a do-nothing env in the same loop)")
     parser.add_argument("--view-bound", action="store_true",
@@ -338,8 +351,9 @@ def measure(contenders, games, modes, reps: int, seconds: float) -> dict:
     return results
 
 
-def print_table(results: dict, labels: list, games: list, mode: str) -> None:
+def print_table(results: dict, labels: list, games: list, mode: str, clock: str = "wall") -> None:
     unit = "resets/s" if mode == "reset" else "steps/s"
+    per = "seconds" if clock == "wall" else "cpu"
     print(f"\n== {mode}: {unit}" + ("" if mode == "reset" else " (episodes/s)"))
     header = f"{'game':22s}" + "".join(f" {label + ' ' + unit:>30s}" for label in labels)
     header += "".join(f" {'ours/' + label:>15s}" for label in labels[1:])
@@ -352,8 +366,8 @@ def print_table(results: dict, labels: list, games: list, mode: str) -> None:
                 row += f" {'-':>30s}"
                 continue
             key = "episodes" if mode == "reset" else "steps"
-            rates = [r[key] / r["seconds"] for r in runs]
-            eps = statistics.median(r["episodes"] / r["seconds"] for r in runs)
+            rates = [r[key] / r[per] for r in runs]
+            eps = statistics.median(r["episodes"] / r[per] for r in runs)
             medians[label] = statistics.median(rates)
             cell = fmt(rates) + ("" if mode == "reset" else f" ({eps:.0f})")
             row += f" {cell:>30s}"
@@ -376,10 +390,10 @@ def main(argv=None) -> dict:
         args.error(f"unknown game or mode {bad}; games: {', '.join(socialgym_env.game_ids())}; modes: {MODES}")
     contenders = contenders_for(args)
     results = measure(contenders, games, modes, args.reps, args.seconds)
-    print(f"{args.reps} interleaved repetitions of {args.seconds:g} s each; median [min-max]. "
-          f"Random legal agents. Shared machine: expect noise.")
+    print(f"{args.reps} interleaved repetitions of {args.seconds:g} s each; median [min-max] per "
+          f"{'wall-clock' if args.clock == 'wall' else 'CPU'} second. Random legal agents. Shared machine: expect noise.")
     for mode in modes:
-        print_table(results, [c.label for c in contenders], games, mode)
+        print_table(results, [c.label for c in contenders], games, mode, args.clock)
     if args.json:
         args.json.write_text(json.dumps([{"mode": m, "game": g, "contender": c, "runs": r}
                                          for (m, g, c), r in results.items()], indent=1))
