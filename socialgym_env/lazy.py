@@ -7,9 +7,10 @@ enumeration, rendered messages) is most of an env step, and most loops never rea
 deepcopy, pickle). After that it is an ordinary dict with the same keys in the same order as
 an eagerly built one.
 
-A view must describe the state at the moment it was issued, so the env calls :meth:`seal`
+A view must describe the state at the moment it was issued, so the engine calls :meth:`seal`
 on every view it issued before it changes the state again; a view that somebody still holds
-is built then, one nobody holds is dropped unbuilt.
+is built then (or, given a ``freeze`` function, frozen: only its state-dependent part is read
+then), one nobody holds is dropped unbuilt.
 """
 from __future__ import annotations
 
