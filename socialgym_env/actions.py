@@ -442,24 +442,83 @@ def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[lis
     return facts["texts"]
 
 
+def lookup_key(text: str) -> str:
+    """The case-insensitive form of an action string in the fast lane: outer whitespace
+    stripped, then case folded (``fold``; plain ``lower`` for ASCII, which folds the same)."""
+    text = text.strip()
+    return text.lower() if text.isascii() else fold(text)
+
+
+class _GrammarFacts:
+    """What a list of specs gives that does not depend on the decision it was built for:
+    keyword table, descriptions, enumeration, the legal actions as Actions and the fast-lane
+    lookup (canonical text -> Action). Shared by every Grammar of equal pure specs."""
+
+    __slots__ = ("specs", "shared", "by_type", "descriptions", "legal", "texts", "actions", "table", "asked")
+
+    def __init__(self, specs: tuple, shared: bool):
+        self.specs = specs
+        self.shared = shared
+        by_type: dict = {}
+        for spec in specs:
+            by_type[fold(spec.type)] = spec          # as parse finds it: the last of a keyword
+        self.by_type = by_type
+        self.descriptions = None
+        self.legal: dict = {}
+        self.texts = None          # enumerate(): a list, False when unbounded (not built: None)
+        self.actions = None
+        self.table = None
+        self.asked = False         # looked up once already (the table is built on the second)
+
+
+_VALUE_ARGS = (Choice, Player, Int, Word, Text)     # frozen dataclasses: equal means alike
+_GRAMMAR_FACTS: dict = {}
+# Bounded (cleared when full): a spec list repeats within an episode (the same vote for every
+# voter), rarely across episodes whose names differ; 256 keeps 64 live Triadic Werewolf envs
+# within the memory of the engine before the fast lane (benchmarks/perf/env_memory.py).
+_GRAMMAR_FACTS_MAX = 256
+
+
+def _facts_for(specs: tuple) -> _GrammarFacts:
+    if any(spec.check is not None or spec.sampler is not None or any(type(arg) not in _VALUE_ARGS for arg in spec.args)
+           for spec in specs):
+        # a check may read live state; another Arg kind may compare by identity (a chess
+        # move slot holds the live board) or read case: facts of this decision only
+        return _GrammarFacts(specs, False)
+    try:
+        facts = _GRAMMAR_FACTS.get(specs)
+    except TypeError:                     # an argument holding a list: not hashable, not shared
+        return _GrammarFacts(specs, False)
+    if facts is None:
+        if len(_GRAMMAR_FACTS) >= _GRAMMAR_FACTS_MAX:
+            _GRAMMAR_FACTS.clear()
+        facts = _GRAMMAR_FACTS[specs] = _GrammarFacts(specs, True)
+    return facts
+
+
 class Grammar:
-    """The legal actions of one agent at one decision point."""
+    """The legal actions of one agent at one decision point.
+
+    Two ways in: :meth:`parse` (any string, JSON or plain form, with a reason when it is not
+    legal) and the fast lane -- :meth:`lookup` resolves a string that is one of the finite
+    legal list's canonical texts (up to outer whitespace and case) by one dict look-up, and
+    :meth:`actions` lists the legal actions in :meth:`enumerate` order for integer actions.
+    Both give exactly the Action that ``parse`` gives for the same text.
+    """
 
     def __init__(self, specs: Sequence[ActionSpec]):
         if not specs:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
-        self.by_type = {fold(spec.type): spec for spec in self.specs}
-        # Derived once per Grammar (the env reuses one Grammar per seat until the state
-        # changes); callers get copies, so these are never mutated from outside.
-        self._descriptions: Optional[list] = None
-        self._legal_values: dict = {}
+        self._facts = _facts_for(self.specs)
+        self.by_type = self._facts.by_type
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
-        if self._descriptions is None:
-            self._descriptions = [_describe(spec) for spec in self.specs]
-        return list(self._descriptions)
+        facts = self._facts
+        if facts.descriptions is None:
+            facts.descriptions = [_describe(spec) for spec in self.specs]
+        return list(facts.descriptions)
 
     def action_types(self) -> list[str]:
         return [spec.type for spec in self.specs]
@@ -491,6 +550,45 @@ class Grammar:
         values = spec.parse_args(rest)
         return Action(spec.type, values, spec.render(values))
 
+    def lookup(self, raw) -> Optional[Action]:
+        """The fast lane: the legal Action whose canonical text ``raw`` is -- up to outer
+        whitespace and case, which the parser ignores too -- or None, and the caller
+        parses it: raw is not a string or is another form, or the legal list is not finite.
+        The table is built once per list of equal pure specs (no ``check``/``sampler``, only
+        choices, players and integers), at its second look-up, and shared by every decision
+        that declares it. Other decisions parse: their legal set may depend on the live
+        state, and a table built for one look-up costs more than the parse."""
+        if raw.__class__ is not str or not self._facts.shared:
+            return None
+        facts = self._facts
+        table = facts.table
+        if table is None:
+            if not facts.asked:
+                # Many decisions declare specs seen once (a help text naming tonight's
+                # victim): their first look-up parses; only a repeated list gets a table.
+                facts.asked = True
+                return None
+            table = self._build_table()
+        return table.get(lookup_key(raw))
+
+    def _build_table(self) -> dict:
+        """Case-folded canonical text -> Action (the objects of ``actions()``). Shared specs
+        hold only choices, players and integers, which the parser reads regardless of case
+        (the keyword too)."""
+        facts = self._facts
+        table: dict = {}
+        actions = self.actions()
+        if actions is not None:
+            start = 0
+            for position, spec in enumerate(facts.specs):
+                count = len(self._legal(position))
+                if facts.by_type[fold(spec.type)] is spec:   # a keyword declared twice parses as its last spec
+                    for action in actions[start:start + count]:
+                        table.setdefault(lookup_key(action.text), action)
+                start += count
+        facts.table = table
+        return table
+
     def make(self, action_type: str, *values) -> Action:
         """Build an Action from values (used by fallbacks and scripted agents); validates."""
         spec = self.by_type[fold(action_type)]
@@ -500,12 +598,13 @@ class Grammar:
     # -- sampling and enumeration -------------------------------------------------------
     def sample(self, rng: random.Random) -> Action:
         """A uniformly random legal action: uniform over action types, then over arguments."""
-        specs = list(self.specs)
-        rng.shuffle(specs)
-        for spec in specs:
+        order = list(range(len(self.specs)))
+        rng.shuffle(order)          # the permutation shuffling the specs themselves would give
+        for position in order:
+            spec = self.specs[position]
             if spec.sampler is None:
                 # spec.sample without re-enumerating: the same RNG calls, the same result
-                legal = self._legal(spec)
+                legal = self._legal(position)
                 if legal is not None:
                     if not legal:
                         continue
@@ -516,22 +615,51 @@ class Grammar:
                 return Action(spec.type, values, spec.render(values))
         raise ActionError("no legal action could be sampled")
 
-    def _legal(self, spec: ActionSpec) -> Optional[list[tuple]]:
-        """``spec.enumerate()``, once per spec of this grammar."""
-        key = id(spec)
-        if key not in self._legal_values:
-            self._legal_values[key] = _enumerate(spec)
-        return self._legal_values[key]
+    def _legal(self, position: int) -> Optional[list[tuple]]:
+        """``specs[position].enumerate()``, once per spec of this grammar."""
+        legal = self._facts.legal
+        if position not in legal:
+            legal[position] = _enumerate(self.specs[position])
+        return legal[position]
+
+    def _texts(self):
+        facts = self._facts
+        if facts.texts is None:
+            out = []
+            for position, spec in enumerate(self.specs):
+                texts = _enumerated_texts(spec, self._legal(position))
+                if texts is None:
+                    out = False
+                    break
+                out.extend(texts)
+            facts.texts = out
+        return facts.texts
+
+    def enumerate_now(self) -> None:
+        """Enumerate at once (a spec's ``check`` may read live state: a grammar kept for a past
+        decision must have enumerated while that state was current)."""
+        self._texts()
 
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
-        out = []
-        for spec in self.specs:
-            texts = _enumerated_texts(spec, self._legal(spec))
-            if texts is None:
-                return None
-            out.extend(texts)
-        return out
+        texts = self._texts()
+        return list(texts) if texts is not False else None
+
+    def actions(self) -> Optional[list[Action]]:
+        """The legal actions in ``enumerate()`` order (position i is text i); None when the set
+        is not finite. Shared: not to be mutated."""
+        facts = self._facts
+        if facts.actions is None:
+            if self._texts() is False:
+                facts.actions = False
+            else:
+                actions = []
+                for position, spec in enumerate(self.specs):
+                    legal = self._legal(position)
+                    actions.extend(Action(spec.type, values, text)
+                                   for values, text in zip(legal, _enumerated_texts(spec, legal)))
+                facts.actions = actions
+        return facts.actions if facts.actions is not False else None
 
 
 def _json_depth(text: str) -> int:

@@ -7,15 +7,16 @@ enumeration, rendered messages) is most of an env step, and most loops never rea
 deepcopy, pickle). After that it is an ordinary dict with the same keys in the same order as
 an eagerly built one.
 
-A view must describe the state at the moment it was issued, so the env calls :meth:`seal`
+A view must describe the state at the moment it was issued, so the engine calls :meth:`seal`
 on every view it issued before it changes the state again; a view that somebody still holds
-is built then, one nobody holds is dropped unbuilt.
+is built then (or, given a ``freeze`` function, frozen: only its state-dependent part is read
+then), one nobody holds is dropped unbuilt.
 """
 from __future__ import annotations
 
 import copy
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 
 def _references_while_sealing() -> int:
@@ -30,14 +31,16 @@ def _references_while_sealing() -> int:
 class LazyInfo(dict):
     """A dict filled by ``build()`` the first time it is looked at."""
 
-    __slots__ = ("_build",)
+    __slots__ = ("_build", "_freeze")
 
-    def __init__(self, build: Callable[[], dict], first_key, first_value):
+    def __init__(self, build: Callable[[], dict], first_key, first_value,
+                 freeze: Optional[Callable[[], Callable[[], dict]]] = None):
         # The first entry is stored at once: C code that checks a dict's size without asking
         # it (json's encoder writes "{}" for an empty one) must see a non-empty dict. The
         # builder's dict starts with the same entry, so the key order is the eager one.
         dict.__setitem__(self, first_key, first_value)
         self._build = build
+        self._freeze = freeze
 
     # -- filling ----------------------------------------------------------------------
     def _fill(self) -> "LazyInfo":
@@ -61,11 +64,17 @@ class LazyInfo(dict):
         """Called by the env, looping over the views it issued, just before the state
         changes: build now if anyone besides the env still holds this view (so it keeps
         describing the state it was issued for); otherwise drop the builder, since nobody can
-        read it any more. ``held_by_env``: the view is still a value of ``env.infos``."""
+        read it any more. ``held_by_env``: the view is still a value of ``env.infos``.
+        With a ``freeze`` function, a held view is not built but frozen: ``freeze()`` reads
+        now what depends on the state and returns the builder of the rest (parts that no
+        later change can touch), so a held view nobody reads costs only that."""
         if self._build is None:
             return
         if self._references() > _SEALING_REFERENCES + held_by_env:
-            self._fill()
+            if self._freeze is not None:
+                self._build, self._freeze = self._freeze(), None
+            else:
+                self._fill()
         else:
             self._build = None
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
 from .actions import encodable
-from .env import LOG_SCHEMA
+from .record import LOG_SCHEMA
 from .errors import LogFormatError
 
 REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "scores", "rewards")

@@ -89,9 +89,19 @@ def test_a_raised_invalid_action_leaves_the_infos_readable():
     assert env.agent_selection == actor
 
 
-def test_invalidate_views_keeps_the_infos_whole():
+def test_a_replaced_state_is_noticed_without_any_call():
+    """Assigning ``env.state`` (a snapshot restored by hand) is a change of the turn machine:
+    infos issued before stay whole, and every later view follows the new state."""
     env = socialgym_env.make("liars_dice")
     env.reset(seed=5)
-    expected = {agent: _eager(env, agent) for agent in env.agents}
-    env.invalidate_views()
-    assert {agent: dict(env.infos[agent]) for agent in env.agents} == expected
+    agent = env.agent_selection
+    expected = {a: _eager(env, a) for a in env.agents}
+    held = dict(env.infos)
+    before = env.observation_text(agent)
+    restored = copy.deepcopy(env.state)
+    restored.announce("The table was restored from a snapshot.")
+    env.state = restored
+    assert {a: dict(held[a]) for a in env.agents} == expected
+    after = env.observation_text(agent)
+    assert after != before and "restored from a snapshot" in after
+    assert env.decision_view(agent)["new_messages"][-1].endswith("The table was restored from a snapshot.")

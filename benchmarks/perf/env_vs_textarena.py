@@ -9,11 +9,15 @@ so load changes on a shared machine hit every contender alike, and prints median
 
 Modes (``--modes``):
   render  the acting seat's observation is rendered every step (what an LLM runner pays);
-          ours: ``env.last()`` with the default config (observations logged in the record);
+          ours: ``env.last()`` with observations logged in the record;
           TextArena: the default wrappers' ``get_observation()`` (full-history string).
   bare    no observation text: ours ``last(observe=False)`` with ``log_observations=False``;
           TextArena's ``-raw`` envs (the observation is the list of new message tuples).
-  reset   env creation + reset per second.
+  index   integer actions: ours ``env.step_index(i)`` on the legal list, no observation text
+          (a free-text decision, such as a talk turn, still sends a sampled string);
+          TextArena has no integer actions, so it runs its text loop (as in ``render``):
+          the column ours/textarena is integer actions against TextArena's text loop.
+  reset   env creation + reset per second (make + reset for ours).
 
 ``--floor`` adds "aec-floor": the PettingZoo AEC protocol alone (a do-nothing env with the
 game's seats, a constant observation, 10 decisions an episode) in the same loop as ours, the
@@ -52,7 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEXTARENA_PYTHON = Path.home() / ".cache" / "socialgym" / "textarena-venv" / "bin" / "python"
-MODES = ("render", "bare", "reset")
+MODES = ("render", "bare", "index", "reset")
 # our game id -> (TextArena env id, number of players)
 TEXTARENA_GAMES = {
     "prisoners_dilemma": ("IteratedPrisonersDilemma-v0", 2),
@@ -65,28 +69,41 @@ TALK = "I think we should keep an open mind."
 
 
 # ----------------------------------------------------------------------------- workers
+def play_random(env, rng: random.Random, mode: str) -> int:
+    """One episode of the benchmark's agents on a reset env: uniform random legal actions, as
+    text (the grammar's sample) or, in ``index`` mode, as indices into the legal list where it
+    is finite; the acting seat's observation rendered in ``render`` mode. The decisions taken."""
+    observe = mode == "render"
+    steps = 0
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last(observe=observe)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        grammar = env.grammar(agent)
+        legal = grammar.actions() if mode == "index" else None
+        if legal is None:
+            env.step(grammar.sample(rng).text)
+        else:
+            env.step_index(rng.randrange(len(legal)))
+        steps += 1
+    return steps
+
+
 def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     """Episodes of random legal play (or resets) until ``seconds`` have passed."""
     import socialgym_env
-    observe = mode == "render"
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         episode_seed = seed + episodes
-        env = socialgym_env.make(game, log_observations=observe)
+        env = socialgym_env.make(game, log_observations=mode == "render")
         env.reset(seed=episode_seed)
         episodes += 1
-        if mode == "reset":
-            continue
-        rng = random.Random(episode_seed)
-        for agent in env.agent_iter():
-            _, _, terminated, truncated, _ = env.last(observe=observe)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            env.step(env.grammar(agent).sample(rng).text)
-            steps += 1
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+        if mode != "reset":
+            steps += play_random(env, random.Random(episode_seed), mode)
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 FLOOR_STEPS = 10     # decisions an episode of the floor env (Prisoner's Dilemma has 10)
@@ -102,7 +119,7 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     from pettingzoo.utils import AgentSelector
 
     import socialgym_env
-    from socialgym_env.env import begin_aec_step, start_aec_episode
+    from socialgym_env.aec import begin_aec_step, start_aec_episode
 
     class FloorEnv(AECEnv):
         metadata = {"name": "aec_floor"}
@@ -138,10 +155,10 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             self._accumulate_rewards()
 
     players = socialgym_env.game_class(game).info.num_players
-    observe = mode == "render"
+    observe = mode == "render"      # index: a constant action, like the text modes
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         env = FloorEnv(players)
         env.reset(seed=seed + episodes)
         episodes += 1
@@ -155,15 +172,17 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
                 continue
             env.step(rng.choice(("cooperate", "defect")))
             steps += 1
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 def no_views_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     """``socialgym_job`` with observation text and decision views stubbed out (this worker
     process only)."""
-    from socialgym_env.env import SocialGymEnv
-    SocialGymEnv._render_observation = lambda self, agent: "(observation)"
-    SocialGymEnv.decision_view = lambda self, agent: {"game": self.game_info.id}
+    from socialgym_env.views import Views
+    Views.render_observation = lambda self, agent: "(observation)"
+    Views.decision_view = lambda self, agent, acting=None: {"game": self.game_info.id}
+    Views.frozen_decision_view = lambda self, agent, acting=None: lambda: {"game": self.game_info.id}
     return socialgym_job(game, mode, seconds, seed)
 
 
@@ -198,10 +217,10 @@ def textarena_action(env, game: str, player: int, rng: random.Random) -> str:
 def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     import textarena as ta
     env_id, players = TEXTARENA_GAMES[game]
-    env_id = env_id if mode == "render" else env_id + "-raw"
+    env_id = env_id if mode in ("render", "index") else env_id + "-raw"     # index: its text loop
     steps = episodes = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         episode_seed = seed + episodes
         env = ta.make(env_id)
         env.reset(num_players=players, seed=episode_seed)
@@ -215,7 +234,8 @@ def textarena_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             done, _ = env.step(textarena_action(env, game, player, rng))
             steps += 1
         env.close()
-    return {"seconds": time.perf_counter() - start, "steps": steps, "episodes": episodes}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu_start, "steps": steps,
+            "episodes": episodes}
 
 
 def worker(kind: str) -> None:
@@ -278,6 +298,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-textarena", action="store_true")
     parser.add_argument("--baseline-src", type=Path, help="folder holding an older socialgym_env, timed as 'before'")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="rates per wall-clock second, or per CPU second of the worker process "
+                             "(steadier on a loaded machine: time spent waiting for a core is not counted)")
     parser.add_argument("--floor", action="store_true",
                         help="also time the PettingZoo AEC protocol alone (a do-nothing env in the same loop)")
     parser.add_argument("--view-bound", action="store_true",
@@ -318,6 +341,8 @@ def measure(contenders, games, modes, reps: int, seconds: float) -> dict:
                     for contender in contenders:
                         if contender.kind == "textarena" and game not in TEXTARENA_GAMES:
                             continue
+                        if mode == "index" and contender.label == "before":
+                            continue       # an older engine may predate step_index
                         out = contender.run(game=game, mode=mode, seconds=seconds, seed=1000 * rep)
                         results.setdefault((mode, game, contender.label), []).append(out)
     finally:
@@ -326,8 +351,9 @@ def measure(contenders, games, modes, reps: int, seconds: float) -> dict:
     return results
 
 
-def print_table(results: dict, labels: list, games: list, mode: str) -> None:
+def print_table(results: dict, labels: list, games: list, mode: str, clock: str = "wall") -> None:
     unit = "resets/s" if mode == "reset" else "steps/s"
+    per = "seconds" if clock == "wall" else "cpu"
     print(f"\n== {mode}: {unit}" + ("" if mode == "reset" else " (episodes/s)"))
     header = f"{'game':22s}" + "".join(f" {label + ' ' + unit:>30s}" for label in labels)
     header += "".join(f" {'ours/' + label:>15s}" for label in labels[1:])
@@ -340,8 +366,8 @@ def print_table(results: dict, labels: list, games: list, mode: str) -> None:
                 row += f" {'-':>30s}"
                 continue
             key = "episodes" if mode == "reset" else "steps"
-            rates = [r[key] / r["seconds"] for r in runs]
-            eps = statistics.median(r["episodes"] / r["seconds"] for r in runs)
+            rates = [r[key] / r[per] for r in runs]
+            eps = statistics.median(r["episodes"] / r[per] for r in runs)
             medians[label] = statistics.median(rates)
             cell = fmt(rates) + ("" if mode == "reset" else f" ({eps:.0f})")
             row += f" {cell:>30s}"
@@ -364,10 +390,10 @@ def main(argv=None) -> dict:
         args.error(f"unknown game or mode {bad}; games: {', '.join(socialgym_env.game_ids())}; modes: {MODES}")
     contenders = contenders_for(args)
     results = measure(contenders, games, modes, args.reps, args.seconds)
-    print(f"{args.reps} interleaved repetitions of {args.seconds:g} s each; median [min-max]. "
-          f"Random legal agents. Shared machine: expect noise.")
+    print(f"{args.reps} interleaved repetitions of {args.seconds:g} s each; median [min-max] per "
+          f"{'wall-clock' if args.clock == 'wall' else 'CPU'} second. Random legal agents. Shared machine: expect noise.")
     for mode in modes:
-        print_table(results, [c.label for c in contenders], games, mode)
+        print_table(results, [c.label for c in contenders], games, mode, args.clock)
     if args.json:
         args.json.write_text(json.dumps([{"mode": m, "game": g, "contender": c, "runs": r}
                                          for (m, g, c), r in results.items()], indent=1))

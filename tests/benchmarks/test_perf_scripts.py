@@ -27,11 +27,39 @@ def test_floor_and_view_bound_contenders_play_whole_episodes(capsys):
 
 
 def test_view_bound_stubs_views_in_its_worker_only():
-    from socialgym_env.env import SocialGymEnv
-    render = SocialGymEnv._render_observation
+    from socialgym_env.views import Views
+    render = Views.render_observation
     env_vs_textarena.main(["--games", "prisoners_dilemma", "--modes", "render", "--reps", "1",
                            "--seconds", "0.02", "--no-textarena", "--view-bound"])
-    assert SocialGymEnv._render_observation is render         # the stub lived in the worker process
+    assert Views.render_observation is render         # the stub lived in the worker process
+
+
+def test_index_mode_plays_integer_actions_and_cpu_clock_rates(capsys, monkeypatch):
+    from socialgym_env.env import SocialGymEnv
+    calls = []
+    real = SocialGymEnv.step_index
+    monkeypatch.setattr(SocialGymEnv, "step_index", lambda self, i: calls.append(i) or real(self, i))
+    out = env_vs_textarena.socialgym_job("werewolves", "index", 0.05, 0)     # in this process
+    assert out["steps"] > 0 and 0 < out["cpu"] and calls and all(isinstance(i, int) for i in calls)
+    results = env_vs_textarena.main(["--games", "prisoners_dilemma", "--modes", "index", "--reps", "1",
+                                     "--seconds", "0.2", "--no-textarena", "--floor", "--clock", "cpu"])
+    assert results[("index", "prisoners_dilemma", "socialgym")][0]["steps"] > 0
+    assert "per CPU second" in capsys.readouterr().out
+
+
+def test_env_profile_splits_all_the_time_and_finds_a_slow_hook(monkeypatch):
+    from benchmarks.perf import env_profile
+    from socialgym_env.games import prisoners_dilemma
+    base = env_profile.main(["--games", "prisoners_dilemma", "--episodes", "4"])["prisoners_dilemma"]
+    assert abs(sum(base.values()) - 1) < 1e-9 and all(v >= 0 for v in base.values())
+    # A planted cost in a hook, compiled as code of the game's module (where the profile looks).
+    namespace = {"status": prisoners_dilemma.GAME.status}
+    exec(compile("def slow_status(self, state, agent):\n"
+                 "    sum(i * i for i in range(3000))\n"
+                 "    return status(self, state, agent)\n", prisoners_dilemma.__file__, "exec"), namespace)
+    monkeypatch.setattr(prisoners_dilemma.GAME, "status", namespace["slow_status"])
+    slow = env_profile.main(["--games", "prisoners_dilemma", "--episodes", "4"])["prisoners_dilemma"]
+    assert slow["game"] > base["game"] + 0.2 and slow["views"] < base["views"]
 
 
 def test_textarena_agents_play_legal_moves():

@@ -1,0 +1,307 @@
+"""What a seat is shown, computed on demand from the turn machine: observation text, infos,
+legal actions and the action schema (the grammar), prompt parts.
+
+Everything here is a function of the machine's state, which only changes inside the machine
+(``machine.py``). So within one *epoch* (between two changes) a seat's grammar, instructions
+and observation text are built at most once, and the infos are :class:`LazyInfo` views built
+only when read. The machine calls :meth:`Views.before_change` just before every change: the
+infos issued so far are sealed -- one that someone outside still holds is frozen (what it
+reads from the state is taken now, the grammar's lists are built from this decision's grammar
+when read), so it keeps describing the state it was issued for; one nobody holds is dropped
+unbuilt -- and the per-epoch caches are keyed by the machine's epoch, so they go stale by
+themselves.
+
+The per-seat transcripts are not per-epoch: messages are immutable and only appended, so the
+rendered history grows incrementally; they are rebuilt only when the machine holds another
+State object (a new episode, a restored snapshot). ``copy.deepcopy`` / pickle drop the
+per-epoch caches (a cached Grammar may hold closures over the original state).
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from typing import Optional
+
+from .actions import Grammar
+from .lazy import LazyInfo
+from .machine import TurnMachine
+from .state import MODERATOR, PRIVATE, PUBLIC, TEAM as TEAM_VIS, Message, State
+
+MAX_OBSERVATION_CHARS = 200_000
+# Every character an observation may hold: printable Unicode below the CJK block plus
+# newline and tab. Characters outside it are shown as "?" in observations (never in logs).
+CHARSET = "\n\t" + "".join(chr(c) for c in range(0x20, 0x3000) if c != 0x7F)
+_OUTSIDE_CHARSET = re.compile("[^\n\t\x20-\x7e\x80-\u2fff]")
+ANSWER_FORMAT = ('Answer with one action: JSON {"action_type": "...", "argument": "..."} '
+                 'or plain text "<action_type> <argument>".')
+
+_SANITIZED: dict = {}
+_SANITIZED_MAX = 8192
+
+
+def sanitize(text: str) -> str:
+    """``text`` with characters outside CHARSET shown as "?". The substitution works character
+    by character, so sanitising the pieces of a text and joining them equals sanitising the
+    joined text: observations sanitise each piece (memoised: most pieces, such as rules and
+    goals, repeat every step) and each history line once, when it first appears."""
+    clean = _SANITIZED.get(text)
+    if clean is None:
+        if len(_SANITIZED) >= _SANITIZED_MAX:
+            _SANITIZED.clear()
+        clean = _SANITIZED[text] = _OUTSIDE_CHARSET.sub("?", text)
+    return clean
+
+
+def render_message(message: Message, state: State, viewer: Optional[str] = None) -> str:
+    """One board line as an agent sees it: ``[R2 vote] Alice: text``."""
+    speaker = state.name(message.sender) if message.sender else MODERATOR
+    if message.visibility == TEAM_VIS:
+        speaker += " (team only)"
+    elif message.visibility == PRIVATE:
+        speaker += " (private)" if viewer is None or len(message.receivers) == 1 else \
+            f" (to {state.names(message.receivers)})"
+    elif message.visibility != PUBLIC:
+        speaker += f" (to {state.names(message.receivers)})"
+    where = f"R{message.round} {message.phase}" if message.phase else f"R{message.round}"
+    return f"[{where}] {speaker}: {message.text}"
+
+
+def _complete_decision_view(view: dict, grammar: Optional[Grammar], instructions: Optional[str]) -> dict:
+    """The decision view's grammar part (the acting seat's legal actions, schema, list)."""
+    if grammar is not None:
+        view["legal_actions"] = grammar.legal_actions()
+        view["action_types"] = grammar.action_types()
+        view["instructions"] = instructions
+        view["action_schema"] = grammar.json_schema()
+        enumerated = grammar.enumerate()
+        if enumerated is not None:
+            view["legal_action_list"] = enumerated
+    else:
+        view["legal_actions"] = []
+        view["action_types"] = []
+    return view
+
+
+class Views:
+    """The on-demand views of one env's seats (one instance per env)."""
+
+    def __init__(self, machine: TurnMachine):
+        self.machine = machine
+        self.game = machine.game
+        self.game_info = machine.game_info
+        machine.before_change = self.before_change
+        self._state: Optional[State] = None       # the State the transcripts were rendered from
+        self._epoch = -1                          # the epoch the per-epoch caches belong to
+        self._grammars: dict = {}
+        self._observations: dict = {}
+        self._instruction_texts: dict = {}
+        self._issued: list = []
+        self._infos: dict = {}                    # the dict the issued infos were put in
+
+    # ------------------------------------------------------------------ invalidation
+    def before_change(self, build_all: bool) -> None:
+        """Seal the infos issued for the state about to change (or, ``build_all``, build every
+        one: after a change no transition replaces ``env.infos``). Called by the machine."""
+        issued = self._issued
+        if issued:
+            current = {id(info) for info in self._infos.values()}
+            for info in issued:      # the same loop as lazy._references_while_sealing
+                if build_all:
+                    info._fill()
+                else:
+                    info.seal(id(info) in current)
+            issued.clear()
+
+    def _caches(self) -> None:
+        """Start a new epoch's caches if the machine moved on (or holds another State)."""
+        machine = self.machine
+        if machine.state is not self._state:
+            self._state = machine.state
+            agents = machine.possible_agents
+            self._seat_lines = {a: ([], [], 0) for a in agents}
+            self._seat_clean = {a: [] for a in agents}
+            self._board_lines: list = []
+        self._epoch = machine.epoch
+        self._grammars = {}
+        self._observations = {}
+        self._instruction_texts = {}
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for info in self._issued:
+            info._fill()
+        state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _epoch=-1)
+        return state
+
+    # ------------------------------------------------------------------ infos
+    def issue(self, infos: dict, agents, selected: Optional[str]) -> None:
+        """Put a fresh lazy view of every seat in ``infos``: the decision view for the selected
+        seat, the basic one for the others. None is built until read."""
+        self._infos = infos
+        issued = self._issued
+        game_id = self.game_info.id
+        for agent in agents:
+            if agent == selected:      # the selected seat is the first pending one: acting
+                info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
+                                functools.partial(self.frozen_decision_view, agent, True))
+            else:
+                info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
+            infos[agent] = info
+            issued.append(info)
+
+    def basic_info(self, agent: str) -> dict:
+        state = self.machine.state
+        seat = state.seat[agent]
+        role, team = self.game.known_role(state, agent)
+        return {"agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
+                "phase": state.phase, "round": state.round, "acting": False,
+                "legal_actions": [], "invalid_action": self.machine.last_invalid[agent]}
+
+    def decision_view(self, agent: str, acting: Optional[bool] = None) -> dict:
+        """The structured view of one seat now (what ``infos[agent]`` holds when it acts).
+        ``acting``: whether the seat has a decision now, if the caller knows."""
+        return _complete_decision_view(*self._decision_parts(agent, acting))
+
+    def frozen_decision_view(self, agent: str, acting: Optional[bool] = None):
+        """The builder of the decision view of now that no later change can alter: the parts
+        read from the state are taken now, the grammar's derived lists (legal actions, schema,
+        enumeration) are built from the grammar of now only when read."""
+        view, grammar, instructions = self._decision_parts(agent, acting)
+        if grammar is not None:
+            grammar.enumerate_now()    # a spec's check may read the live state
+        return functools.partial(_complete_decision_view, view, grammar, instructions)
+
+    def _decision_parts(self, agent: str, acting: Optional[bool]) -> tuple:
+        machine = self.machine
+        state = machine.state
+        seat = state.seat[agent]
+        role, team = self.game.known_role(state, agent)
+        if acting is None:
+            acting = self.acting(agent)
+        view = {
+            "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
+            "phase": state.phase, "round": state.round, "step": state.step,
+            "acting": acting, "new_messages": self.new_messages(agent),
+            "invalid_action": machine.last_invalid[agent],
+            "game_state": self.game.public_data(state, agent),
+        }
+        if acting:
+            return view, self.grammar(agent), self.instructions(agent)
+        return view, None, None
+
+    # ------------------------------------------------------------------ decisions
+    def acting(self, agent: str) -> bool:
+        """Whether the seat has a decision to make now."""
+        machine = self.machine
+        return not machine.state.finished and agent in machine.pending_actors()
+
+    def grammar(self, agent: str) -> Grammar:
+        if self._epoch != self.machine.epoch:
+            self._caches()
+        grammar = self._grammars.get(agent)
+        if grammar is None:
+            state = self.machine.state
+            grammar = self._grammars[agent] = Grammar(self.game.phase(state.phase).grammar(state, agent))
+        return grammar
+
+    def instructions(self, agent: str) -> str:
+        if self._epoch != self.machine.epoch:
+            self._caches()
+        text = self._instruction_texts.get(agent)
+        if text is None:
+            state = self.machine.state
+            text = self.game.phase(state.phase).instructions
+            text = self._instruction_texts[agent] = text(state, agent) if callable(text) else text
+        return text
+
+    # ------------------------------------------------------------------ history
+    def seat_history(self, agent: str) -> tuple[list, list]:
+        """The seat's visible messages so far, rendered, with their board indices. New
+        messages are appended when first asked for; history is never re-rendered, and every
+        seat (any viewer) gets the same line from render_message, so each message is rendered
+        once and the line shared."""
+        if self._state is not self.machine.state:
+            self._caches()
+        lines, indices, upto = self._seat_lines[agent]
+        state = self._state
+        messages = state.messages
+        if upto < len(messages):
+            board = self._board_lines
+            for message in messages[len(board):]:
+                board.append(render_message(message, state, message.receivers[0]))
+            for message in messages[upto:]:
+                if agent in message.receivers:
+                    lines.append(board[message.index])
+                    indices.append(message.index)
+            self._seat_lines[agent] = (lines, indices, len(messages))
+        return lines, indices
+
+    def _clean_history(self, agent: str) -> list:
+        """The seat's history lines sanitised (each line once, when first shown)."""
+        lines = self.seat_history(agent)[0]
+        clean = self._seat_clean[agent]
+        if len(clean) < len(lines):
+            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
+        return clean
+
+    def new_messages(self, agent: str) -> list[str]:
+        lines, indices = self.seat_history(agent)
+        return lines[bisect.bisect_left(indices, self.machine.seen_upto[agent]):]
+
+    def prompt_parts(self, agent: str) -> dict:
+        """The slots of the paper's game-play prompt (Appendix E) for one seat."""
+        state = self.machine.state
+        return {
+            "agent": state.name(agent),
+            "description": self.game.description(state),
+            "goal": self.game.goal(state, agent),
+            "secret": self.game.secret(state, agent),
+            "status": self.game.status(state, agent),
+            "history": list(self.seat_history(agent)[0]),
+        }
+
+    # ------------------------------------------------------------------ observation
+    def observation_text(self, agent: str) -> str:
+        if self._epoch != self.machine.epoch:
+            self._caches()
+        text = self._observations.get(agent)
+        if text is None:
+            text = self._observations[agent] = self.render_observation(agent)
+        return text
+
+    def render_observation(self, agent: str) -> str:
+        state = self.machine.state
+        game = self.game
+        seat = state.seat[agent]
+        lines = [sanitize(f"=== {self.game_info.name} ===\n{game.description(state)}\n"),
+                 sanitize(f"You are {seat.name} ({agent})."
+                          + (f" Your role: {game.known_role(state, agent)[0]}." if self.game_info.roles else "")
+                          + ("" if seat.alive else " You have been eliminated and only watch.")),
+                 sanitize(f"Your goal: {game.goal(state, agent)}")]
+        secret = game.secret(state, agent)
+        if secret:
+            lines.append("Your private information:")
+            lines.extend(sanitize(f"- {line}") for line in secret)
+        status = game.status(state, agent)
+        if status:
+            lines.append("Status:")
+            lines.extend(sanitize(f"- {line}") for line in status)
+        lines.append("--- What you have seen ---")
+        lines.extend(self._clean_history(agent) or ["(nothing yet)"])
+        lines.append("--- Now ---")
+        if self.acting(agent):
+            grammar = self.grammar(agent)
+            lines.append(sanitize(f"Phase: {state.phase}. {self.instructions(agent)}".rstrip()))
+            lines.append("Legal actions:")
+            lines.extend(sanitize(f"- {line}") for line in grammar.legal_actions())
+            lines.append(ANSWER_FORMAT)
+        elif state.result is not None:
+            lines.append(sanitize(f"The game is over: {state.result.reason}."))
+        else:
+            lines.append(sanitize(f"Phase: {state.phase}. You have no decision to make now."))
+        text = "\n".join(lines)
+        if len(text) > MAX_OBSERVATION_CHARS:
+            # Keep the newest history: drop from the front with a marker.
+            text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]
+        return text
