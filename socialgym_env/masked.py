@@ -116,7 +116,7 @@ def decision_menu(env, agent: str) -> list[MenuEntry]:
     legal = grammar.enumerate()
     if legal is not None:
         # the same enumeration, in the same order, as legal_action_list
-        labels = [_label(spec.type, values) for spec in grammar.specs for values in grammar._legal(spec)]
+        labels = [_label(action.type, action.values) for action in grammar.actions()]
         return [MenuEntry(label, index) for index, label in enumerate(labels)]
     menu: list[MenuEntry] = []
     for spec in grammar.specs:
@@ -148,11 +148,8 @@ def cached_menu(cache: dict, env, agent: str) -> list[MenuEntry]:
 
 def step_legal_index(env, index: int) -> None:
     """Step the acting seat with ``legal_action_list[index]``: the one integer path into the
-    engine (``env.step_index`` where the engine has it, else the listed text, which parses)."""
-    if hasattr(env, "step_index"):
-        env.step_index(index)
-    else:
-        env.step(env.grammar(env.agent_selection).enumerate()[index])
+    engine, ``env.step_index`` (no text is parsed)."""
+    env.step_index(index)
 
 
 def step_slot(env, layout: "MaskedLayout", menu: list[MenuEntry], slot) -> None:
