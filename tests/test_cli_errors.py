@@ -57,4 +57,4 @@ def test_a_failing_episode_in_play_is_logged_with_its_reason(capsys, tmp_path):
     code, out, err = run(capsys, "play", "prisoners_dilemma", "--agents", spec, "--log", str(log))
     assert code == 1 and "episode failed: BackendError" in " ".join(out.split())
     record = json.loads(log.read_text())
-    assert record["failed"] is True and "Connection refused" in record["error"]
+    assert record["failed"] is True and "connection error" in record["error"]

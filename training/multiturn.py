@@ -214,12 +214,7 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
         final = {slot: (infos[slot], False) for slot, done in enumerate(vec.dones) if done}
         contexts = []
         for slot, index in enumerate(indices):
-            if prompt == "full":
-                first = observations[slot]["text"]
-            else:
-                env = vec.envs[slot]
-                first = compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
-            episodes[index].prompt_ids = assembler.first(first) + prefix_ids
+            episodes[index].prompt_ids = assembler.first(_first_text(vec, slot, observations, infos, prompt)) + prefix_ids
             contexts.append(list(episodes[index].prompt_ids))
         for _ in range(max_turns):
             live = [slot for slot, done in enumerate(vec.dones) if not done]
@@ -229,18 +224,9 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
             replies, logprobs = out if isinstance(out, tuple) else (out, [None] * len(live))
             actions: list = [None] * len(indices)
             for slot, reply_ids, reply_logprobs in zip(live, replies, logprobs):
-                episode = episodes[indices[slot]]
-                if reply_logprobs is not None:
-                    if len(reply_logprobs) != len(reply_ids):
-                        raise ValueError(f"{len(reply_logprobs)} log-probs for {len(reply_ids)} reply tokens")
-                    episode.logprobs = ([0.0] * len(episode.completion_ids) if episode.logprobs is None
-                                        else episode.logprobs) + list(reply_logprobs)
                 text = reply_prefix + tokenizer.decode(reply_ids, skip_special_tokens=True)
-                episode.replies.append(text)
                 actions[slot] = reply_to_action(text, infos[slot])
-                episode.actions.append(actions[slot])
-                episode.completion_ids += list(reply_ids)
-                episode.env_mask += [1] * len(reply_ids)
+                _add_reply(episodes[indices[slot]], text, actions[slot], reply_ids, reply_logprobs)
                 contexts[slot] += list(reply_ids)
             observations, rewards, terminated, truncated, infos = vec.step(actions)
             dones = vec.dones
@@ -251,24 +237,55 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
                 news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else \
                     compact_news_text(infos[slot])
                 env_ids = assembler.env_turn(news, episodes[indices[slot]].completion_ids[-1:]) + prefix_ids
-                episode = episodes[indices[slot]]
-                episode.completion_ids += env_ids
-                episode.env_mask += [0] * len(env_ids)
-                if episode.logprobs is not None:
-                    episode.logprobs += [0.0] * len(env_ids)
+                _add_env_turn(episodes[indices[slot]], env_ids)
                 contexts[slot] += env_ids
         for slot, index in enumerate(indices):
-            episode = episodes[index]
-            if slot not in final:       # out of turns: no outcome, scored 0 and flagged
-                episode.truncated = True
-                continue
-            info, episode.truncated = final[slot]
-            episode.reward = float(info["reward"])
-            episode.invalid_actions = info["invalid_actions"]
-            episode.role = info.get("true_role") or info.get("role", "")   # a server sends the seat's view only
-            episode.learner = info["learner"]
+            _settle(episodes[index], final.get(slot))
         vec.close()
     return episodes
+
+
+def _first_text(vec, slot: int, observations, infos, prompt: str) -> str:
+    """The learner's first view: the observation text, or the compact prompt built from the
+    local engine's prompt parts."""
+    if prompt == "full":
+        return observations[slot]["text"]
+    env = vec.envs[slot]
+    return compact_first_text(env.game.prompt_parts(env.learner), infos[slot], env.game.game_info.name)
+
+
+def _add_reply(episode: "Episode", text: str, action, reply_ids, reply_logprobs) -> None:
+    """Append one learner reply (in the loss) and, from vLLM, its per-token log-probs."""
+    if reply_logprobs is not None:
+        if len(reply_logprobs) != len(reply_ids):
+            raise ValueError(f"{len(reply_logprobs)} log-probs for {len(reply_ids)} reply tokens")
+        episode.logprobs = ([0.0] * len(episode.completion_ids) if episode.logprobs is None
+                            else episode.logprobs) + list(reply_logprobs)
+    episode.replies.append(text)
+    episode.actions.append(action)
+    episode.completion_ids += list(reply_ids)
+    episode.env_mask += [1] * len(reply_ids)
+
+
+def _add_env_turn(episode: "Episode", env_ids: list) -> None:
+    """Append the env's tokens between two replies (never in the loss; log-prob 0)."""
+    episode.completion_ids += env_ids
+    episode.env_mask += [0] * len(env_ids)
+    if episode.logprobs is not None:
+        episode.logprobs += [0.0] * len(env_ids)
+
+
+def _settle(episode: "Episode", final) -> None:
+    """The episode's outcome from the (info, truncated) of the step that ended it; an episode
+    out of turns (``final`` None) has no outcome, scored 0 and flagged truncated."""
+    if final is None:
+        episode.truncated = True
+        return
+    info, episode.truncated = final
+    episode.reward = float(info["reward"])
+    episode.invalid_actions = info["invalid_actions"]
+    episode.role = info.get("true_role") or info.get("role", "")   # a server sends the seat's view only
+    episode.learner = info["learner"]
 
 
 def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1.0, seed: Optional[int] = None,

@@ -92,6 +92,8 @@ class Config:
     tournament_episodes: int = _help(40, "episodes per pair of checkpoints in the closing tournament (0 = none)")
     eval_before: bool = _help(True, "evaluate the base model before training")
     threads: int = _help(2, "torch CPU threads")
+    device: str = _help("auto", "auto (a GPU when one is visible), cpu or cuda")
+    progress: bool = _help(True, "show a progress bar (steps, ETA) and each step's logged loss")
     out: str = _help("runs/selfplay", "output folder")
 
 
@@ -541,7 +543,7 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from agents.runner import PolicyPool
-    from training.common import cpu_grpo_args, load_base, lora_config, parse_config, write_json
+    from training.common import grpo_args, load_base, lora_config, parse_config, write_json
     config = parse_config(Config, argv)
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("compact", "full"):
         raise SystemExit("error: --reward must be auto, score or outcome and --prompt compact or full")
@@ -552,7 +554,7 @@ def main(argv=None, preloaded=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     rng = random.Random(config.seed)
-    model, tokenizer = preloaded or load_base(config.model, config.threads)
+    model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
     policies = PolicyPool(seed=config.seed)
     baseline = RoleBaseline(config.baseline_rate)
     pool = CheckpointPool(config.pool_size, config.self_play)
@@ -560,10 +562,11 @@ def main(argv=None, preloaded=None) -> dict:
 
     # 1. TRL trainer with the self-play rollout and RAE advantages
     trainer_cls = make_trainer_class()
-    args = cpu_grpo_args(out, max_steps=config.steps, learning_rate=config.learning_rate, seed=config.seed,
-                         per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
-                         temperature=config.temperature, max_completion_length=config.max_new_tokens,
-                         scale_rewards="none", beta=0.0)
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
+                     temperature=config.temperature, max_completion_length=config.max_new_tokens,
+                     scale_rewards="none", beta=0.0)
     from datasets import Dataset
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
