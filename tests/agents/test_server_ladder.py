@@ -34,7 +34,9 @@ def _llm_turns(records):
 def test_each_server_lands_on_a_level_it_enforces_and_every_decision_is_legal(kind):
     with ScriptedServer(kind) as server:
         spec = f"openai:m@{server.url}?{FAST}"
-        learning = _play(spec, "prisoners_dilemma", range(3), rounds=6)   # a silent server costs a tick per rung
+        # a silent server costs a tick per rung (up to five rungs to descend); ten rounds leave room for
+        # replies still in flight when a rung is dropped
+        learning = _play(spec, "prisoners_dilemma", range(3), rounds=10)
         backend = PolicyPool().get(spec).backend
         settled = len(server.requests)
         played = _play(spec, "prisoners_dilemma", range(3, 6), rounds=3) + \
