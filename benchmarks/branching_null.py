@@ -27,12 +27,7 @@ import sys
 import socialgym_env
 from agents.branching import BranchConfig, branch_decision, request_for
 from agents.runner import PolicyPool
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    from scipy.stats import binomtest
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
+from benchmarks.elo import wilson_interval
 
 
 def mann_whitney_p(best: list, worst: list) -> float:
@@ -100,7 +95,7 @@ def main(argv=None) -> int:
         if opponent != "scripted:random":
             rules.insert(1, ("max-gap, right order", counts["max_gap_right"]))
         for rule, k in rules:
-            low, high = wilson(k, n)
+            low, high = wilson_interval(k, n)
             print(f"{label:<34} {rule:<22} {k:>4}/{n:<5} {k / n:>7.3f}  [{low:.3f}, {high:.3f}]")
             if opponent == "scripted:random" and rule == "max-gap permutation" and k / n > args.alpha:
                 verdict = 1 if low > args.alpha else verdict
