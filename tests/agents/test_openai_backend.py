@@ -119,8 +119,11 @@ def _item(i=0):
 @pytest.mark.parametrize("fault", ["500", "429", "slow", "badjson", "nochoices", "hugeint", "deepjson",
                                    "wrongtypes", "nestedcontent", "cutshort"])
 def test_transient_faults_are_retried(fault):
-    with FaultServer([fault, fault]) as server:
-        reply = _backend(server).complete([_item()])[0]
+    # "slow" times out twice: its margins (1 s timeout, 2 s delay) are wide enough that a good
+    # reply on a loaded machine still beats the timeout (0.2 s did not, once in a full run)
+    slow = fault == "slow"
+    with FaultServer([fault, fault], slow_s=2.0 if slow else 0.5) as server:
+        reply = _backend(server, FAST.replace("timeout=0.2", "timeout=1") if slow else FAST).complete([_item()])[0]
     assert reply.text == GOOD and reply.usage["http_attempts"] == 3
     assert len(server.requests) == 3
 
