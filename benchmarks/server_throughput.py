@@ -60,6 +60,7 @@ def parse_args(argv=None):
 def start_server(latency: float):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"      # keep-alive: connections are reused like a real server's
+        disable_nagle_algorithm = True     # TCP_NODELAY, as real servers: no delayed-ACK stall per reply
 
         def log_message(self, *args):
             pass
