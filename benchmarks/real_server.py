@@ -49,7 +49,8 @@ def parse_args(argv=None):
     parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context (tokens)")
     parser.add_argument("--n-batch", type=int, default=512,
                         help="the server's prompt batch (tokens per forward pass); 1 works around builds whose "
-                             "batched CPU kernels crash (llama-cpp-python 0.3.36 on an AMX CPU here)")
+                             "batched CPU kernels crash (a GGML_NATIVE build of llama-cpp-python 0.3.36 on an AMX "
+                             "CPU; a build with the AMX kernels off needs no workaround: docs/agents_servers.md)")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     return parser.parse_args(argv)
 
@@ -116,6 +117,9 @@ def main(argv=None):
         for rep in range(args.reps):
             for name, spec in specs.items():
                 results[name].append(measure(spec, pools[name], args, rep))
+                got = results[name][-1]     # printed as it comes: a long run cut short still says something
+                print(f"rep {rep + 1} {name:9s} {got['rate']:.3f} decisions/s, {got['decisions']} decisions, "
+                      f"{got['failed']} failed episodes", flush=True)
         ladder = pools["server"].get(specs["server"]).backend.ladder
     finally:
         server.terminate()
