@@ -151,16 +151,20 @@ class _BatchRun:
         for entry in list(self.live):
             try:
                 _play_instant_turns(entry)
-                if not entry.env.agents:
-                    self.end(entry)
-                    continue
-                for offset, agent in enumerate(entry.env.pending_actors()):
-                    policy = entry.policies[agent]
-                    request = _request(entry.env, entry, agent, policy, offset)
-                    by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
+                requests = [(agent, _request(entry.env, entry, agent, entry.policies[agent], offset))
+                            for offset, agent in enumerate(entry.env.pending_actors())] if entry.env.agents else []
             except Exception as err:
                 self.live.remove(entry)
                 self.fail(entry.index, entry.job, err, entry)
+                continue
+            if not entry.env.agents:
+                # Outside the try: an error logging a finished episode (a log path that is a
+                # folder) is the caller's to see, not this episode's failure.
+                self.end(entry)
+                continue
+            for agent, request in requests:
+                policy = entry.policies[agent]
+                by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
         return by_policy
 
     @staticmethod

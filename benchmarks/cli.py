@@ -10,6 +10,8 @@ from typing import List, Optional
 
 import typer
 
+from agents.registry import PolicySpecError, split_specs
+
 from . import tournament as tour
 from .elo import check_ties
 from .leaderboard_render import build_leaderboard, print_leaderboard
@@ -19,12 +21,14 @@ app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_
                   add_completion=False)
 
 
-def _split(values: Optional[List[str]]) -> Optional[list]:
+def _split(values: Optional[List[str]], option: str = "--games") -> Optional[list]:
+    """Repeated and/or comma-separated values; None when the option was not given. Given but
+    empty (``--games ","``) is bad input, never "all games"."""
     if not values:
         return None
-    out = []
-    for v in values:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
+    out = [x.strip() for v in values for x in v.split(",")]
+    if not all(out):
+        raise typer.BadParameter(f"{','.join(values)!r} has an empty entry", param_hint=option)
     return out
 
 
@@ -44,7 +48,8 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
                            ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
                            preset=None, scripted_episodes=None, ties="exclude") -> dict:
-    """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
+    """Typer-free body of ``tournament``: run, print the leaderboard and where files went;
+    returns the TournamentResult."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
@@ -62,7 +67,7 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
         print(f"replay: {Path(out) / next(iter(replays.values()))} (one page per game in {Path(out) / 'replays'})")
     print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
     print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json; links each game's replay)")
-    return result.summary
+    return result
 
 
 @app.command("tournament")
@@ -94,10 +99,16 @@ def tournament_cmd(
         typer.echo(f"error: unknown --preset {preset!r}; valid: {', '.join(tour.PRESETS)}", err=True)
         raise typer.Exit(2)
     _check_ties(ties)
-    run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
+    try:
+        roster = split_specs(agents)
+    except PolicySpecError as err:
+        raise typer.BadParameter(str(err), param_hint="--agents") from None
+    result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
                            preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+    if result.failed:                  # not all that was asked was done: the exit code says so too
+        raise typer.Exit(1)
 
 
 @app.command("leaderboard")

@@ -328,7 +328,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
         episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
     if scripted_episodes is None and preset == "demo":
         scripted_episodes = DEMO_SCRIPTED_EPISODES
-    _check_policies(agents)
+    _check_policies(agents, games)
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
@@ -341,9 +341,9 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                           ties=ties)
 
 
-def _check_policies(agents: Sequence[str]) -> None:
-    """Fail before playing when a spec is unknown (building scripted policies is free; LLM specs
-    are only checked for a known prefix here and loaded by the workers)."""
+def _check_policies(agents: Sequence[str], games: Sequence[str]) -> None:
+    """Fail before playing when a spec is bad (agents.registry.check_spec: options, paths and
+    URLs are checked, no model is loaded; the workers load them)."""
     from agents.registry import check_spec
     for spec in agents:
-        check_spec(spec)
+        check_spec(spec, games)

@@ -107,6 +107,23 @@ def input_file(path, expected: str):
         raise InputFileError(f"{path} is not {expected} ({detail})") from err
 
 
+def check_output_file(path, option: str) -> None:
+    """Before any work: ``path`` can be a file to write (not a folder, not under a file)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputFileError(f"{option} {path} is a folder, expected a file")
+    blocker = _first_file_above(path.parent)
+    if blocker is not None:
+        raise InputFileError(f"{option} {path}: {blocker} is a file, expected a folder")
+
+
+def check_output_folder(path, option: str) -> None:
+    """Before any work: ``path`` can be a folder to write into (not a file, not under a file)."""
+    blocker = _first_file_above(Path(path))
+    if blocker is not None:
+        raise InputFileError(f"{option} {path}: {blocker} is a file, expected a folder")
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -138,7 +155,7 @@ def run_command(body: Callable[[], object], prog: str, debug: bool = False) -> i
             raise
         message = explain(err)
         if message is not None:
-            print(f"{prog}: error: {message}", file=sys.stderr)
+            print(f"{prog}: error: {message} (run with --debug for the traceback)", file=sys.stderr)
             return EXIT_BAD_INPUT
         print(f"{prog}: internal error: {type(err).__name__}: {_one_line(err, 200)} "
               f"(a bug in Social Gym; run with --debug for the traceback)", file=sys.stderr)
