@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import functools
-import random
 
 import socialgym_env
 from socialgym_env.errors import SocialGymError
@@ -133,17 +132,14 @@ def _check_constant_action(spec: str, action: str, games) -> None:
 def action_types_of(game: str) -> frozenset:
     """The action types two seeded random episodes of ``game`` offer (milliseconds; chess 0.3 s).
     A constant spec is only rejected when its action appears in none of the games it is for."""
+    from socialgym_env.testing import random_junk_episode
     types: set = set()
+
+    def legal_noting_types(env, agent, info, rng):
+        grammar = env.grammar(agent)
+        types.update(grammar.action_types())
+        return grammar.sample(rng).text
+
     for seed in range(2):
-        env = socialgym_env.make(game)
-        env.reset(seed=seed)
-        rng = random.Random(seed)
-        while env.agents:
-            agent = env.agent_selection
-            if env.terminations[agent] or env.truncations[agent]:
-                env.step(None)
-                continue
-            grammar = env.grammar(agent)
-            types.update(grammar.action_types())
-            env.step(grammar.sample(rng).text)
+        random_junk_episode(game, seed, junk_rate=0.0, legal=legal_noting_types)
     return frozenset(types)
