@@ -5,12 +5,14 @@ The root ``socialgym`` app loads ``register`` through the ``socialgym.commands``
 """
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from agents.registry import PolicySpecError, split_specs
+from socialgym_env.cli_errors import check_output_file, check_output_folder
 
 from . import tournament as tour
 from .elo import check_ties
@@ -30,6 +32,12 @@ def _split(values: Optional[List[str]], option: str = "--games") -> Optional[lis
     if not all(out):
         raise typer.BadParameter(f"{','.join(values)!r} has an empty entry", param_hint=option)
     return out
+
+
+class BootstrapBy(str, Enum):
+    """What a bootstrap resample draws (benchmarks.elo)."""
+    episode = "episode"
+    battle = "battle"
 
 
 TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
@@ -103,6 +111,7 @@ def tournament_cmd(
         roster = split_specs(agents)
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
+    check_output_folder(out, "--out")
     result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
@@ -115,11 +124,13 @@ def tournament_cmd(
 def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                     out: Path = typer.Option(Path("leaderboard"), "--out"),
                     bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
-                    by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle"),
+                    by: BootstrapBy = typer.Option(BootstrapBy.episode, "--bootstrap-by",
+                                                   help="resample whole episodes or single battles"),
                     ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by, ties=ties)
+    check_output_folder(out, "--out")
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 
@@ -131,8 +142,10 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
                out: Path = typer.Option(Path("replay.html"), "--out")):
     """Write a self-contained HTML replay of one episode (the first one unless told otherwise)."""
     if not log.is_file():
-        typer.echo(f"error: no log file at {log}", err=True)
+        typer.echo(f"error: no log file at {log}" + (" (a folder; give one of its .jsonl logs)" if log.is_dir() else ""),
+                   err=True)
         raise typer.Exit(2)
+    check_output_file(out, "--out")
     try:
         path = write_replay(log, episode, out, index=index)
     except KeyError as err:
