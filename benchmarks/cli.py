@@ -160,4 +160,7 @@ def register(root: typer.Typer) -> None:
 
 
 if __name__ == "__main__":
-    app()
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "benchmarks.cli"), "benchmarks.cli")

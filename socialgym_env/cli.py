@@ -19,12 +19,11 @@ from importlib.metadata import entry_points
 from typing import List, Optional
 
 import typer
-import typer.main
 from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
-from socialgym_env.cli_errors import EXIT_INTERRUPTED, debug_requested, run_command
+from socialgym_env.cli_errors import debug_requested, invoke_typer, run_command
 
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
@@ -109,31 +108,6 @@ _mount_maze()
 _load_plugins()
 
 
-def _usage_line(err) -> str:
-    """A click/typer usage error (unknown option, bad value, missing argument) as one line."""
-    ctx = getattr(err, "ctx", None)
-    where = ctx.command_path if ctx is not None else "socialgym"
-    hint = f" (see {where} --help)" if ctx is not None else ""
-    return f"{where}: error: {' '.join(err.format_message().split())}{hint}"
-
-
-def _invoke(argv: list) -> int:
-    """The root app in click's non-standalone mode, so every error comes back here as an exception."""
-    command = typer.main.get_command(app)
-    try:
-        result = command.main(args=argv, prog_name="socialgym", standalone_mode=False)
-    except typer.Abort:                            # Ctrl-C / end of input at a prompt
-        raise KeyboardInterrupt from None
-    except typer.TyperException as err:            # typer's (vendored) click usage errors
-        if type(err).__name__ == "NoArgsIsHelpError":   # typer printed the help already
-            return 2
-        typer.echo(_usage_line(err), err=True)
-        return getattr(err, "exit_code", 2)
-    if result == EXIT_INTERRUPTED:                 # typer turns Ctrl-C into exit 130
-        raise KeyboardInterrupt
-    return result if isinstance(result, int) and not isinstance(result, bool) else 0
-
-
 def main(argv: Optional[list] = None) -> None:
     """The ``socialgym`` console script: errors become one line and an exit code
     (socialgym_env.cli_errors: 1 failed or a bug, 2 bad input, 130 interrupted)."""
@@ -141,7 +115,7 @@ def main(argv: Optional[list] = None) -> None:
     debug = debug_requested(argv)
     argv = [a for a in argv if a != "--debug"]
     _explain_unknown_command(argv)
-    raise SystemExit(run_command(lambda: _invoke(argv), "socialgym", debug=debug))
+    raise SystemExit(run_command(lambda: invoke_typer(app, argv, "socialgym"), "socialgym", debug=debug))
 
 
 if __name__ == "__main__":

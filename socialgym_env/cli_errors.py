@@ -165,6 +165,34 @@ def run_command(body: Callable[[], object], prog: str, debug: bool = False) -> i
             signal.signal(signal.SIGTERM, previous)
 
 
+def _usage_line(err, prog: str) -> str:
+    """A click/typer usage error (unknown option, bad value, missing argument) as one line."""
+    ctx = getattr(err, "ctx", None)
+    where = ctx.command_path if ctx is not None else prog
+    hint = f" (see {where} --help)" if ctx is not None else ""
+    return f"{where}: error: {' '.join(err.format_message().split())}{hint}"
+
+
+def invoke_typer(app, argv: list, prog: str) -> int:
+    """Run a typer app in click's non-standalone mode, so every error comes back to
+    :func:`run_command` as an exception; usage errors are printed here as one line."""
+    import typer
+    import typer.main
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name=prog, standalone_mode=False)
+    except typer.Abort:                            # Ctrl-C / end of input at a prompt
+        raise KeyboardInterrupt from None
+    except typer.TyperException as err:            # typer's (vendored) click usage errors
+        if type(err).__name__ == "NoArgsIsHelpError":   # typer printed the help already
+            return EXIT_BAD_INPUT
+        print(_usage_line(err, prog), file=sys.stderr)
+        return getattr(err, "exit_code", EXIT_BAD_INPUT)
+    if result == EXIT_INTERRUPTED:                 # typer turns Ctrl-C into exit 130
+        raise KeyboardInterrupt
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
 def main_of(body: Callable[[], object], prog: str) -> None:
     """``if __name__ == "__main__": main_of(lambda: main(...), "training.sft")``: exit with
     :func:`run_command`'s code (``--debug`` is taken out of ``sys.argv`` first)."""

@@ -126,6 +126,9 @@ def register(app: typer.Typer) -> None:
 
 
 if __name__ == "__main__":   # python -m training.cli export ... (before the root app loads entry points)
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
     _app = typer.Typer(add_completion=False, no_args_is_help=True)
     register(_app)
-    _app()
+    main_of(lambda: invoke_typer(_app, sys.argv[1:], "training.cli"), "training.cli")

@@ -62,6 +62,12 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
         fail(f"bad arguments {' '.join(args)!r}; valid options: {valid}")
     if hasattr(config, "device"):
         resolve_device(config.device)          # --device cuda on a machine without one: say so now
+    if isinstance(getattr(config, "out", None), str):    # every script's --out is a folder
+        from socialgym_env.cli_errors import check_output_folder
+        try:
+            check_output_folder(config.out, "--out")
+        except ValueError as err:
+            fail(str(err))
     return config
 
 

@@ -282,6 +282,7 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
+    from socialgym_env.cli_errors import main_of
     from training.common import parse_config
 
-    main(parse_config(Config))
+    main_of(lambda: main(parse_config(Config)), "training.detector")

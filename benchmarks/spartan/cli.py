@@ -132,4 +132,7 @@ _protocol_command("distill", "Distillation: the teacher's (model) playbook given
 
 
 if __name__ == "__main__":
-    app()
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "benchmarks.spartan.cli"), "benchmarks.spartan.cli")

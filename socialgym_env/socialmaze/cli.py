@@ -107,7 +107,10 @@ def evaluate(
 
 
 def main() -> None:
-    app()
+    import sys
+
+    from ..cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "socialmaze"), "socialmaze")
 
 
 if __name__ == "__main__":
