@@ -284,14 +284,22 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
     for job in todo:
         shards.setdefault(job.game, []).append(job)
     played = 0
+    already = len(jobs) - len(todo)
     if shards:
-        if backend == "local":
-            played = run_local(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress)
-        elif backend == "ray":
-            played = run_ray(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
-                             address=ray_address)
-        else:
-            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+        try:
+            if backend == "local":
+                played = run_local(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
+                                   already=already)
+            elif backend == "ray":
+                played = run_ray(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
+                                 address=ray_address, already=already)
+            else:
+                raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+        except KeyboardInterrupt:        # Ctrl-C, or SIGTERM under the CLI: say how to go on
+            logged = len({j.episode_id for j in jobs} & logged_ids(log_dir, retry_failed=retry_failed))
+            print(f"\ninterrupted: {logged} of {len(jobs)} episodes are logged in {log_dir}; run the same "
+                  "command again to resume (logged episodes are skipped, the rest are played)", file=sys.stderr)
+            raise
     # A failed episode is logged (with its error) and counted apart, never passed off as played.
     failed = len({j.episode_id for j in todo} & failed_ids(log_dir)) if played else 0
     result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,

@@ -50,6 +50,11 @@ def rules_cmd(game: Optional[str] = typer.Argument(None, help="game id (see `soc
     typer.echo(common_rules() if game is None else game_rules(game))
 
 
+ALL_COLUMNS = ("name", "category", "players", "information", "communication", "iteration", "skills")
+NARROW_COLUMNS = ("players", "category", "information")
+WIDE_LIST = 140        # columns of terminal the whole table needs to stay readable
+
+
 @app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON")):
     """Print the game catalogue."""
@@ -57,13 +62,19 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print the catal
     if as_json:
         typer.echo(json.dumps(games, indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"Social Gym games ({len(games)})")
-    for column in ("id", "name", "category", "players", "information", "communication", "iteration", "skills"):
-        table.add_column(column)
+    # The id is what a user types: never cut or wrapped. A narrow terminal gets fewer columns
+    # rather than every one cut to a few letters.
+    columns = ALL_COLUMNS if console.width >= WIDE_LIST else NARROW_COLUMNS
+    table = Table(title=f"Social Gym games ({len(games)})",
+                  caption=None if columns is ALL_COLUMNS else "a wider terminal or --json shows every column")
+    table.add_column("id", no_wrap=True, min_width=max(len(g["id"]) for g in games))
+    for column in columns:
+        table.add_column(column, overflow="fold")
     for g in games:
-        table.add_row(g["id"], g["name"], g["category"] + (" (coop)" if g["cooperative"] else ""),
-                      str(g["num_players"]), g["information"], g["communication"], g["iteration"],
-                      ", ".join(g["skills"]))
+        cells = {"name": g["name"], "category": g["category"] + (" (coop)" if g["cooperative"] else ""),
+                 "players": str(g["num_players"]), "information": g["information"],
+                 "communication": g["communication"], "iteration": g["iteration"], "skills": ", ".join(g["skills"])}
+        table.add_row(g["id"], *(cells[c] for c in columns))
     console.print(table)
 
 
