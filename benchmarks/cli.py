@@ -63,13 +63,17 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
                              config_overrides=config_override or (), quick=quick, progress=progress,
                              ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
                              preset=preset, scripted_episodes=scripted_episodes, ties=ties)
-    print_leaderboard(result.summary)
+    if result.summary:
+        print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
     failures = (f"; {result.failed} of the episodes played now FAILED (their log records hold the error; "
                 "a rerun retries them)") if result.failed else ""
     print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
           f"{result.played} played now{retries}{failures}")
     print(f"logs: {result.log_dir}")
+    if not result.summary:
+        print("no leaderboard: none of the episodes finished")
+        return result
     replays = result.summary.get("replays") or {}
     if replays:
         print(f"replay: {Path(out) / next(iter(replays.values()))} (one page per game in {Path(out) / 'replays'})")

@@ -40,6 +40,7 @@ from typing import Iterable, Optional, Sequence
 
 import socialgym_env
 from agents.runner import EpisodeJob
+from socialgym_env.errors import LogFormatError
 
 from .elo import check_ties
 from .tournament_backends import failed_ids, logged_ids, run_local, run_ray
@@ -306,7 +307,12 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
                               sorted({j.game for j in jobs}), retried=retried, failed=failed)
     if leaderboard:
         from .leaderboard_render import build_leaderboard
-        result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
+        try:
+            result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
+        except LogFormatError:
+            if not failed:
+                raise
+            result.summary = {}          # every episode failed: nothing to rate (the caller reports it)
     return result
 
 

@@ -207,7 +207,6 @@ class Experiment:
         self.out = Path(out)
         self._check_specs(reflector_given=reflector is not None)
         self.failed = 0                      # episodes played by this process that ended as failed records
-        self.out.mkdir(parents=True, exist_ok=True)
         self.log_root = self.out / "games"
         self.playbook_dir = self.out / "playbooks"
         self.progress = progress
@@ -216,6 +215,7 @@ class Experiment:
         tour.available_games(games)
         self.configs = tour.game_configs(games, tour.parse_overrides(config.overrides), quick=config.quick)
         self._records: dict = {}
+        self.out.mkdir(parents=True, exist_ok=True)     # only once games, configs and specs proved good
         self._write_config()
 
     # -- setup
