@@ -34,12 +34,19 @@ def register_kind(prefix: str, factory) -> None:
     _EXTRA_KINDS[prefix] = factory
 
 
-def make_policy(spec: str, seed: int = 0):
-    """Build a policy from its spec string; unknown specs raise PolicySpecError (a ValueError) listing the valid ones."""
+def split_kind(spec: str) -> tuple[str, str]:
+    """``"hf:/m?context=512"`` -> (``"hf"``, ``"/m?context=512"``); options straight after a
+    bare kind move to the rest: ``"smollm2?temperature=0.7"`` -> (``"smollm2"``, ``"?temperature=0.7"``)."""
     kind, _, rest = spec.partition(":")
-    if "?" in kind:   # options straight after a bare kind: "smollm2?temperature=0.7"
+    if "?" in kind:
         kind, _, query = kind.partition("?")
         rest = "?" + query + (":" + rest if rest else "")
+    return kind, rest
+
+
+def make_policy(spec: str, seed: int = 0):
+    """Build a policy from its spec string; unknown specs raise PolicySpecError (a ValueError) listing the valid ones."""
+    kind, rest = split_kind(spec)
     if kind == "scripted":
         name, _, arg = rest.partition(":")
         if name == "constant":
@@ -89,8 +96,7 @@ def check_spec(spec, games=None) -> None:
         raise PolicySpecError(f"empty policy spec {spec!r}; valid forms: {_valid_forms()}")
     if spec != spec.strip():
         raise PolicySpecError(f"policy spec {spec!r} has spaces around it; valid forms: {_valid_forms()}")
-    kind, _, rest = spec.partition(":")
-    kind = kind.partition("?")[0]
+    kind, rest = split_kind(spec)
     if kind == "scripted":
         name, _, arg = rest.partition(":")
         if arg and name != "constant":
@@ -106,10 +112,6 @@ def check_spec(spec, games=None) -> None:
     elif kind in LLM_KINDS:
         from .llm import check_llm_spec
         from .llm.loading import ModelNotAvailable
-        kind, _, rest = spec.partition(":")
-        if "?" in kind:                # "smollm2?temperature=0.7", as make_policy reads it
-            kind, _, query = kind.partition("?")
-            rest = "?" + query + (":" + rest if rest else "")
         try:
             check_llm_spec(kind, rest)
         except (ValueError, ModelNotAvailable) as err:

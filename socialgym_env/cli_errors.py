@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -29,9 +28,9 @@ DEBUG_ENV = "SOCIALGYM_DEBUG"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 
 
-class InputFileError(SocialGymError, ValueError):
-    """A file given on the command line that is not what the command reads (binary, truncated,
-    another format); the message names the file and what was expected."""
+class PathArgumentError(SocialGymError, ValueError):
+    """A path given on the command line that cannot be what the command writes (a folder where
+    a file goes, a file where a folder goes); the message names it and what was expected."""
 
 
 def debug_requested(argv: list) -> bool:
@@ -90,38 +89,21 @@ def explain(err: BaseException) -> Optional[str]:
     return None
 
 
-@contextmanager
-def input_file(path, expected: str):
-    """Reading ``path``: anything that goes wrong in the block (binary bytes, truncated JSON,
-    a record of another format, a missing field) becomes an :class:`InputFileError` naming the
-    file and ``expected`` (e.g. "a SocialMaze data set written by socialgym maze generate")."""
-    try:
-        yield
-    except InputFileError:
-        raise
-    except OSError:
-        raise                          # names its own file
-    except (UnicodeDecodeError, ValueError, TypeError, KeyError, IndexError, AttributeError,
-            RecursionError) as err:
-        detail = explain(err) or f"{type(err).__name__}: {_one_line(err)}"
-        raise InputFileError(f"{path} is not {expected} ({detail})") from err
-
-
 def check_output_file(path, option: str) -> None:
     """Before any work: ``path`` can be a file to write (not a folder, not under a file)."""
     path = Path(path)
     if path.is_dir():
-        raise InputFileError(f"{option} {path} is a folder, expected a file")
+        raise PathArgumentError(f"{option} {path} is a folder, expected a file")
     blocker = _first_file_above(path.parent)
     if blocker is not None:
-        raise InputFileError(f"{option} {path}: {blocker} is a file, expected a folder")
+        raise PathArgumentError(f"{option} {path}: {blocker} is a file, expected a folder")
 
 
 def check_output_folder(path, option: str) -> None:
     """Before any work: ``path`` can be a folder to write into (not a file, not under a file)."""
     blocker = _first_file_above(Path(path))
     if blocker is not None:
-        raise InputFileError(f"{option} {path}: {blocker} is a file, expected a folder")
+        raise PathArgumentError(f"{option} {path}: {blocker} is a file, expected a folder")
 
 
 def _raise_interrupt(signum, frame):
