@@ -107,10 +107,7 @@ def evaluate(
 
 
 def main() -> None:
-    import sys
-
-    from ..cli_errors import invoke_typer, main_of
-    main_of(lambda: invoke_typer(app, sys.argv[1:], "socialmaze"), "socialmaze")
+    app()       # the subpackage stays self-contained; `socialgym maze` goes through the root's error handler
 
 
 if __name__ == "__main__":
