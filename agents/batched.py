@@ -82,10 +82,11 @@ def _release(live: _Live) -> None:
 
 
 def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
-                max_concurrent_episodes: Optional[int] = None, on_record=None) -> list[dict]:
+                max_concurrent_episodes: Optional[int] = None, on_record=None, on_tick=None) -> list[dict]:
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
-    giving one) as soon as its episode ends."""
+    giving one) as soon as its episode ends. ``on_tick(games, decisions)``, if given, is called
+    after every tick with the games of the live episodes and the turns played so far."""
     run = _BatchRun(jobs, pool, log_path, progress, max_concurrent_episodes, on_record)
     try:
         while run.queue or run.live:
@@ -93,6 +94,9 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
             requests = run.gather()          # 1. every due decision, grouped by policy
             decided, broken = run.decide(requests)   # 2. one act_batch per policy
             run.advance(decided, broken)     # 3. step every env in AEC order
+            if on_tick is not None:
+                on_tick([entry.job.game for entry in run.live],
+                        run.turns_done + sum(len(entry.env.turns) for entry in run.live))
     finally:
         if run.bar:
             run.bar.close()
@@ -108,6 +112,7 @@ class _BatchRun:
         self.queue = list(enumerate(jobs))[::-1]
         self.live: list[_Live] = []
         self.records: dict = {}
+        self.turns_done = 0              # turns of the episodes that ended (progress)
         self.bar = None
         if progress:
             from tqdm import tqdm
@@ -116,6 +121,7 @@ class _BatchRun:
     def finish(self, index, job, record, entry=None) -> None:
         if entry is not None:
             _release(entry)
+            self.turns_done += len(entry.env.turns)
         if self.log_path:
             append_episode(self.log_path(record) if callable(self.log_path) else self.log_path, record)
         self.records[index] = record
@@ -123,6 +129,7 @@ class _BatchRun:
             self.on_record(record)
         if self.bar:
             self.bar.update(1)
+            self.bar.refresh()          # update() alone redraws at most every 0.1 s: the bar would lag the log
 
     def fail(self, index, job, err, entry=None) -> None:
         try:
@@ -151,16 +158,20 @@ class _BatchRun:
         for entry in list(self.live):
             try:
                 _play_instant_turns(entry)
-                if not entry.env.agents:
-                    self.end(entry)
-                    continue
-                for offset, agent in enumerate(entry.env.pending_actors()):
-                    policy = entry.policies[agent]
-                    request = _request(entry.env, entry, agent, policy, offset)
-                    by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
+                requests = [(agent, _request(entry.env, entry, agent, entry.policies[agent], offset))
+                            for offset, agent in enumerate(entry.env.pending_actors())] if entry.env.agents else []
             except Exception as err:
                 self.live.remove(entry)
                 self.fail(entry.index, entry.job, err, entry)
+                continue
+            if not entry.env.agents:
+                # Outside the try: an error logging a finished episode (a log path that is a
+                # folder) is the caller's to see, not this episode's failure.
+                self.end(entry)
+                continue
+            for agent, request in requests:
+                policy = entry.policies[agent]
+                by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
         return by_policy
 
     @staticmethod

@@ -14,7 +14,9 @@ from rich.table import Table
 
 import socialgym_env
 
-from .registry import PolicySpecError, check_spec
+from socialgym_env.cli_errors import check_output_file
+
+from .registry import PolicySpecError, check_spec, split_specs
 from .runner import EpisodeJob, PolicyPool, run_jobs
 
 console = Console()
@@ -46,17 +48,18 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
         env = socialgym_env.make(game, **parse_config(config))
     except socialgym_env.SocialGymError as err:
         raise typer.BadParameter(str(err)) from None
-    seats = [s.strip() for s in agents.split(",") if s.strip()]
+    try:                                   # a bad spec is a bad argument, found before playing
+        seats = split_specs(agents)
+        for spec in sorted(set(seats)):
+            check_spec(spec, games=[game])
+    except PolicySpecError as err:
+        raise typer.BadParameter(str(err), param_hint="--agents") from None
     if len(seats) == 1:
         seats = seats * len(env.possible_agents)
     if len(seats) != len(env.possible_agents):
         raise typer.BadParameter(f"{game} has {len(env.possible_agents)} seats; --agents gave {len(seats)}")
+    check_output_file(log, "--log")
     pool = PolicyPool(seed=seed)
-    for spec in set(seats):                # a bad spec is a bad argument, found before playing
-        try:
-            check_spec(spec)
-        except PolicySpecError as err:
-            raise typer.BadParameter(str(err), param_hint="--agents") from None
     job = EpisodeJob(game, seed, seats, config=parse_config(config))
     with console.status(f"playing {game} (seed {seed})..."):
         # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from socialgym_env.actions import MAX_LOG_TEXT_CHARS, clip
 
-from .registry import make_policy
+from .registry import check_spec, make_policy
 
 
 @dataclass
@@ -36,6 +36,12 @@ class PolicyPool:
     def __init__(self, seed: int = 0, prebuilt: Optional[dict] = None):
         self.seed = seed
         self.policies = dict(prebuilt or {})
+
+    def check(self, spec: str, games=None) -> None:
+        """:func:`check_spec` (PolicySpecError before anything is played), except for a
+        policy the pool already holds (built before, or handed in prebuilt)."""
+        if spec not in self.policies:
+            check_spec(spec, games)
 
     def get(self, spec: str):
         if spec not in self.policies:

@@ -5,10 +5,14 @@ The root ``socialgym`` app loads ``register`` through the ``socialgym.commands``
 """
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from agents.registry import PolicySpecError, split_specs
+from socialgym_env.cli_errors import check_output_file, check_output_folder
 
 from . import tournament as tour
 from .elo import check_ties
@@ -19,13 +23,21 @@ app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_
                   add_completion=False)
 
 
-def _split(values: Optional[List[str]]) -> Optional[list]:
+def _split(values: Optional[List[str]], option: str = "--games") -> Optional[list]:
+    """Repeated and/or comma-separated values; None when the option was not given. Given but
+    empty (``--games ","``) is bad input, never "all games"."""
     if not values:
         return None
-    out = []
-    for v in values:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
+    out = [x.strip() for v in values for x in v.split(",")]
+    if not all(out):
+        raise typer.BadParameter(f"{','.join(values)!r} has an empty entry", param_hint=option)
     return out
+
+
+class BootstrapBy(str, Enum):
+    """What a bootstrap resample draws (benchmarks.elo)."""
+    episode = "episode"
+    battle = "battle"
 
 
 TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
@@ -44,25 +56,30 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
                            ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
                            preset=None, scripted_episodes=None, ties="exclude") -> dict:
-    """Typer-free body of ``tournament``: run, print the leaderboard and where files went."""
+    """Typer-free body of ``tournament``: run, print the leaderboard and where files went;
+    returns the TournamentResult."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
                              ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
                              preset=preset, scripted_episodes=scripted_episodes, ties=ties)
-    print_leaderboard(result.summary)
+    if result.summary:
+        print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
     failures = (f"; {result.failed} of the episodes played now FAILED (their log records hold the error; "
                 "a rerun retries them)") if result.failed else ""
     print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
           f"{result.played} played now{retries}{failures}")
     print(f"logs: {result.log_dir}")
+    if not result.summary:
+        print("no leaderboard: none of the episodes finished")
+        return result
     replays = result.summary.get("replays") or {}
     if replays:
         print(f"replay: {Path(out) / next(iter(replays.values()))} (one page per game in {Path(out) / 'replays'})")
     print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
     print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json; links each game's replay)")
-    return result.summary
+    return result
 
 
 @app.command("tournament")
@@ -94,21 +111,30 @@ def tournament_cmd(
         typer.echo(f"error: unknown --preset {preset!r}; valid: {', '.join(tour.PRESETS)}", err=True)
         raise typer.Exit(2)
     _check_ties(ties)
-    run_tournament_command(games=_split(games), agents=_split([agents]), episodes=episodes, seed=seed, out=out,
+    try:
+        roster = split_specs(agents)
+    except PolicySpecError as err:
+        raise typer.BadParameter(str(err), param_hint="--agents") from None
+    check_output_folder(out, "--out")
+    result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
                            preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+    if result.failed:                  # not all that was asked was done: the exit code says so too
+        raise typer.Exit(1)
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                     out: Path = typer.Option(Path("leaderboard"), "--out"),
                     bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
-                    by: str = typer.Option("episode", "--bootstrap-by", help="episode | battle"),
+                    by: BootstrapBy = typer.Option(BootstrapBy.episode, "--bootstrap-by",
+                                                   help="resample whole episodes or single battles"),
                     ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by, ties=ties)
+    check_output_folder(out, "--out")
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 
@@ -120,8 +146,10 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
                out: Path = typer.Option(Path("replay.html"), "--out")):
     """Write a self-contained HTML replay of one episode (the first one unless told otherwise)."""
     if not log.is_file():
-        typer.echo(f"error: no log file at {log}", err=True)
+        typer.echo(f"error: no log file at {log}" + (" (a folder; give one of its .jsonl logs)" if log.is_dir() else ""),
+                   err=True)
         raise typer.Exit(2)
+    check_output_file(out, "--out")
     try:
         path = write_replay(log, episode, out, index=index)
     except KeyError as err:
@@ -136,4 +164,7 @@ def register(root: typer.Typer) -> None:
 
 
 if __name__ == "__main__":
-    app()
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "benchmarks.cli"), "benchmarks.cli")

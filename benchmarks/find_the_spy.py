@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import typer
 
+from agents.registry import LLM_KINDS, check_spec
 from agents.runner import PolicyPool
 from socialgym_env.socialmaze.spy import (BASELINES, CIVILIAN, DEFAULT_PLAYERS, DEFAULT_ROUNDS, SPY, Describer,
                                           SpyInstance, build_instance, hint_describer, read_instances,
@@ -56,6 +57,14 @@ def llm_describer(policy, seed: int, n_players: int, n_rounds: int) -> Describer
                                         history=shown)
         return complete_text(policy, prompt, seed * 1000 + round_no * 10 + player)
     return describe
+
+
+def check_model_spec(spec: str, other: str) -> None:
+    """ValueError unless ``spec`` is a language-model spec that check_spec accepts (options,
+    paths, URLs; nothing loaded). ``other`` names the built-in alternatives for the message."""
+    if spec.partition(":")[0].partition("?")[0] not in LLM_KINDS:
+        raise ValueError(f"{spec!r} is not a language-model spec (smollm2, hf:..., openai:...) nor {other}")
+    check_spec(spec)
 
 
 def _llm_policy(pool: PolicyPool, spec: str):
@@ -139,6 +148,8 @@ def generate_cmd(out: Path = typer.Option(..., "--out", "-o", help="JSONL file t
                  rounds: int = typer.Option(DEFAULT_ROUNDS, "--rounds", min=1)):
     """Write N instances; Player 1 holds the spy word in exactly 25% of them."""
     try:
+        if describer != HINTS:
+            check_model_spec(describer, repr(HINTS))     # before any row is written or model loaded
         data = generate(out, n, seed, describer, players, rounds, progress=lambda s: None)
     except ValueError as err:
         _fail(str(err))
@@ -154,10 +165,12 @@ def evaluate_cmd(path: Path = typer.Argument(..., help="JSONL data set"),
     """Accuracy overall and per perspective, with Wilson 95% intervals."""
     if not path.is_file():
         _fail(f"{path} is not a file; give a JSONL data set written by 'socialgym spy generate'")
-    try:
-        report = evaluate(read_instances(path), solver_for(solver))
-    except ValueError as err:
-        _fail(f"{err}; valid solvers: {', '.join(BASELINES)} or a model spec")
+    if solver not in BASELINES:
+        try:                            # before reading the data or loading a model
+            check_model_spec(solver, "a baseline")
+        except ValueError as err:
+            _fail(f"--solver: {err}; valid solvers: {', '.join(BASELINES)} or a model spec")
+    report = evaluate(read_instances(path), solver_for(solver))      # a bad file: one line (socialgym_env.cli_errors)
     for group, row in report.items():
         if row["n"]:
             lo, hi = row["accuracy_ci"]
@@ -173,6 +186,8 @@ def show_cmd(path: Path = typer.Argument(..., help="JSONL data set"),
     if not path.is_file():
         _fail(f"{path} is not a file")
     data = read_instances(path)
+    if not data:
+        _fail(f"{path} holds no instances")
     if not 0 <= index < len(data):
         _fail(f"--index must be in 0..{len(data) - 1}")
     inst = data[index]

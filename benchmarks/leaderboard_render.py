@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from socialgym_env.errors import LogFormatError
+from socialgym_env.errors import LogFormatError, UnknownGameError
+from socialgym_env.registry import game_ids
 
 from . import elo as bt
 from .leaderboard import AXES, load_records, skipped_note, summarize
@@ -340,11 +341,15 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     records, skipped = load_records(logdir)
     if not records:
         raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
+    unknown = sorted({str(r.get("game")) for r in records} - set(game_ids()))
+    if unknown:                        # rated and drawn without its rules: a silent wrong board
+        raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
+                               f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
     summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties)
+    outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
     notes = [note] if (note := skipped_note(skipped)) else []

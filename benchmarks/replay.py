@@ -20,8 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from socialgym_env.errors import LogFormatError
+from socialgym_env.errors import LogFormatError, UnknownGameError
 from socialgym_env.logs import read_episodes
+from socialgym_env.registry import game_ids
 
 MODERATOR = "Moderator"
 
@@ -177,7 +178,26 @@ def write_replay(log_path, episode_id: Optional[str], out_html, index: int = 0) 
     """Write the replay page of ``episode_id`` (or, without one, of the ``index``-th episode)
     from ``log_path`` to ``out_html``."""
     record = find_episode(log_path, episode_id) if episode_id else nth_episode(log_path, index)
+    check_replayable(record, log_path)
     return write_record_replay(record, out_html)
+
+
+def check_replayable(record: dict, log_path) -> None:
+    """UnknownGameError for a game not registered here, LogFormatError for a roster or turn of
+    the wrong shape: a page of blanks would be a silent wrong replay."""
+    where = f"{log_path}: episode {record.get('episode_id')!r}"
+    game = record.get("game")
+    if not isinstance(game, str) or game not in game_ids():
+        raise UnknownGameError(f"{where} is of game {game!r}, which is not registered here (--game-module "
+                               f"PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
+    roster = record.get("roster")
+    if not isinstance(roster, list) or not all(isinstance(s, dict) and isinstance(s.get("agent"), str) for s in roster):
+        raise LogFormatError(f"{where}: roster must be a list of seats, each with an 'agent' id")
+    seats = {s["agent"] for s in roster}
+    for number, turn in enumerate(record.get("turns") or []):
+        if not isinstance(turn, dict) or turn.get("agent") not in seats or "action" not in turn:
+            raise LogFormatError(f"{where}: turn {number} must be an object with an 'agent' of the roster and "
+                                 f"an 'action' (got {json.dumps(turn)[:80]})")
 
 
 def write_record_replay(record: dict, out_html) -> Path:

@@ -40,6 +40,7 @@ from typing import Iterable, Optional, Sequence
 
 import socialgym_env
 from agents.runner import EpisodeJob
+from socialgym_env.errors import LogFormatError
 
 from .elo import check_ties
 from .tournament_backends import failed_ids, logged_ids, run_local, run_ray
@@ -284,21 +285,34 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
     for job in todo:
         shards.setdefault(job.game, []).append(job)
     played = 0
+    already = len(jobs) - len(todo)
     if shards:
-        if backend == "local":
-            played = run_local(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress)
-        elif backend == "ray":
-            played = run_ray(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
-                             address=ray_address)
-        else:
-            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+        try:
+            if backend == "local":
+                played = run_local(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
+                                   already=already)
+            elif backend == "ray":
+                played = run_ray(shards, log_dir, workers=workers, pool_seed=pool_seed, progress=progress,
+                                 address=ray_address, already=already)
+            else:
+                raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+        except KeyboardInterrupt:        # Ctrl-C, or SIGTERM under the CLI: say how to go on
+            logged = len({j.episode_id for j in jobs} & logged_ids(log_dir, retry_failed=retry_failed))
+            print(f"\ninterrupted: {logged} of {len(jobs)} episodes are logged in {log_dir}; run the same "
+                  "command again to resume (logged episodes are skipped, the rest are played)", file=sys.stderr)
+            raise
     # A failed episode is logged (with its error) and counted apart, never passed off as played.
     failed = len({j.episode_id for j in todo} & failed_ids(log_dir)) if played else 0
     result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,
                               sorted({j.game for j in jobs}), retried=retried, failed=failed)
     if leaderboard:
         from .leaderboard_render import build_leaderboard
-        result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
+        try:
+            result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
+        except LogFormatError:
+            if not failed:
+                raise
+            result.summary = {}          # every episode failed: nothing to rate (the caller reports it)
     return result
 
 
@@ -328,7 +342,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
         episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
     if scripted_episodes is None and preset == "demo":
         scripted_episodes = DEMO_SCRIPTED_EPISODES
-    _check_policies(agents)
+    _check_policies(agents, games)
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
@@ -341,9 +355,9 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                           ties=ties)
 
 
-def _check_policies(agents: Sequence[str]) -> None:
-    """Fail before playing when a spec is unknown (building scripted policies is free; LLM specs
-    are only checked for a known prefix here and loaded by the workers)."""
+def _check_policies(agents: Sequence[str], games: Sequence[str]) -> None:
+    """Fail before playing when a spec is bad (agents.registry.check_spec: options, paths and
+    URLs are checked, no model is loaded; the workers load them)."""
     from agents.registry import check_spec
     for spec in agents:
-        check_spec(spec)
+        check_spec(spec, games)

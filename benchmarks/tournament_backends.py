@@ -94,13 +94,24 @@ class _LineCounter:
         return sum(self.lines.values())
 
 
-def _bars(total_episodes: int, total_games: int, enabled: bool):
+def _bars(total_episodes: int, total_games: int, enabled: bool, already: int = 0):
+    """The episode bar counts the whole plan, starting at the episodes already logged, so it
+    reads as the logs do (a resumed run does not start at 0 of what is left)."""
     if not enabled:
         return None, None
     from tqdm import tqdm
-    episodes = tqdm(total=total_episodes, desc="episodes", unit="ep", position=0, dynamic_ncols=True)
+    episodes = tqdm(total=total_episodes + already, initial=already, desc="episodes", unit="ep", position=0,
+                    dynamic_ncols=True)
     games = tqdm(total=total_games, desc="games   ", unit="game", position=1, dynamic_ncols=True)
     return episodes, games
+
+
+def in_play(games) -> str:
+    """``werewolves x3, coup`` -- the games of the episodes in flight, for the bar's status."""
+    counts: dict = {}
+    for game in games:
+        counts[game] = counts.get(game, 0) + 1
+    return ", ".join(f"{g} x{n}" if n > 1 else g for g, n in counts.items())
 
 
 def _progress_callback(ep_bar, game_bar, shards: dict):
@@ -109,10 +120,26 @@ def _progress_callback(ep_bar, game_bar, shards: dict):
     def on_record(record):
         if ep_bar:
             ep_bar.update(1)
+            ep_bar.refresh()            # redraw now: update() alone waits out tqdm's mininterval
         left[record["game"]] -= 1
         if game_bar and left[record["game"]] == 0:
             game_bar.update(1)
+            game_bar.refresh()
     return on_record
+
+
+def _tick_callback(ep_bar, every_s: float = 0.5):
+    """The episode bar's status line inside long episodes: turns played, games in flight."""
+    import time
+    last = [0.0]
+
+    def on_tick(games, decisions):
+        now = time.monotonic()
+        if ep_bar is None or now - last[0] < every_s:
+            return
+        last[0] = now
+        ep_bar.set_postfix_str(f"{decisions} decisions; in play: {in_play(games) or '-'}", refresh=True)
+    return on_tick
 
 
 HORIZON_ORDER = {"open_ended": 0, "fixed_rounds": 1, "single_round": 2}
@@ -127,7 +154,7 @@ def _expected_length(game: str, jobs: int) -> tuple:
 
 
 def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
-              progress: bool = True, start_method: Optional[str] = None) -> int:
+              progress: bool = True, start_method: Optional[str] = None, already: int = 0) -> int:
     """Run ``{game: [jobs]}`` on a process pool (``workers`` > 1) or in this process.
     ``start_method``: the pool's multiprocessing start method (default: fork, or spawn once
     torch is loaded)."""
@@ -137,7 +164,7 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     total = sum(len(j) for j in shards.values())
     paths = [shard_log(log_dir, g) for g in shards]
     counter = _LineCounter(paths)
-    ep_bar, game_bar = _bars(total, len(shards), progress)
+    ep_bar, game_bar = _bars(total, len(shards), progress, already)
     order = sorted(shards, key=lambda game: _expected_length(game, len(shards[game])))
     if workers == 1:
         # One process, one batched runner over every game: all pending LLM decisions of all
@@ -145,7 +172,7 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
         jobs = [job for game in order for job in shards[game]]
         records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
                            log_path=lambda record: shard_log(log_dir, record["game"]),
-                           on_record=_progress_callback(ep_bar, game_bar, shards))
+                           on_record=_progress_callback(ep_bar, game_bar, shards), on_tick=_tick_callback(ep_bar))
         for bar in (ep_bar, game_bar):
             if bar:
                 bar.close()
@@ -169,7 +196,8 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
                 if game_bar:
                     game_bar.update(1)
             if ep_bar:
-                ep_bar.n = min(counter.poll(), total)
+                ep_bar.n = already + min(counter.poll(), total)
+                ep_bar.set_postfix_str(f"not finished: {in_play(futures[f] for f in pending) or '-'}", refresh=False)
                 ep_bar.refresh()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -229,7 +257,7 @@ def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None, re
 
 
 def run_ray(shards: dict, log_dir: Path, workers: int = 2, pool_seed: int = 0, progress: bool = True,
-            address: Optional[str] = None, chunk_size: int = 4) -> int:
+            address: Optional[str] = None, chunk_size: int = 4, already: int = 0) -> int:
     """Run ``{game: [jobs]}`` on Ray actors; the driver appends each returned record."""
     registrations = outside_registrations(shards)
     ray = ensure_ray(address, num_cpus=workers if not address else None, registrations=registrations)
@@ -243,7 +271,7 @@ def run_ray(shards: dict, log_dir: Path, workers: int = 2, pool_seed: int = 0, p
         chunks.extend(jobs[i:i + chunk_size] for i in range(0, len(jobs), chunk_size))
     left = {g: len(j) for g, j in shards.items()}
     total = sum(left.values())
-    ep_bar, game_bar = _bars(total, len(shards), progress)
+    ep_bar, game_bar = _bars(total, len(shards), progress, already)
     played = 0
     try:
         for records in pool.map_unordered(lambda actor, chunk: actor.run.remote(chunk), chunks):

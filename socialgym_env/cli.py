@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
-from socialgym_env.errors import SocialGymError
+from socialgym_env.cli_errors import debug_requested, invoke_typer, run_command
 
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
@@ -34,7 +34,9 @@ console = Console()
 def root(game_module: Optional[List[str]] = typer.Option(
         None, "--game-module", metavar="PKG.MOD",
         help="register the game defined in this module (its GAME, or PKG.MOD:Class) before the "
-             "command runs; repeatable. Installed games (the socialgym.games entry points) need no flag.")):
+             "command runs; repeatable. Installed games (the socialgym.games entry points) need no flag."),
+        debug: bool = typer.Option(False, "--debug", help="on an error, show the traceback, not one line "
+                                   "(also SOCIALGYM_DEBUG=1)")):
     """Social Gym: multi-agent social games for LLM agents."""
     for reference in game_module or ():
         socialgym_env.register_game(reference, replace=True)
@@ -48,6 +50,11 @@ def rules_cmd(game: Optional[str] = typer.Argument(None, help="game id (see `soc
     typer.echo(common_rules() if game is None else game_rules(game))
 
 
+ALL_COLUMNS = ("name", "category", "players", "information", "communication", "iteration", "skills")
+NARROW_COLUMNS = ("players", "category", "information")
+WIDE_LIST = 140        # columns of terminal the whole table needs to stay readable
+
+
 @app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON")):
     """Print the game catalogue."""
@@ -55,13 +62,19 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print the catal
     if as_json:
         typer.echo(json.dumps(games, indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"Social Gym games ({len(games)})")
-    for column in ("id", "name", "category", "players", "information", "communication", "iteration", "skills"):
-        table.add_column(column)
+    # The id is what a user types: never cut or wrapped. A narrow terminal gets fewer columns
+    # rather than every one cut to a few letters.
+    columns = ALL_COLUMNS if console.width >= WIDE_LIST else NARROW_COLUMNS
+    table = Table(title=f"Social Gym games ({len(games)})",
+                  caption=None if columns is ALL_COLUMNS else "a wider terminal or --json shows every column")
+    table.add_column("id", no_wrap=True, min_width=max(len(g["id"]) for g in games))
+    for column in columns:
+        table.add_column(column, overflow="fold")
     for g in games:
-        table.add_row(g["id"], g["name"], g["category"] + (" (coop)" if g["cooperative"] else ""),
-                      str(g["num_players"]), g["information"], g["communication"], g["iteration"],
-                      ", ".join(g["skills"]))
+        cells = {"name": g["name"], "category": g["category"] + (" (coop)" if g["cooperative"] else ""),
+                 "players": str(g["num_players"]), "information": g["information"],
+                 "communication": g["communication"], "iteration": g["iteration"], "skills": ", ".join(g["skills"])}
+        table.add_row(g["id"], *(cells[c] for c in columns))
     console.print(table)
 
 
@@ -106,25 +119,14 @@ _mount_maze()
 _load_plugins()
 
 
-# Bad input a user can fix: an unknown game, policy or config key, a corrupt or missing log, a
-# path that is not there. Shown as one line with exit code 2; --debug shows the traceback.
-USER_ERRORS = (SocialGymError, OSError)
-
-
 def main(argv: Optional[list] = None) -> None:
+    """The ``socialgym`` console script: errors become one line and an exit code
+    (socialgym_env.cli_errors: 1 failed or a bug, 2 bad input, 130 interrupted)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
-    if debug:
-        argv.remove("--debug")
+    debug = debug_requested(argv)
+    argv = [a for a in argv if a != "--debug"]
     _explain_unknown_command(argv)
-    try:
-        app(args=argv, prog_name="socialgym")
-    except USER_ERRORS as err:
-        if debug:
-            raise
-        message = " ".join(str(err).split()) or type(err).__name__
-        typer.echo(f"socialgym: error: {message} (run with --debug for the traceback)", err=True)
-        raise SystemExit(2) from None
+    raise SystemExit(run_command(lambda: invoke_typer(app, argv, "socialgym"), "socialgym", debug=debug))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ __all__ = ["CHARSET", "ENGINE_CONFIG", "INVALID_MODES", "LOG_SCHEMA", "MAX_OBSER
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": False}
 
 
+class TextSpace(spaces.Text):
+    """gymnasium's Text space, printed short: its charset is ~12,000 characters, which
+    ``print(env.observation_space(agent))`` would otherwise dump whole."""
+
+    def __repr__(self) -> str:
+        chars = sorted(self.character_set)
+        return (f"Text({self.min_length}, {self.max_length}, charset=<{len(chars)} characters, "
+                f"{chars[0]!r} to {chars[-1]!r}>)")
+
+
 class SocialGymEnv(AECEnv):
     """A Social Gym game as a PettingZoo AEC env with text observations.
 
@@ -95,12 +105,12 @@ class SocialGymEnv(AECEnv):
     def observation_space(self, agent):
         if agent not in self._observation_spaces:
             self._observation_spaces[agent] = spaces.Dict(
-                {"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
+                {"text": TextSpace(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
         return self._observation_spaces[agent]
 
     def action_space(self, agent):
         if agent not in self._action_spaces:
-            self._action_spaces[agent] = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+            self._action_spaces[agent] = TextSpace(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         return self._action_spaces[agent]
 
     # ------------------------------------------------------------------ reset

@@ -1,6 +1,7 @@
 """The game catalogue: ids, config validation, ``make`` and PettingZoo registration."""
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import sys
@@ -160,6 +161,15 @@ def env_id(game_id: str) -> str:
     return f"socialgym/{game_id}-v{game_class(game_id).info.version}"
 
 
+def close_ids(wanted: str, ids, limit: int = 3) -> list[str]:
+    """The ids a mistyped ``wanted`` most likely meant, best first: ids it starts, then by
+    similarity of the whole id (difflib), so ``werewolf`` finds ``werewolves`` before
+    ``triadic_werewolf`` and ``chese`` finds ``chess``."""
+    key = wanted.replace("-", "_").lower()
+    scored = [(not g.startswith(key), -difflib.SequenceMatcher(None, key, g).ratio(), g) for g in ids]
+    return [g for prefix_miss, score, g in sorted(scored) if not prefix_miss or key in g or -score >= 0.6][:limit]
+
+
 def game_class(game_id: str) -> type[Game]:
     wanted_version = None
     if game_id not in GAME_MODULES:
@@ -168,7 +178,7 @@ def game_class(game_id: str) -> type[Game]:
         stripped = match.group(1) if match else game_id
         wanted_version = int(match.group(2)) if match else None
         if stripped not in GAME_MODULES:
-            close = [g for g in GAME_MODULES if stripped.replace("-", "_").lower() in g]
+            close = close_ids(stripped, GAME_MODULES)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise UnknownGameError(f"unknown game {game_id!r}.{hint} Valid games: {', '.join(sorted(GAME_MODULES))}")
         game_id = stripped

@@ -351,7 +351,6 @@ def run_held_out(cfg: Config, episodes: dict, game: str, ks: Sequence[int], mode
 def main(cfg: Config) -> list[dict]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     ks = [int(k) for k in cfg.ks.split(",") if k]
     from training.common import fail
     if not Path(cfg.logs).exists():
@@ -363,6 +362,7 @@ def main(cfg: Config) -> list[dict]:
     unknown = [g for g in held_out if g not in episodes]
     if unknown:
         fail(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
+    out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
     model_dir = base_model_dir(cfg.base)
     started = time.time()
     # resume: held-out games already in OUT/curves.csv are kept, not rerun (same config assumed)
@@ -390,6 +390,7 @@ def main(cfg: Config) -> list[dict]:
 
 
 if __name__ == "__main__":
+    from socialgym_env.cli_errors import main_of
     from training.common import parse_config
 
-    main(parse_config(Config))
+    main_of(lambda: main(parse_config(Config)), "training.anil")

@@ -51,6 +51,13 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
     from training.branching import BranchConfig
     if kind not in EXPORT_KINDS:
         _fail(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
+    from agents.registry import PolicySpecError, check_spec
+    for option, spec in (("--prompts-as", prompts_as), ("--rollout-policy", rollout_policy)):
+        try:
+            if spec:
+                check_spec(spec)
+        except PolicySpecError as err:
+            _fail(f"{option}: {err}")
     try:
         keep = ExportFilter(games=_split(game), roles=_split(role), policies=_split(policy),
                             outcomes=_split(outcome), phases=_split(phase), legal_only=legal_only)
@@ -126,6 +133,9 @@ def register(app: typer.Typer) -> None:
 
 
 if __name__ == "__main__":   # python -m training.cli export ... (before the root app loads entry points)
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
     _app = typer.Typer(add_completion=False, no_args_is_help=True)
     register(_app)
-    _app()
+    main_of(lambda: invoke_typer(_app, sys.argv[1:], "training.cli"), "training.cli")

@@ -62,6 +62,12 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
         fail(f"bad arguments {' '.join(args)!r}; valid options: {valid}")
     if hasattr(config, "device"):
         resolve_device(config.device)          # --device cuda on a machine without one: say so now
+    if isinstance(getattr(config, "out", None), str):    # every script's --out is a folder
+        from socialgym_env.cli_errors import check_output_folder
+        try:
+            check_output_folder(config.out, "--out")
+        except ValueError as err:
+            fail(str(err))
     return config
 
 
@@ -141,6 +147,19 @@ def lora_config(r: int, alpha: int, dropout: float = 0.0, target_modules: str = 
     return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
 
 
+def _quietly(load):
+    """``load()`` without datasets' progress bars (a "Generating train split" bar on stderr
+    around a one-line error, or before the trainer's own bar)."""
+    import datasets
+    was_off = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        return load()
+    finally:
+        if not was_off:
+            datasets.enable_progress_bars()
+
+
 def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "train", seed: int = 0):
     """A split of a dataset folder (``socialgym export`` / ``training.socialmaze``) or a JSONL file,
     reduced to ``columns`` (TRL infers the format from them) and to ``max_examples`` rows. A
@@ -171,7 +190,7 @@ def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "tr
                 raise ValueError("a row is a JSON object")
         except ValueError as err:               # before datasets, which logs and raises its own errors
             fail(f"{data} is not a JSONL file of rows (first line: {err})")
-        dataset = load_dataset("json", data_files=str(path), split="train")
+        dataset = _quietly(lambda: load_dataset("json", data_files=str(path), split="train"))
     else:
         fail(f"no dataset folder or JSONL file at {data}")
     if len(dataset) == 0:

@@ -170,9 +170,13 @@ def build(cfg: Config, pool: PolicyPool | None = None) -> int:
     return len(records)
 
 
-if __name__ == "__main__":
+def _main() -> None:
     from training.common import parse_config
-
     config = parse_config(Config)
     played = build(config)
     print(f"played {played} episodes; logs in {config.out}")
+
+
+if __name__ == "__main__":
+    from socialgym_env.cli_errors import main_of
+    main_of(_main, "training.detection_logs")

@@ -247,7 +247,6 @@ def evaluate_by_game(test: Sequence[Example], probs: np.ndarray, n_boot: int, se
 def main(cfg: Config) -> dict:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     games = [g for g in cfg.games.split(",") if g] or None
     from training.common import fail
     if not Path(cfg.logs).exists():
@@ -255,6 +254,7 @@ def main(cfg: Config) -> dict:
     examples = load_examples(cfg.logs, games)
     if not examples:
         fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
+    out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
     train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
     if cfg.max_train_examples and len(train) > cfg.max_train_examples:
         rng = np.random.default_rng(cfg.seed)
@@ -282,6 +282,7 @@ def main(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
+    from socialgym_env.cli_errors import main_of
     from training.common import parse_config
 
-    main(parse_config(Config))
+    main_of(lambda: main(parse_config(Config)), "training.detector")

@@ -322,4 +322,5 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from socialgym_env.cli_errors import main_of
+    main_of(main, "training.grpo_games")

@@ -211,4 +211,5 @@ def main(argv=None, preloaded=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from socialgym_env.cli_errors import main_of
+    main_of(main, "training.grpo_hrd")

@@ -639,4 +639,5 @@ def _label(player: str) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from socialgym_env.cli_errors import main_of
+    main_of(main, "training.selfplay")

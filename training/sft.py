@@ -87,4 +87,5 @@ def main(argv=None) -> dict:
     return train_and_save(trainer, config, {"examples": len(dataset)})
 
 if __name__ == "__main__":
-    main()
+    from socialgym_env.cli_errors import main_of
+    main_of(main, "training.sft")

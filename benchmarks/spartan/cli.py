@@ -36,6 +36,7 @@ def run_protocol(protocol: str, config_path=None, out=None, settings=(), reflect
     started, cpu_started = time.perf_counter(), time.process_time()
     exp = Experiment(config, out, reflector=reflector_fn, progress=progress)
     result = PROTOCOL_RUNNERS[protocol](exp)
+    result["failed_now"] = exp.failed
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["cpu_seconds"] = round(time.process_time() - cpu_started, 1)   # all threads of this process
     result["paths"] = {k: str(v) for k, v in write_report(out, protocol, result, config.to_dict()).items()}
@@ -59,6 +60,10 @@ def _run(protocol: str, **kwargs) -> None:
         typer.echo(Path(md).read_text(encoding="utf-8").split("## All conditions")[0].rstrip())
     typer.echo(f"wrote {', '.join(result['paths'].values())} in {result['seconds']} s "
                f"({result['cpu_seconds']} s of CPU in this process)")
+    if result["failed_now"]:            # the report leaves them out: not all that was asked was done
+        typer.echo(f"error: {result['failed_now']} of the games played now FAILED (their log records hold the "
+                   "error; rerunning the same command retries them)", err=True)
+        raise typer.Exit(1)
 
 
 def _split(values: Optional[List[str]]) -> Optional[list]:
@@ -100,7 +105,9 @@ def evaluate_cmd(playbook: Path = typer.Argument(..., help="playbook file (.md/.
     # evaluating one playbook is the distillation protocol with the armed model as the student
     try:
         from .experiment import load_config
+        from .playbook import playbook_from_file
         base = load_config(config, settings or (), protocol="evaluate")
+        playbook_from_file(playbook)         # missing, empty or binary: before anything is played
     except USER_ERRORS as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
@@ -125,4 +132,7 @@ _protocol_command("distill", "Distillation: the teacher's (model) playbook given
 
 
 if __name__ == "__main__":
-    app()
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "benchmarks.spartan.cli"), "benchmarks.spartan.cli")

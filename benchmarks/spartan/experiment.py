@@ -120,24 +120,38 @@ def _coerce(name: str, text: str):
     return text
 
 
+def _read_experiment_file(path: Path) -> dict:
+    """The experiment file's table; anything unreadable is a ValueError naming the file."""
+    if path.suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ValueError(f"experiment file must be .toml, .yaml, .yml or .json, got {path.name}")
+    import yaml
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            data = yaml.safe_load(text) or {}
+    except UnicodeDecodeError:
+        raise ValueError(f"experiment file {path} is not UTF-8 text (a binary file?)") from None
+    except (ValueError, yaml.YAMLError) as err:       # tomllib's and json's errors are ValueErrors
+        raise ValueError(f"experiment file {path} is not valid {path.suffix[1:].upper()}: "
+                         f"{' '.join(str(err).split())}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"experiment file {path} must hold a table of keys (got {type(data).__name__})")
+    return data
+
+
 def load_config(path=None, settings: Sequence[str] = (), **values) -> SpartanConfig:
     """The experiment file (``.toml``, ``.yaml``/``.yml`` or ``.json``), then ``key=value``
     settings, then keyword values. Unknown keys raise ValueError naming the valid ones."""
     data: dict = {}
     if path is not None:
         path = Path(path)
-        if not path.exists():
-            raise ValueError(f"experiment file {path} does not exist")
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text) or {}
-        elif path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ValueError(f"experiment file must be .toml, .yaml, .yml or .json, got {path.name}")
+        if not path.is_file():
+            raise ValueError(f"experiment file {path} does not exist" + (" (it is a folder)" if path.is_dir() else ""))
+        data = _read_experiment_file(path)
     valid = {f.name for f in fields(SpartanConfig)}
     for item in settings or ():
         key, sep, value = item.partition("=")
@@ -191,7 +205,8 @@ class Experiment:
     def __init__(self, config: SpartanConfig, out, reflector: Optional[Reflector] = None, progress: bool = False):
         self.config = config
         self.out = Path(out)
-        self.out.mkdir(parents=True, exist_ok=True)
+        self._check_specs(reflector_given=reflector is not None)
+        self.failed = 0                      # episodes played by this process that ended as failed records
         self.log_root = self.out / "games"
         self.playbook_dir = self.out / "playbooks"
         self.progress = progress
@@ -200,9 +215,26 @@ class Experiment:
         tour.available_games(games)
         self.configs = tour.game_configs(games, tour.parse_overrides(config.overrides), quick=config.quick)
         self._records: dict = {}
+        self.out.mkdir(parents=True, exist_ok=True)     # only once games, configs and specs proved good
         self._write_config()
 
     # -- setup
+    def _check_specs(self, reflector_given: bool) -> None:
+        """Every policy and reflector spec, before anything is played or written (a bad option,
+        path or URL is one PolicySpecError, not a run of failed games)."""
+        from agents.registry import check_spec
+        c = self.config
+        games = self.all_games()
+        for spec in dict.fromkeys([c.model, *c.students]):
+            check_spec(spec, games)
+        if reflector_given:
+            return
+        if c.reflector_spec.startswith("file:"):
+            if not Path(c.reflector_spec[len("file:"):]).is_file():
+                raise ValueError(f"reflector {c.reflector_spec!r}: no such file")
+        else:
+            check_spec(c.reflector_spec)
+
     def all_games(self) -> list[str]:
         c = self.config
         names = list(c.games) + list(c.sources) + list(c.targets)
@@ -243,9 +275,10 @@ class Experiment:
         if not unique:
             return
         c = self.config
-        tour.run_tournament(unique, self.log_root, backend=c.backend, workers=c.workers, resume=True,
-                            progress=self.progress, pool_seed=c.seed, ray_address=c.ray_address or None,
-                            leaderboard=False)
+        result = tour.run_tournament(unique, self.log_root, backend=c.backend, workers=c.workers, resume=True,
+                                     progress=self.progress, pool_seed=c.seed, ray_address=c.ray_address or None,
+                                     leaderboard=False)
+        self.failed += result.failed
         self._records = {}
 
     def records(self, ids: Sequence[str]) -> list[dict]:

@@ -84,11 +84,23 @@ def playbook_from_file(path) -> Playbook:
     """A playbook written elsewhere (a teacher's, a hand-written one): a .md/.txt file, with
     its .json metadata next to it when there is one."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"playbook file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    if not path.is_file():
+        raise FileNotFoundError(f"playbook file {path} does not exist" + (" (it is a folder)" if path.is_dir() else ""))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"playbook file {path} is not UTF-8 text (a binary file?); expected a .md or .txt playbook") from None
+    if not text.strip():                # arming a side with nothing is a placebo-free no-op, not an evaluation
+        raise ValueError(f"playbook file {path} is empty; expected the playbook's text (.md or .txt)")
     meta_path = path.with_suffix(".json")
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {"kind": "file"}
+    meta = {"kind": "file"}
+    if meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except ValueError as err:       # bad JSON or not UTF-8
+            raise ValueError(f"playbook metadata {meta_path} is not valid JSON ({err})") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"playbook metadata {meta_path} must be a JSON object")
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", path.stem)
     return Playbook(name, text, {**meta, "source_file": str(path)})
 

@@ -405,8 +405,10 @@ def analyze(path, out, lessons_dir=None) -> dict:
     """Write every table and figure of the module docstring under ``out``; returns
     {"episodes", "skipped", "lessons", "files": [...], "tables": {name: rows}}."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     episodes, info = load_episodes(path)
+    if not episodes:                   # nothing to analyse: write no empty tables
+        return {"episodes": 0, "skipped": info["skipped"], "lessons": 0, "files": [], "tables": {}}
+    out.mkdir(parents=True, exist_ok=True)
     if lessons_dir is None and (Path(path) / "lessons").is_dir():
         lessons_dir = Path(path) / "lessons"
     lessons = load_lessons(lessons_dir) if lessons_dir else []

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from agents.registry import split_specs
+
 from .lessons import DEFAULT_THRESHOLD
 
 jester_app = typer.Typer(help="The Jester self-learning study of Triadic Werewolf (seed 002).",
@@ -66,14 +68,23 @@ def jester_run(models: str = typer.Option("smollm2", "--models", help="policy sp
         overrides = parse_overrides(config or [])
     except ValueError as err:
         _fail(str(err))
-    cfg = StudyConfig(models=[m.strip() for m in models.split(",") if m.strip()], games=games, conditions=wanted,
+    try:
+        specs = split_specs(models)
+    except ValueError as err:
+        _fail(f"--models: {err}")
+    cfg = StudyConfig(models=specs, games=games, conditions=wanted,
                       seed=seed, out=str(out), threshold=threshold, reflect_tokens=reflect_tokens,
                       reflect_chars=reflect_chars, quick=quick, reflector=reflector, config=overrides, roles=roles)
     try:
-        run_study(cfg, progress=typer.echo)
-    except ValueError as err:       # an unknown policy spec or game config key
+        results = run_study(cfg, progress=typer.echo)
+    except ValueError as err:       # a bad policy spec or game config key, before any game
         _fail(str(err))
     typer.echo(f"logs: {out / 'logs'}; lessons: {out / 'lessons'}; next: socialgym analyze {out}")
+    records = [r for cell in results.values() for r in cell]
+    failed = sum(1 for r in records if r.get("failed"))
+    if failed:                      # not what was asked: the exit code says so too
+        typer.echo(f"Error: {failed} of {len(records)} games FAILED (their log records hold the error)", err=True)
+        raise typer.Exit(1)
 
 
 def register(root: typer.Typer) -> None:

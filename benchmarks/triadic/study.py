@@ -124,6 +124,10 @@ def with_option(spec: str, key: str, value) -> str:
     return f"{spec}{'&' if '?' in spec else '?'}{key}={value}"
 
 
+def reflection_spec(spec: str, max_new_tokens: int) -> str:
+    return with_option(with_option(spec, "max_new_tokens", max_new_tokens), "context", 0)
+
+
 def model_reflector(pool: PolicyPool, spec: str, max_new_tokens: int) -> Reflector:
     """The reflection call of an LLM spec: one free-text completion from the same model (its
     own policy instance with a larger token budget and the model's whole context window, since
@@ -131,7 +135,7 @@ def model_reflector(pool: PolicyPool, spec: str, max_new_tokens: int) -> Reflect
     from agents.llm.backend import Completion
 
     from .lessons import LESSONS_SCHEMA, lessons_grammar
-    policy = pool.get(with_option(with_option(spec, "max_new_tokens", max_new_tokens), "context", 0))
+    policy = pool.get(reflection_spec(spec, max_new_tokens))
     # constrained like the policy's moves (constrained=0 in the spec turns it off)
     grammar = lessons_grammar() if policy.config.constrained else None
 
@@ -213,6 +217,13 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
     for condition in cfg.conditions:
         if condition not in CONDITIONS:
             raise ValueError(f"unknown condition {condition!r}; valid: {', '.join(CONDITIONS)}")
+    if not cfg.models:
+        raise ValueError("no model to study; give policy specs, e.g. --models smollm2")
+    pool = pool or PolicyPool(seed=cfg.seed)
+    for spec in cfg.models:                     # before anything is played or written
+        pool.check(spec, games=[GAME])
+    if cfg.reflector and reflector is None and not cfg.reflector.startswith("scripted"):
+        pool.check(reflection_spec(cfg.reflector, cfg.reflect_tokens))
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if (out / "study.json").exists():
@@ -223,7 +234,6 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
                              "mix deals: use a new --out")
     (out / "study.json").write_text(json.dumps({**asdict(cfg), "game": GAME, "game_config": game_config(cfg)},
                                                indent=1), encoding="utf-8")
-    pool = pool or PolicyPool(seed=cfg.seed)
     results = {}
     for model in cfg.models:
         for condition in cfg.conditions:
@@ -265,4 +275,5 @@ def parse_overrides(items) -> dict:
 
 
 if __name__ == "__main__":
-    run_study(parse_args())
+    from socialgym_env.cli_errors import main_of
+    main_of(lambda: run_study(parse_args()), "benchmarks.triadic.study")

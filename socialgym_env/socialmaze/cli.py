@@ -74,6 +74,8 @@ def show(
 ) -> None:
     """Print one instance's prompt."""
     data = read_jsonl(path)
+    if not data:
+        raise typer.BadParameter(f"{path} holds no instances", param_hint="PATH")
     if not 0 <= index < len(data):
         raise typer.BadParameter(f"index must be in 0..{len(data) - 1}", param_hint="--index")
     inst = data[index]
@@ -105,7 +107,7 @@ def evaluate(
 
 
 def main() -> None:
-    app()
+    app()       # the subpackage stays self-contained; `socialgym maze` goes through the root's error handler
 
 
 if __name__ == "__main__":

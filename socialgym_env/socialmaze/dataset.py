@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -71,12 +71,28 @@ def write_jsonl(instances: Iterable[MazeInstance], path: str | os.PathLike[str])
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[MazeInstance]:
+    return read_rows(path, MazeInstance.from_dict, "a SocialMaze data set (JSONL from socialgym maze generate)")
+
+
+def read_rows(path, from_dict: Callable[[dict], Any], what: str) -> list:
+    """``from_dict`` of every JSON line of ``path``. Whatever is not ``what`` -- binary bytes, a
+    truncated line, another format's rows, a missing or mistyped field -- is one ValueError
+    naming the file, the line and what was expected."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
                 try:
-                    out.append(MazeInstance.from_dict(json.loads(line)))
-                except (ValueError, KeyError) as exc:
-                    raise ValueError(f"{path}:{lineno}: {exc}") from exc
+                    row = json.loads(line)
+                    if not isinstance(row, dict):
+                        raise ValueError(f"a row is a JSON object, got {type(row).__name__}")
+                    out.append(from_dict(row))
+                except KeyError as exc:
+                    raise ValueError(f"{path}:{lineno} is not {what}: missing field {exc}") from exc
+                except (ValueError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+                    raise ValueError(f"{path}:{lineno} is not {what}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not {what}: not UTF-8 text (a binary file?)") from exc
     return out

@@ -1,0 +1,334 @@
+"""The bad-input table (issue 30): every subcommand of ``socialgym`` and the ``python -m
+training.*`` scripts, given junk, answer with the documented exit code and one line on stderr
+that names what is wrong -- never a traceback, never a half-written output, never a model load.
+
+Each case runs in-process through the real entry points (``socialgym_env.cli.main``, and
+``socialgym_env.cli_errors.run_command`` around a training script's ``main``), in an empty
+working folder that must still be empty afterwards (default outputs such as ``runs/...`` would
+land there). Inputs live in a separate session folder.
+"""
+import json
+import shutil
+
+import pytest
+import typer.main
+
+from socialgym_env import cli
+from socialgym_env.cli_errors import invoke_typer, run_command
+
+PD = "prisoners_dilemma"
+DEAD_SERVER = "openai:m@http://127.0.0.1:9/v1?attempts=1&timeout=1"
+
+
+@pytest.fixture(scope="session")
+def inputs(tmp_path_factory):
+    """Good and bad input files, made once (no model involved)."""
+    root = tmp_path_factory.mktemp("bad_inputs")
+    log = root / "good.jsonl"
+    assert run_command(lambda: invoke_typer(cli.app, ["play", PD, "--log", str(log), "--quiet"], "socialgym"), "t") == 0
+    record = json.loads(log.read_text(encoding="utf-8").splitlines()[0])
+    (root / "unknown_game.jsonl").write_text(json.dumps({**record, "game": "nosuchgame"}) + "\n", encoding="utf-8")
+    (root / "badturns.jsonl").write_text(json.dumps({**record, "turns": [{"x": 1}]}) + "\n", encoding="utf-8")
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 4)
+    shutil.copy(root / "binary.bin", root / "binary.toml")
+    shutil.copy(root / "binary.bin", root / "binary.jsonl")
+    (root / "trunc.jsonl").write_text(log.read_text(encoding="utf-8")[:150], encoding="utf-8")
+    (root / "empty.jsonl").write_text("", encoding="utf-8")
+    (root / "empty.md").write_text("  \n", encoding="utf-8")
+    (root / "playbook.md").write_text("Defect when they defect.\n", encoding="utf-8")
+    (root / "broken.yaml").write_text("games: [prisoners_dilemma\n  model: : x\n", encoding="utf-8")
+    (root / "wrongcols.jsonl").write_text('{"a": 1}\n', encoding="utf-8")
+    (root / "folder").mkdir()
+    (root / "emptydir").mkdir()
+    assert run_command(lambda: invoke_typer(cli.app, ["maze", "generate", "--n", "2", "--out", str(root / "maze.jsonl")], "socialgym"),
+                       "t") == 0
+    assert run_command(lambda: invoke_typer(cli.app, ["spy", "generate", "--n", "2", "--out", str(root / "spy.jsonl")], "socialgym"),
+                       "t") == 0
+    from datasets import Dataset, DatasetDict
+    chat = [{"role": "user", "content": "hi"}]
+    rows = Dataset.from_dict({"prompt": [chat, chat], "completion": [chat, chat]})
+    DatasetDict({"train": rows}).save_to_disk(str(root / "sft_data"))
+    DatasetDict({"test": rows}).save_to_disk(str(root / "test_only"))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def no_model_loads(monkeypatch):
+    """A bad-input case must fail before any model is loaded."""
+    from agents.llm import loading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a bad-input case loaded a model")
+    monkeypatch.setattr(loading, "load_model", refuse)
+
+
+# (id, argv with {in} for the inputs folder, exit code, a fragment of the one stderr line)
+SOCIALGYM = [
+    # root, rules, list
+    ("root-unknown-command", ["nosuchcommand"], 2, "No such command"),
+    ("root-bad-game-module", ["--game-module", "nosuch_pkg.mod", "list"], 2, "cannot import game module"),
+    ("rules-unknown-game", ["rules", "nope"], 2, "unknown game 'nope'"),
+    ("rules-did-you-mean", ["rules", "werewolf"], 2, "Did you mean werewolves, triadic_werewolf?"),
+    ("list-unknown-option", ["list", "--bogus"], 2, "No such option: --bogus"),
+    ("list-extra-argument", ["list", "extra"], 2, "unexpected extra argument"),
+    # play: specs and options, checked before any game
+    ("play-unknown-game", ["play", "nope"], 2, "unknown game 'nope'"),
+    ("play-unknown-spec", ["play", PD, "--agents", "bogus"], 2, "unknown policy spec 'bogus'"),
+    ("play-only-comma", ["play", PD, "--agents", ","], 2, "names no policy"),
+    ("play-blank-spec", ["play", PD, "--agents", " "], 2, "names no policy"),
+    ("play-empty-entry", ["play", PD, "--agents", "scripted:random,,scripted:random"], 2, "has an empty entry"),
+    ("play-temperature-hot", ["play", PD, "--agents", "smollm2?temperature=hot"], 2, "temperature='hot': expected a number"),
+    ("play-unknown-option", ["play", PD, "--agents", "smollm2?bogus=1"], 2, "unknown LLM option 'bogus'"),
+    ("play-top-p-range", ["play", PD, "--agents", "smollm2?top_p=2"], 2, "0 < top_p <= 1"),
+    ("play-bad-mode", ["play", PD, "--agents", "smollm2?mode=fast"], 2, "mode='fast': expected one of"),
+    ("play-bad-bool", ["play", PD, "--agents", "smollm2?constrained=maybe"], 2, "expected true/false"),
+    ("play-negative-retries", ["play", PD, "--agents", "smollm2?max_retries=-1"], 2, "max_retries >= 0"),
+    ("play-smollm2-target", ["play", PD, "--agents", "smollm2:x"], 2, "smollm2 takes no target"),
+    ("play-missing-adapter", ["play", PD, "--agents", "smollm2?adapter=/no/such/adapter"], 2, "adapter_config.json"),
+    ("play-hf-nonexistent", ["play", PD, "--agents", "hf:/nonexistent"], 2, "no model folder at /nonexistent"),
+    ("play-hf-empty", ["play", PD, "--agents", "hf:"], 2, "hf spec needs a model"),
+    ("play-hf-not-a-model", ["play", PD, "--agents", "hf:{in}/folder"], 2, "holds no config.json"),
+    ("play-hf-a-file", ["play", PD, "--agents", "hf:{in}/good.jsonl"], 2, "is a file, expected a model folder"),
+    ("play-hf-missing-gguf", ["play", PD, "--agents", "hf:/no/model.gguf"], 2, "no GGUF file"),
+    ("play-hf-uncached-hub-id", ["play", PD, "--agents", "hf:nobody/no-such-model-xyz"], 2, "local Hugging Face cache"),
+    ("play-openai-not-a-url", ["play", PD, "--agents", "openai:m@notaurl"], 2, "http(s) base URL"),
+    ("play-openai-no-model", ["play", PD, "--agents", "openai:@http://127.0.0.1:9/v1"], 2, "openai spec needs a model"),
+    ("play-openai-adapter", ["play", PD, "--agents", "openai:m@http://127.0.0.1:9/v1?adapter=x"], 2, "local models only"),
+    ("play-openai-timeout", ["play", PD, "--agents", "openai:m@http://127.0.0.1:9/v1?timeout=0"], 2, "timeout=0.0"),
+    ("play-constant-fly", ["play", PD, "--agents", "scripted:constant:fly"], 2, "'fly' is not an action of prisoners_dilemma"),
+    ("play-constant-empty", ["play", PD, "--agents", "scripted:constant"], 2, "needs an action"),
+    ("play-scripted-argument", ["play", PD, "--agents", "scripted:random:x"], 2, "takes no argument"),
+    ("play-unknown-scripted", ["play", PD, "--agents", "scripted:nice"], 2, "unknown scripted policy"),
+    ("play-human-argument", ["play", PD, "--agents", "human:x"], 2, "human takes no argument"),
+    ("play-seat-count", ["play", PD, "--agents", "scripted:random,scripted:random,scripted:random"], 2, "has 2 seats"),
+    ("play-config-range", ["play", PD, "-c", "rounds=0"], 2, "rounds must be at least 1"),
+    ("play-config-key", ["play", PD, "-c", "nokey=1"], 2, "nokey"),
+    ("play-config-no-equals", ["play", PD, "-c", "rounds"], 2, "key=value"),
+    ("play-seed-not-int", ["play", PD, "--seed", "x"], 2, "should be a valid integer"),
+    ("play-log-is-folder", ["play", PD, "--log", "{in}/folder"], 2, "is a folder, expected a file"),
+    ("play-log-under-file", ["play", PD, "--log", "{in}/good.jsonl/play.jsonl"], 2, "good.jsonl is a file, expected a folder"),
+    # tournament (all with --out, see below)
+    ("tournament-unknown-game", ["tournament", "--games", "nope"], 2, "unknown game 'nope'"),
+    ("tournament-games-comma", ["tournament", "--games", ","], 2, "has an empty entry"),
+    ("tournament-agents-comma", ["tournament", "--agents", ","], 2, "names no policy"),
+    ("tournament-agents-empty-entry", ["tournament", "--agents", "scripted:random,"], 2, "has an empty entry"),
+    ("tournament-unknown-spec", ["tournament", "--games", PD, "--agents", "scripted:random,bogus"], 2, "unknown policy spec 'bogus'"),
+    ("tournament-constant-fly", ["tournament", "--games", PD, "--agents", "scripted:constant:fly"], 2, "'fly' is not an action"),
+    ("tournament-openai-url", ["tournament", "--games", PD, "--agents", "openai:m@notaurl"], 2, "http(s) base URL"),
+    ("tournament-temperature", ["tournament", "--games", PD, "--agents", "smollm2?temperature=hot"], 2, "expected a number"),
+    ("tournament-episodes-0", ["tournament", "--episodes", "0"], 2, "greater than or equal to 1"),
+    ("tournament-workers-negative", ["tournament", "--workers", "-1"], 2, "greater than or equal to 1"),
+    ("tournament-backend", ["tournament", "--backend", "slurm"], 2, "--backend must be local or ray"),
+    ("tournament-preset", ["tournament", "--preset", "huge"], 2, "unknown --preset 'huge'"),
+    ("tournament-ties", ["tournament", "--ties", "maybe"], 2, "--ties"),
+    ("tournament-override-no-game", ["tournament", "--games", PD, "-c", "rounds=1"], 2, "game.key=value"),
+    ("tournament-override-range", ["tournament", "--games", PD, "-c", f"{PD}.rounds=0"], 2, "rounds must be at least 1"),
+    ("tournament-bootstrap-0", ["tournament", "--bootstrap", "0"], 2, "greater than or equal to 1"),
+    ("tournament-out-is-file", ["tournament", "--games", PD, "--out", "{in}/good.jsonl"], 2, "good.jsonl is a file, expected a folder"),
+    # leaderboard
+    ("leaderboard-missing", ["leaderboard", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
+    ("leaderboard-bootstrap-by", ["leaderboard", "{in}/good.jsonl", "--bootstrap-by", "seat"], 2, "'seat' is not one of"),
+    ("leaderboard-unknown-game", ["leaderboard", "{in}/unknown_game.jsonl"], 2, "games not registered here: nosuchgame"),
+    ("leaderboard-binary", ["leaderboard", "{in}/binary.bin"], 2, "no usable episode records"),
+    ("leaderboard-empty", ["leaderboard", "{in}/empty.jsonl"], 2, "no usable episode records"),
+    ("leaderboard-truncated", ["leaderboard", "{in}/trunc.jsonl"], 2, "no usable episode records"),
+    ("leaderboard-ties", ["leaderboard", "{in}/good.jsonl", "--ties", "maybe"], 2, "--ties"),
+    ("leaderboard-bootstrap-0", ["leaderboard", "{in}/good.jsonl", "--bootstrap", "0"], 2, "greater than or equal to 1"),
+    ("leaderboard-out-is-file", ["leaderboard", "{in}/good.jsonl", "--out", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
+    # replay
+    ("replay-missing", ["replay", "/no/such/log.jsonl"], 2, "no log file at /no/such/log.jsonl"),
+    ("replay-folder", ["replay", "{in}/folder"], 2, "(a folder; give one of its .jsonl logs)"),
+    ("replay-unknown-game", ["replay", "{in}/unknown_game.jsonl"], 2, "of game 'nosuchgame', which is not registered"),
+    ("replay-bad-turns", ["replay", "{in}/badturns.jsonl"], 2, "turn 0 must be an object"),
+    ("replay-unknown-episode", ["replay", "{in}/good.jsonl", "--episode", "nope"], 2, "episode 'nope' is not in"),
+    ("replay-index-range", ["replay", "{in}/good.jsonl", "--index", "5"], 2, "--index 5 is out of range"),
+    ("replay-binary", ["replay", "{in}/binary.bin"], 2, "holds no played episode"),
+    ("replay-truncated", ["replay", "{in}/trunc.jsonl"], 2, "holds no played episode"),
+    ("replay-out-under-file", ["replay", "{in}/good.jsonl", "--out", "{in}/good.jsonl/r.html"], 2, "is a file, expected a folder"),
+    # serve-env (never starts a server)
+    ("serve-unknown-game", ["serve-env", "--game", "nope"], 2, "unknown game 'nope'"),
+    ("serve-bad-opponent", ["serve-env", "--opponents", "bogus"], 2, "unknown policy spec 'bogus'"),
+    ("serve-remote-host", ["serve-env", "--host", "0.0.0.0"], 2, "--allow-remote"),
+    ("serve-port-not-int", ["serve-env", "--port", "x"], 2, "should be a valid integer"),
+    # export and detect
+    ("export-unknown-kind", ["export", "bogus", "{in}/good.jsonl", "--out", "o"], 2, "unknown export 'bogus'"),
+    ("export-missing-logs", ["export", "sft", "/no/such.jsonl", "--out", "o"], 2, "/no/such.jsonl"),
+    ("export-missing-out", ["export", "sft", "{in}/good.jsonl"], 2, "Missing option '--out'"),
+    ("export-bad-outcome", ["export", "sft", "{in}/good.jsonl", "--out", "o", "--outcome", "maybe"], 2, "maybe"),
+    ("export-bad-rollout-policy", ["export", "dpo", "{in}/good.jsonl", "--out", "o", "--rollout-policy", "bogus"], 2,
+     "bogus"),
+    ("detect-missing-log", ["detect", "/no/such.jsonl"], 2, "no log file at /no/such.jsonl"),
+    ("detect-no-hidden-roles", ["detect", "{in}/good.jsonl"], 2, "holds no usable episode of a hidden-role game"),
+    ("detect-binary", ["detect", "{in}/binary.bin"], 2, "holds no usable episode"),
+    # analyze and jester
+    ("analyze-missing", ["analyze", "/no/such"], 2, "/no/such does not exist"),
+    ("analyze-no-episodes", ["analyze", "{in}/good.jsonl", "--out", "o"], 2, "no finished triadic_werewolf episode"),
+    ("analyze-lessons-missing", ["analyze", "{in}/folder", "--lessons", "/no/such"], 2, "is not a folder of lessons"),
+    ("jester-models-comma", ["jester", "run", "--models", ","], 2, "names no policy"),
+    ("jester-unknown-spec", ["jester", "run", "--models", "nosuch:x"], 2, "unknown policy spec 'nosuch:x'"),
+    ("jester-temperature", ["jester", "run", "--models", "smollm2?temperature=hot"], 2, "expected a number"),
+    ("jester-conditions", ["jester", "run", "--conditions", "MAYBE"], 2, "--conditions 'MAYBE'"),
+    ("jester-threshold", ["jester", "run", "--threshold", "2"], 2, "must be in (0, 1]"),
+    ("jester-roles", ["jester", "run", "--roles", "x"], 2, "--roles 'x'"),
+    ("jester-config", ["jester", "run", "-c", "nokey"], 2, "must be key=value"),
+    ("jester-games-0", ["jester", "run", "--games", "0"], 2, "greater than or equal to 1"),
+    # maze
+    ("maze-generate-preset", ["maze", "generate", "--out", "o.jsonl", "--preset", "huge"], 2, "huge"),
+    ("maze-generate-variant", ["maze", "generate", "--out", "o.jsonl", "--variant", "x"], 2, "'x'"),
+    ("maze-generate-n", ["maze", "generate", "--out", "o.jsonl", "--n", "-1"], 2, "greater than or equal to 0"),
+    ("maze-show-binary", ["maze", "show", "{in}/binary.bin"], 2, "not UTF-8 text (a binary file?)"),
+    ("maze-show-truncated", ["maze", "show", "{in}/trunc.jsonl"], 2, "trunc.jsonl:1 is not a SocialMaze data set"),
+    ("maze-show-foreign", ["maze", "show", "{in}/good.jsonl"], 2, "missing field"),
+    ("maze-show-spy-data", ["maze", "show", "{in}/spy.jsonl"], 2, "is not a SocialMaze data set"),
+    ("maze-show-empty", ["maze", "show", "{in}/empty.jsonl"], 2, "holds no instances"),
+    ("maze-show-index", ["maze", "show", "{in}/maze.jsonl", "--index", "9"], 2, "index must be in 0..1"),
+    ("maze-show-missing", ["maze", "show", "/no/such.jsonl"], 2, "does not exist"),
+    ("maze-evaluate-binary", ["maze", "evaluate", "{in}/binary.jsonl"], 2, "not UTF-8 text"),
+    ("maze-evaluate-solver", ["maze", "evaluate", "{in}/maze.jsonl", "--solver", "x"], 2, "unknown solver 'x'"),
+    ("maze-evaluate-truncated", ["maze", "evaluate", "{in}/trunc.jsonl"], 2, "is not a SocialMaze data set"),
+    # spy
+    ("spy-generate-describer", ["spy", "generate", "--out", "o.jsonl", "--describer", "bogus"], 2,
+     "is not a language-model spec"),
+    ("spy-generate-describer-options", ["spy", "generate", "--out", "o.jsonl", "--describer", "smollm2?top_p=9"], 2,
+     "top_p"),
+    ("spy-generate-players", ["spy", "generate", "--out", "o.jsonl", "--players", "2"], 2, "greater than or equal to 3"),
+    ("spy-evaluate-binary", ["spy", "evaluate", "{in}/binary.bin"], 2, "not UTF-8 text"),
+    ("spy-evaluate-solver", ["spy", "evaluate", "{in}/spy.jsonl", "--solver", "scripted:random"], 2, "valid solvers"),
+    ("spy-evaluate-missing", ["spy", "evaluate", "/no/such.jsonl"], 2, "is not a file"),
+    ("spy-show-truncated", ["spy", "show", "{in}/trunc.jsonl"], 2, "is not a Find the Spy data set"),
+    ("spy-show-maze-data", ["spy", "show", "{in}/maze.jsonl"], 2, "missing field 'descriptions'"),
+    ("spy-show-index", ["spy", "show", "{in}/spy.jsonl", "--index", "7"], 2, "--index must be in 0..1"),
+    # spartan
+    ("spartan-reflect-broken-yaml", ["spartan", "reflect", "{in}/broken.yaml"], 2, "is not valid YAML"),
+    ("spartan-reflect-binary-toml", ["spartan", "reflect", "{in}/binary.toml"], 2, "not UTF-8 text"),
+    ("spartan-reflect-suffix", ["spartan", "reflect", "{in}/binary.bin"], 2, "must be .toml, .yaml, .yml or .json"),
+    ("spartan-reflect-missing-file", ["spartan", "reflect", "/no/such.toml"], 2, "does not exist"),
+    ("spartan-reflect-unknown-game", ["spartan", "reflect", "--game", "nope"], 2, "unknown game 'nope'"),
+    ("spartan-reflect-bad-model", ["spartan", "reflect", "--model", "bogus"], 2, "unknown policy spec 'bogus'"),
+    ("spartan-reflect-model-options", ["spartan", "reflect", "--model", "smollm2?temperature=hot"], 2, "expected a number"),
+    ("spartan-reflect-rounds-0", ["spartan", "reflect", "--rounds", "0"], 2, "rounds must be at least 1"),
+    ("spartan-reflect-set-key", ["spartan", "reflect", "-s", "nokey=1"], 2, "--set takes key=value"),
+    ("spartan-reflect-reflector-file", ["spartan", "reflect", "--reflector", "file:/no/such.md"], 2, "no such file"),
+    ("spartan-evaluate-empty-playbook", ["spartan", "evaluate", "{in}/empty.md", "--game", PD, "--model", "scripted:random"],
+     2, "is empty"),
+    ("spartan-evaluate-missing-playbook", ["spartan", "evaluate", "/no/such.md", "--game", PD], 2, "does not exist"),
+    ("spartan-evaluate-binary-playbook", ["spartan", "evaluate", "{in}/binary.bin", "--game", PD], 2, "not UTF-8 text"),
+    ("spartan-evaluate-no-game", ["spartan", "evaluate", "{in}/playbook.md"], 2, "Missing option '--game'"),
+    ("spartan-evaluate-bad-model", ["spartan", "evaluate", "{in}/playbook.md", "--game", PD, "--model", "openai:m@x"], 2,
+     "http(s) base URL"),
+    ("spartan-within-bad-model", ["spartan", "within", "--model", "bogus"], 2, "unknown policy spec 'bogus'"),
+    ("spartan-cross-unknown-game", ["spartan", "cross", "-s", "sources=nope"], 2, "unknown game 'nope'"),
+    ("spartan-multigame-bad-model", ["spartan", "multigame", "--model", "hf:/nonexistent"], 2, "no model folder"),
+    ("spartan-distill-bad-student", ["spartan", "distill", "-s", "students=bogus"], 2, "unknown policy spec 'bogus'"),
+]
+
+# Commands that ran but did not do what was asked: exit 1, and they say so.
+FAILED_RUNS = [
+    ("play-dead-server", ["play", PD, "--agents", DEAD_SERVER, "--log", "o/play.jsonl"], 1, None),
+    ("tournament-dead-server", ["tournament", "--games", PD, "--agents", DEAD_SERVER, "--episodes", "1",
+                                "--bootstrap", "10"], 1, "FAILED"),
+]
+
+
+def _argv(argv, inputs, tmp_path):
+    argv = [a.replace("{in}", str(inputs)) for a in argv]
+    if argv[0] == "tournament" and "--out" not in argv:
+        argv += ["--out", str(tmp_path / "out")]
+    return argv
+
+
+def _run(capsys, argv):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    captured = capsys.readouterr()
+    return stopped.value.code, captured.out, captured.err
+
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("case", SOCIALGYM, ids=[c[0] for c in SOCIALGYM])
+def test_bad_input_is_one_line_and_writes_nothing(case, inputs, tmp_path, monkeypatch, capsys):
+    name, argv, code, fragment = case
+    monkeypatch.chdir(tmp_path)
+    before = _files(inputs)
+    got, out, err = _run(capsys, _argv(argv, inputs, tmp_path))
+    text = out + err
+    assert got == code, text
+    assert "Traceback" not in text
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert fragment in lines[0], lines[0]
+    assert _files(tmp_path) == [], "bad input left files behind"
+    assert _files(inputs) == before, "bad input changed an input folder"
+
+
+@pytest.mark.parametrize("case", FAILED_RUNS, ids=[c[0] for c in FAILED_RUNS])
+def test_a_run_that_did_not_do_what_was_asked_exits_1(case, inputs, tmp_path, monkeypatch, capsys):
+    name, argv, code, fragment = case
+    monkeypatch.chdir(tmp_path)
+    got, out, err = _run(capsys, _argv(argv, inputs, tmp_path))
+    assert got == code, out + err
+    assert "Traceback" not in out + err
+    assert fragment is None or fragment in out + err
+
+
+def test_every_subcommand_has_a_bad_input_case():
+    command = typer.main.get_command(cli.app)
+    names = set()
+    for name, sub in command.commands.items():
+        names |= {f"{name} {n}" for n in sub.commands} if hasattr(sub, "commands") else {name}
+    covered = {" ".join(argv[:2]) if f"{argv[0]} {argv[1]}" in names else argv[0]
+               for _, argv, _, _ in SOCIALGYM if argv[0] in {n.split()[0] for n in names}}
+    assert names - covered == set()
+    assert len(SOCIALGYM) + len(TRAINING) >= 100
+
+
+# python -m training.*: each script's main() under the same handler as its __main__ block
+TRAINING = [
+    ("sft-missing-data", "sft", ["--data", "/no/such"], "no dataset folder or JSONL file at /no/such"),
+    ("sft-empty-folder", "sft", ["--data", "{in}/emptydir"], "is not a saved dataset folder"),
+    ("sft-empty-jsonl", "sft", ["--data", "{in}/empty.jsonl"], "is not a JSONL file of rows"),
+    ("sft-binary", "sft", ["--data", "{in}/binary.bin"], "is not a JSONL file of rows"),
+    ("sft-wrong-columns", "sft", ["--data", "{in}/wrongcols.jsonl"], "lacks the columns ['prompt', 'completion']"),
+    ("sft-missing-split", "sft", ["--data", "{in}/test_only"], "has no 'train' split (it has test)"),
+    ("sft-model-missing", "sft", ["--data", "{in}/sft_data", "--model", "/no/such/model"], "is not 'smollm2'"),
+    ("sft-out-is-file", "sft", ["--data", "{in}/sft_data", "--out", "{in}/good.jsonl"], "is a file, expected a folder"),
+    ("sft-unknown-option", "sft", ["--bogus", "1"], "valid options: --data"),
+    ("sft-device", "sft", ["--device", "tpu"], "unknown device 'tpu'"),
+    ("dpo-wrong-columns", "dpo", ["--data", "{in}/sft_data"], "lacks the columns ['chosen', 'rejected']"),
+    ("dpo-missing-data", "dpo", ["--data", "/no/such"], "no dataset folder"),
+    ("detector-missing-logs", "detector", ["--logs", "/no/such"], "no log file or folder at /no/such"),
+    ("anil-one-game", "anil", ["--logs", "{in}/good.jsonl"], "at least two detection games"),
+    ("socialmaze-binary-test", "socialmaze", ["evaluate", "--test", "{in}/binary.bin"], "not UTF-8 text"),
+    ("socialmaze-missing-adapter", "socialmaze", ["evaluate", "--test", "{in}/maze.jsonl", "--adapter", "/no/such"],
+     "no trained adapter at /no/such"),
+]
+
+
+def _training_body(script: str, argv: list):
+    import importlib
+    module = importlib.import_module(f"training.{script}")
+    if script == "socialmaze":
+        return lambda: invoke_typer(module.app, argv, "training.socialmaze")
+    if script in ("detector", "anil"):
+        from training.common import parse_config
+        return lambda: module.main(parse_config(module.Config, argv))
+    return lambda: module.main(argv)
+
+
+@pytest.mark.parametrize("case", TRAINING, ids=[c[0] for c in TRAINING])
+def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypatch, capsys):
+    name, script, argv, fragment = case
+    monkeypatch.chdir(tmp_path)
+    argv = [a.replace("{in}", str(inputs)) for a in argv]
+    if "--out" not in argv and script != "socialmaze":
+        argv += ["--out", str(tmp_path / "out")]
+    code = run_command(_training_body(script, argv), f"training.{script}")
+    captured = capsys.readouterr()
+    assert code == 2, captured.out + captured.err
+    lines = [line for line in captured.err.splitlines() if line.strip() and "Warning" not in line]
+    assert "Traceback" not in captured.out + captured.err
+    assert len(lines) == 1 and fragment in lines[0], captured.err
+    assert not (tmp_path / "out").exists(), "bad input left an output folder"

@@ -1,0 +1,144 @@
+"""What a user sees on long runs (issue 30): the bar moves with the logs, a status line inside
+long episodes, an interrupted run says how to resume (and does), and the small display fixes."""
+import errno
+import json
+import os
+import re
+import signal
+
+import pytest
+
+import socialgym_env
+from benchmarks import tournament_backends as backends
+from socialgym_env import cli
+from socialgym_env.cli_errors import explain_os_error, run_command
+
+GAMES = "prisoners_dilemma,stag_hunt"
+AGENTS = "scripted:random,scripted:heuristic"
+
+
+def _run(capsys, *argv):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(list(argv))
+    captured = capsys.readouterr()
+    return stopped.value.code, captured.out, captured.err
+
+
+def _logged(log_dir):
+    lines = [line for path in sorted(log_dir.glob("*.jsonl")) for line in path.read_text().splitlines() if line]
+    return [json.loads(line)["episode_id"] for line in lines]
+
+
+def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "t"
+    argv = ["tournament", "--games", GAMES, "--agents", AGENTS, "--episodes", "2", "--workers", "1",
+            "--bootstrap", "10", "--out", str(out)]
+    real = backends._progress_callback
+    seen = []                                   # (bar position, episodes in the logs) at each record
+
+    def watching(stop_after=None):
+        def make(ep_bar, game_bar, shards):
+            update = real(ep_bar, game_bar, shards)
+
+            def on_record(record):
+                update(record)
+                shown = re.findall(r"episodes:[^|]*\|[^|]*\| *(\d+)/\d+", capsys.readouterr().err)
+                seen.append((int(shown[-1]) if shown else None, len(_logged(out / "logs"))))
+                if stop_after is not None and len(seen) == stop_after:
+                    raise KeyboardInterrupt          # as Ctrl-C (or SIGTERM under the CLI) would
+            return on_record
+        return make
+
+    monkeypatch.setattr(backends, "_progress_callback", watching(stop_after=3))
+    code, _, err = _run(capsys, *argv)
+    assert code == 130
+    first = _logged(out / "logs")
+    assert len(first) == 3
+    assert "interrupted: 3 of" in err and "run the same command again to resume" in err
+    planned = int(err.split("interrupted: 3 of ")[1].split()[0])
+    assert planned > 3
+
+    monkeypatch.setattr(backends, "_progress_callback", watching())
+    code, stdout, _ = _run(capsys, *argv)
+    assert code == 0
+    assert f"{planned} planned, 3 already logged, {planned - 3} played now" in " ".join(stdout.split())
+    ids = _logged(out / "logs")
+    assert len(ids) == len(set(ids)) == planned and set(first) <= set(ids)   # resumed: nothing lost or repeated
+    assert seen and all(bar == logged for bar, logged in seen), seen       # what the bar shows = what is logged
+    assert seen[3][0] == 4                        # the resumed bar starts from the 3 already logged
+
+
+def test_the_status_line_shows_decisions_and_the_games_in_play():
+    from agents.runner import EpisodeJob, PolicyPool, run_jobs
+    ticks = []
+    jobs = [EpisodeJob(game, seed, ["scripted:random"] * n) for game, n in (("prisoners_dilemma", 2), ("stag_hunt", 4))
+            for seed in (0, 1)]
+    records = run_jobs(jobs, PolicyPool(), on_tick=lambda games, decisions: ticks.append((list(games), decisions)))
+    assert ticks[-1] == ([], sum(len(r["turns"]) for r in records))
+    assert all(a[1] <= b[1] for a, b in zip(ticks, ticks[1:]))              # decisions only grow
+    assert backends.in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
+
+    class Bar:
+        postfix = None
+
+        def set_postfix_str(self, text, refresh=True):
+            self.postfix = text
+    bar = Bar()
+    backends._tick_callback(bar, every_s=0)(["coup", "coup"], 17)
+    assert bar.postfix == "17 decisions; in play: coup x2"
+
+
+def test_sigterm_is_an_interrupt_with_exit_130(capsys):
+    def body():
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt")
+    assert run_command(body, "socialgym") == 130
+    assert capsys.readouterr().err.strip() == "socialgym: interrupted"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+
+
+def test_errors_name_the_file_and_what_was_expected(tmp_path, capsys):
+    log = tmp_path / "good.jsonl"
+    log.write_text("{}\n")
+    message = explain_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", str(log / "logs")))
+    assert message.startswith(f"{log} is a file, expected a folder")
+    assert explain_os_error(IsADirectoryError(errno.EISDIR, "Is a directory", str(tmp_path))) == \
+        f"{tmp_path} is a folder, expected a file"
+
+    def bug():
+        raise KeyError("oops")
+    assert run_command(bug, "socialgym") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: KeyError" in err and "--debug" in err
+    with pytest.raises(KeyError):
+        run_command(bug, "socialgym", debug=True)
+
+
+def test_debug_env_var_shows_the_traceback(monkeypatch):
+    monkeypatch.setenv("SOCIALGYM_DEBUG", "1")
+    with pytest.raises(socialgym_env.SocialGymError):
+        cli.main(["rules", "nope"])
+
+
+def test_list_keeps_game_ids_whole_at_80_columns(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(cli, "console", cli.Console(width=80))
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert all(len(line) <= 80 for line in out.splitlines())
+    for game in socialgym_env.list_games():
+        assert f"│ {game['id']} " in out, game["id"]
+
+
+def test_spaces_print_short():
+    env = socialgym_env.make("werewolves")
+    agent = env.possible_agents[0]
+    assert len(repr(env.observation_space(agent))) < 120 and len(repr(env.action_space(agent))) < 100
+    assert env.observation_space(agent)["text"].contains("hello")
+
+
+def test_did_you_mean_prefers_the_whole_id():
+    with pytest.raises(socialgym_env.SocialGymError, match="Did you mean werewolves, triadic_werewolf?"):
+        socialgym_env.make("werewolf")
+    with pytest.raises(socialgym_env.SocialGymError, match="Did you mean chess?"):
+        socialgym_env.make("chesss")
