@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from socialgym_env.atomic import atomic_write_text
 from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import read_episodes
 
@@ -183,5 +184,5 @@ def write_replay(log_path, episode_id: Optional[str], out_html, index: int = 0) 
 def write_record_replay(record: dict, out_html) -> Path:
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_replay(record), encoding="utf-8")
+    atomic_write_text(out, render_replay(record))
     return out

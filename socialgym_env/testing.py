@@ -226,10 +226,12 @@ def check_hostile_junk(game_id: str, seed: int = 0, junk=None, **config) -> dict
     InvalidActionError in "raise" mode (and then nothing changed); a rejected action is logged
     invalid with a reason and then played by the fallback ("fallback") or ends the episode as
     a forfeit ("forfeit"); a non-string is never accepted; and the episode record and the
-    infos stay strict JSON (no NaN) that encodes as UTF-8 after every step. Returns the
+    infos stay strict JSON (no NaN) that encodes as UTF-8 after every step, and the record
+    passes the strict reader's checks (``logs.validate_record``). Returns the
     outcome counts per mode."""
     from .actions import MAX_ACTION_CHARS
-    from .errors import InvalidActionError
+    from .errors import InvalidActionError, LogFormatError
+    from .logs import validate_record
     junk = hostile_junk() if junk is None else junk
     counts: dict = {}
     for mode in ("fallback", "forfeit", "raise"):
@@ -276,11 +278,16 @@ def check_hostile_junk(game_id: str, seed: int = 0, junk=None, **config) -> dict
                         _fail(f"{where}: no fallback action was played")
                     if mode == "forfeit" and (turn["action"] is not None or env.state.result is None):
                         _fail(f"{where}: the invalid action did not forfeit the episode")
-            for name, data in (("episode record", env.episode_record()), ("infos", env.infos)):
+            record = env.episode_record()
+            for name, data in (("episode record", record), ("infos", env.infos)):
                 try:
                     json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
                 except (TypeError, ValueError) as err:
                     _fail(f"{where}: the {name} is not strict UTF-8 JSON: {str(err)[:200]}")
+            try:
+                validate_record(record)
+            except LogFormatError as err:
+                _fail(f"{where}: the episode record fails the strict reader: {err}")
     return counts
 
 
