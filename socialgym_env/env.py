@@ -38,6 +38,14 @@ __all__ = ["CHARSET", "ENGINE_CONFIG", "INVALID_MODES", "LOG_SCHEMA", "MAX_OBSER
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": False}
 
 
+class TextSpace(spaces.Text):
+    """gymnasium's Text space with a short ``repr``: the wide charset (CHARSET, 12,257
+    characters) is counted instead of listed, so ``print(env.observation_space(agent))`` stays one line."""
+
+    def __repr__(self) -> str:
+        return f"Text({self.min_length}, {self.max_length}, charset=<{len(self.character_set)} characters>)"
+
+
 # Seeds are logged and put in episode ids: an integer of at most 64 bits (a numpy integer too).
 MAX_SEED = 2**64
 
@@ -111,12 +119,12 @@ class SocialGymEnv(AECEnv):
     def observation_space(self, agent):
         if agent not in self._observation_spaces:
             self._observation_spaces[agent] = spaces.Dict(
-                {"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
+                {"text": TextSpace(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
         return self._observation_spaces[agent]
 
     def action_space(self, agent):
         if agent not in self._action_spaces:
-            self._action_spaces[agent] = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+            self._action_spaces[agent] = TextSpace(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         return self._action_spaces[agent]
 
     # ------------------------------------------------------------------ reset

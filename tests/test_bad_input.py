@@ -143,3 +143,10 @@ def test_register_game_with_neither_class_nor_reference_is_a_type_error(game):
 def test_config_errors_never_format_a_huge_value():
     with pytest.raises(socialgym_env.ConfigError, match="about 5001 digits"):
         socialgym_env.make("bargaining", rounds=-10**5000)
+
+
+def test_spaces_print_on_one_short_line():
+    env = socialgym_env.make("werewolves")
+    text = str(env.observation_space("player_0"))
+    assert text == "Dict('text': Text(1, 200000, charset=<12257 characters>))"
+    assert len(repr(env.action_space("player_0"))) < 80
