@@ -284,3 +284,15 @@ def test_sigkill_at_random_moments_never_leaves_a_half_written_output(tmp_path, 
     # every kill left old-complete or new-complete outputs (absent only between the two renames)
     assert set(seen["export"]) <= {"complete", "absent"} and "complete" in seen["export"], seen
     assert set(seen["board"]) <= {"complete", "absent"} and "complete" in seen["board"], seen
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", b'{"id": "x", "wor', b'{"pairs": [1, 2]}\n', b"[1, 2]\n"])
+def test_dataset_readers_name_the_file_line_and_what_was_expected(tmp_path, content):
+    from socialgym_env.socialmaze.dataset import read_jsonl
+    from socialgym_env.socialmaze.spy import read_instances
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=r"data\.jsonl:1: not a Find-the-Spy instance"):
+        read_instances(path)
+    with pytest.raises(ValueError, match=r"data\.jsonl:1: not a SocialMaze instance"):
+        read_jsonl(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -59,13 +59,20 @@ def write_jsonl(instances: Iterable[MazeInstance], path: str | os.PathLike[str])
     return count
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[MazeInstance]:
+def read_objects(path: str | os.PathLike[str], from_dict: Callable, what: str) -> list:
+    """``from_dict`` of each line of a JSONL file. A line that is not one (binary or foreign
+    data, a truncated line, wrong field types) raises ValueError naming ``path:line`` and
+    ``what`` was expected, never a bare KeyError or UnicodeDecodeError."""
     out = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
             if line.strip():
                 try:
-                    out.append(MazeInstance.from_dict(json.loads(line)))
-                except (ValueError, KeyError) as exc:
-                    raise ValueError(f"{path}:{lineno}: {exc}") from exc
+                    out.append(from_dict(json.loads(line)))
+                except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+                    raise ValueError(f"{path}:{lineno}: not {what} ({type(exc).__name__}: {str(exc)[:200]})") from None
     return out
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[MazeInstance]:
+    return read_objects(path, MazeInstance.from_dict, "a SocialMaze instance")

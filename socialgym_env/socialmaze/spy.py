@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import gymnasium as gym
 from gymnasium import spaces
 
+from .dataset import read_objects
 from .scoring import answer_region, player_number, single_player
 
 
@@ -325,15 +326,7 @@ BASELINES = {"odd_one_out": odd_one_out_answer, "always_civilian": always_civili
 
 # ----------------------------------------------------------------------------- env
 def read_instances(path) -> list:
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(SpyInstance.from_dict(json.loads(line)))
-                except (ValueError, KeyError) as exc:
-                    raise ValueError(f"{path}:{lineno}: {exc}") from exc
-    return out
+    return read_objects(path, SpyInstance.from_dict, "a Find-the-Spy instance")
 
 
 class FindTheSpyEnv(gym.Env):
