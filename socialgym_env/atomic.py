@@ -38,6 +38,10 @@ from typing import IO, Iterator, Optional, Union
 
 PathLike = Union[str, os.PathLike]
 
+# The process's umask, read once (reading it means setting it, which is not thread-safe).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 __all__ = ["append_csv_rows", "append_records", "atomic_dir", "drop_torn_tail", "atomic_file", "atomic_savefig", "atomic_write_bytes", "atomic_write_json", "atomic_write_text",
            "finite_or_null"]
 
@@ -75,10 +79,7 @@ def atomic_file(path: PathLike, mode: str = "w", encoding: Optional[str] = "utf-
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        # mkstemp makes the file owner-only; an output gets the usual permissions
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~_UMASK)      # mkstemp makes it owner-only; an output gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -204,9 +205,7 @@ def atomic_dir(path: PathLike, marker: Optional[str] = None) -> Iterator[Path]:
     old = None
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
+        os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
             old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
             os.replace(path, old / path.name)
