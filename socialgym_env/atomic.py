@@ -42,8 +42,8 @@ PathLike = Union[str, os.PathLike]
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
-__all__ = ["append_csv_rows", "append_records", "atomic_dir", "drop_torn_tail", "atomic_file", "atomic_savefig", "atomic_write_bytes", "atomic_write_json", "atomic_write_text",
-           "finite_or_null"]
+__all__ = ["append_csv_rows", "append_records", "atomic_dir", "atomic_file", "atomic_savefig", "atomic_write_bytes",
+           "atomic_write_json", "atomic_write_text", "drop_torn_tail", "finite_or_null"]
 
 
 def _fsync_dir(folder: Path) -> None:
