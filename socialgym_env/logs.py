@@ -7,6 +7,7 @@ A killed run loses at most the episode in flight: each record is written with a 
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from pathlib import Path
@@ -89,11 +90,8 @@ def _json_type(value) -> str:
 
 def _check_numbers(table: dict, name: str) -> None:
     for seat, value in table.items():
-        if isinstance(value, bool) or not isinstance(value, _NUMBER) or value != value or value in (_INF, -_INF):
+        if value.__class__ is bool or not isinstance(value, _NUMBER) or not math.isfinite(value):
             raise LogFormatError(f"{name}[{seat!r}] must be a finite number, got {_json_type(value)}")
-
-
-_INF = float("inf")
 
 
 def validate_record(record) -> None:
@@ -145,7 +143,7 @@ def _bad_value(value, path: str = "record"):
     stack = [(path, value)]
     while stack:
         where, item = stack.pop()
-        if isinstance(item, float) and (item != item or item in (_INF, -_INF)):
+        if isinstance(item, float) and not math.isfinite(item):
             return where, f"{item} (JSON has no NaN or infinity)"
         if isinstance(item, dict):
             stack.extend((f"{where}[{k!r}]", v) for k, v in item.items())
