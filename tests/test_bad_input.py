@@ -72,7 +72,7 @@ def test_a_lone_surrogate_in_talk_reaches_the_log_as_a_replacement_character(tmp
 # ---------------------------------------------------------------------- the fuzz (issue 30)
 @pytest.mark.parametrize("game_id", socialgym_env.game_ids())
 def test_hostile_junk_never_raises_and_records_stay_strict_utf8_json(game_id):
-    """Every game x the three invalid-action modes x ~40 kinds of junk (testing.hostile_junk):
+    """Every game x the three invalid-action modes x 38 kinds of junk (testing.hostile_junk):
     0 exceptions besides InvalidActionError in raise mode, records always strict UTF-8 JSON."""
     from socialgym_env.testing import check_hostile_junk, hostile_junk
     kinds = len(hostile_junk())
