@@ -57,16 +57,22 @@ def encodable(text: str) -> str:
 
 def encodable_data(value):
     """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers) with every string,
-    keys included, passed through :func:`encodable`; data without a lone surrogate come back
-    equal. For what callers attach to records (policy names, model prompts and replies)."""
+    keys included, passed through :func:`encodable`. For what callers attach to records
+    (policy names, model prompts and replies). Data without a lone surrogate come back as the
+    very same object (no copy: a caller may still hold and extend it); only containers on the
+    way to a replaced string are rebuilt."""
     if isinstance(value, str):
-        return encodable(value)
+        return encodable(value) if _LONE_SURROGATE.search(value) else value
     if isinstance(value, dict):
-        return {encodable(k) if isinstance(k, str) else k: encodable_data(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(encodable_data(v) for v in value)
-    if isinstance(value, list):
-        return [encodable_data(v) for v in value]
+        items = [(encodable_data(k), encodable_data(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        items = [encodable_data(v) for v in value]
+        if all(v is v0 for v, v0 in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value
 
 
