@@ -25,6 +25,7 @@ import typer
 
 from agents.registry import LLM_KINDS, check_spec
 from agents.runner import PolicyPool
+from socialgym_env.atomic import append_records, drop_torn_tail
 from socialgym_env.socialmaze.spy import (BASELINES, CIVILIAN, DEFAULT_PLAYERS, DEFAULT_ROUNDS, SPY, Describer,
                                           SpyInstance, build_instance, hint_describer, read_instances,
                                           score_spy_answer, spy_perspectives)
@@ -79,6 +80,7 @@ def generate(out, n: int, seed: int = 0, describer: str = HINTS, n_players: int 
              progress: Callable[[str], None] = lambda s: None) -> list:
     """Write (or complete) ``n`` instances to the JSONL file ``out``; returns all n, in order."""
     out = Path(out)
+    drop_torn_tail(out)              # the instance a killed run was writing is generated again
     done = {i.id: i for i in read_instances(out)} if out.exists() else {}
     policy = None if describer == HINTS else _llm_policy(pool or PolicyPool(seed=seed), describer)
     flags = spy_perspectives(n, seed)
@@ -91,8 +93,7 @@ def generate(out, n: int, seed: int = 0, describer: str = HINTS, n_players: int 
             describe = hint_describer(random.Random(s)) if policy is None else \
                 llm_describer(policy, s, n_players, n_rounds)
             inst = build_instance(iid, s, flags[i], describe, describer, n_players, n_rounds)
-            with open(out, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(inst.to_dict(), ensure_ascii=False) + "\n")
+            append_records(out, (json.dumps(inst.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
             done[iid] = inst
             progress(f"{i + 1}/{n} {iid}")
         instances.append(done[iid])

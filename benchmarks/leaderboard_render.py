@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
 from socialgym_env.registry import game_ids
 
@@ -60,7 +61,7 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
 
     def write(name, header, rows):
         path = outdir / name
-        with open(path, "w", newline="", encoding="utf-8") as handle:
+        with atomic_file(path, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(header)
             writer.writerows(rows)
@@ -158,7 +159,7 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ax2.set_xlabel("Overall Elo (95% CI)")
     ax2.set_title("Overall")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_savefig(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -208,7 +209,7 @@ def plot_role_gap(summary: dict, path: Path) -> None:
     width = int(13 * fig_w)         # characters of 8-pt text per line of the figure's width
     ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_savefig(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -289,7 +290,7 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
         lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
         lines.append("")
     lines += ["![per-game Elo](elo_heatmap.png)", "", "![role gap](role_gap.png)", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines))
 
 
 def write_game_replays(records: list, outdir: Path) -> dict:
@@ -333,7 +334,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
             parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    atomic_write_text(path, "\n".join(parts))
 
 
 def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
@@ -352,6 +353,10 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
+    # Each file is written atomically; leaderboard.json, which lists them, goes first and comes
+    # back last, so a rebuild killed half-way leaves no leaderboard.json, never one that
+    # describes files of another build.
+    (outdir / "leaderboard.json").unlink(missing_ok=True)
     notes = [note] if (note := skipped_note(skipped)) else []
     summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
@@ -367,7 +372,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     files["leaderboard.html"] = str(outdir / "leaderboard.html")
     files["leaderboard.json"] = str(outdir / "leaderboard.json")
     summary["files"] = files
-    (outdir / "leaderboard.json").write_text(json.dumps(summary, indent=1, default=_json_default), encoding="utf-8")
+    atomic_write_text(outdir / "leaderboard.json", json.dumps(summary, indent=1, default=_json_default))
     return summary
 
 

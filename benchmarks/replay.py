@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from socialgym_env.atomic import atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
 from socialgym_env.logs import read_episodes
 from socialgym_env.registry import game_ids
@@ -203,5 +204,5 @@ def check_replayable(record: dict, log_path) -> None:
 def write_record_replay(record: dict, out_html) -> Path:
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_replay(record), encoding="utf-8")
+    atomic_write_text(out, render_replay(record))
     return out

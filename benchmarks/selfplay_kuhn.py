@@ -37,6 +37,7 @@ from pathlib import Path
 import socialgym_env
 from agents import openspiel_bridge as bridge
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from socialgym_env.atomic import atomic_file, atomic_savefig
 
 GAME = "kuhn_poker"
 
@@ -214,7 +215,7 @@ def main(argv=None) -> dict:
     print(f"\nfinal exploitability: self-play average {final['average']:.4f}, last {final['last']:.4f}; "
           f"CFR after {config.cfr_iterations} iterations {final['cfr']:.4f}; rows kept {kept_rows}/{all_rows}; "
           f"per-seat baselines {final['baselines']}; {final['seconds']} s")
-    with open(out / "curve.csv", "w", newline="") as handle:
+    with atomic_file(out / "curve.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["iteration", "selfplay_last", "selfplay_average", "cfr"])
         for iteration, last, average in curve:
@@ -238,7 +239,7 @@ def plot(curve, cfr_curve, config, path) -> None:
     ax.set_title("Kuhn poker: tabular self-play (RAE, pool) vs CFR")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
 
 

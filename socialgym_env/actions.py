@@ -17,6 +17,7 @@ import itertools
 import json
 import random
 import re
+import reprlib
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -52,6 +53,62 @@ def encodable(text: str) -> str:
     """``text`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD, so a
     model reply or action carrying one never breaks a transcript, a print or a log line."""
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def encodable_data(value):
+    """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers) with every string,
+    keys included, passed through :func:`encodable`. For what callers attach to records
+    (policy names, model prompts and replies). Data without a lone surrogate come back as the
+    very same object (no copy: a caller may still hold and extend it); only containers on the
+    way to a replaced string are rebuilt."""
+    if isinstance(value, str):
+        return encodable(value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        items = [(encodable_data(k), encodable_data(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        items = [encodable_data(v) for v in value]
+        if all(v is v0 for v, v0 in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+class _BoundedRepr(reprlib.Repr):
+    """``reprlib`` limits (long strings, big or deep containers cut with "...") plus integers
+    too long for ``repr`` (Python refuses more than 4,300 digits) described by their size."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxstring = self.maxother = 80
+        self.maxlong = 40
+
+    def repr_int(self, value, level):
+        if value.bit_length() > 128:
+            return f"<int of about {int(value.bit_length() * 0.30103) + 1} digits>"
+        return super().repr_int(value, level)
+
+    def repr_bytes(self, value, level):
+        return repr(value[:self.maxstring]) + ("..." if len(value) > self.maxstring else "")
+
+    def repr_bytearray(self, value, level):
+        return f"bytearray({self.repr_bytes(bytes(value[:self.maxstring + 1]), level)})"
+
+
+_BOUNDED_REPR = _BoundedRepr()
+
+
+def safe_repr(value, limit: int = 200) -> str:
+    """A short ``repr`` of any object that never raises: bounded for huge ints, long strings,
+    bytes and deep or big containers, a placeholder when the object's own ``__repr__`` fails,
+    lone surrogates replaced. For messages and logs that name what a caller passed."""
+    try:
+        text = _BOUNDED_REPR.repr(value)
+    except Exception:            # a __repr__ that raises, or anything reprlib cannot bound
+        text = f"<{type(value).__name__} object>"
+    return clip(encodable(text), limit)
 
 
 def clip(text: str, limit: int = MAX_LOG_TEXT_CHARS) -> str:
@@ -705,4 +762,6 @@ def _split_json(text: str) -> tuple[str, str]:
         argument = " ".join(str(item) for item in argument)
     elif isinstance(argument, (dict, bool)):
         raise ActionError('"argument" must be a string, a number or a list')
-    return action_type.strip(), str(argument)
+    # A JSON escape (\ud83d) gives a lone surrogate the raw text did not hold: replaced here
+    # too, so no parsed action, message or record carries one.
+    return encodable(action_type).strip(), encodable(str(argument))

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from . import games as games_package
+from .atomic import atomic_write_text
 from .registry import GAME_MODULES, game_class
 
 BUILTIN_PACKAGE = "socialgym_env.games"
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
         return 1 if stale else 0
     out.mkdir(parents=True, exist_ok=True)
     for name, text in pages().items():
-        (out / name).write_text(text, encoding="utf-8")
+        atomic_write_text(out / name, text)
     print(f"wrote {len(pages())} pages to {out}")
     return 0
 

@@ -20,7 +20,7 @@ from typing import Optional
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from .actions import MAX_ACTION_CHARS, ActionError, Grammar, clip, encodable
+from .actions import MAX_ACTION_CHARS, ActionError, Grammar, clip, encodable, encodable_data, safe_repr
 from .aec import begin_aec_step, start_aec_episode
 from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
 from .game import Game, outcome_label
@@ -39,13 +39,26 @@ ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observati
 
 
 class TextSpace(spaces.Text):
-    """gymnasium's Text space, printed short: its charset is ~12,000 characters, which
-    ``print(env.observation_space(agent))`` would otherwise dump whole."""
+    """gymnasium's Text space with a short ``repr``: the wide charset (CHARSET, 12,257
+    characters) is counted instead of listed, so ``print(env.observation_space(agent))`` stays one line."""
 
     def __repr__(self) -> str:
-        chars = sorted(self.character_set)
-        return (f"Text({self.min_length}, {self.max_length}, charset=<{len(chars)} characters, "
-                f"{chars[0]!r} to {chars[-1]!r}>)")
+        return f"Text({self.min_length}, {self.max_length}, charset=<{len(self.character_set)} characters>)"
+
+
+# Seeds are logged and put in episode ids: an integer of at most 64 bits (a numpy integer too).
+MAX_SEED = 2**64
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int, or TypeError (a float, a bool, a string: never silently truncated)
+    or ValueError (beyond +-2**64)."""
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise TypeError(f"seed must be an integer, got {type(seed).__name__} {safe_repr(seed, 60)}")
+    seed = operator.index(seed)
+    if not -MAX_SEED < seed < MAX_SEED:
+        raise ValueError(f"seed must be an integer of at most 64 bits, got {safe_repr(seed, 60)}")
+    return seed
 
 
 class SocialGymEnv(AECEnv):
@@ -62,6 +75,7 @@ class SocialGymEnv(AECEnv):
     def __init__(self, game_cls: type[Game], config: dict, render_mode: Optional[str] = None):
         super().__init__()
         self.game_cls = game_cls
+        config = encodable_data(config)      # its strings reach messages and the record
         self.game: Game = game_cls(config)
         self.game_info = game_cls.info
         self.config = config
@@ -119,8 +133,8 @@ class SocialGymEnv(AECEnv):
         if seed is None:
             # Draw a seed so that even an unseeded episode is reproducible from its log.
             seed = random.SystemRandom().randrange(2**31)
-        seed = int(seed)
-        self.episode_id = str(options.get("episode_id", f"{self.game_info.id}-{seed}"))
+        seed = check_seed(seed)
+        self.episode_id = encodable(str(options.get("episode_id", f"{self.game_info.id}-{seed}")))
         self.machine.reset(seed)
         start_aec_episode(self)
         self._after_transition()
@@ -194,11 +208,18 @@ class SocialGymEnv(AECEnv):
         if parsed is not None:
             self._play(agent, grammar, parsed, action)
             return
-        raw = encodable(action if isinstance(action, str) else repr(action))
+        if isinstance(action, str):
+            # a str subclass is read as the plain string it holds (its own methods may raise)
+            action = str.__str__(action)
+            raw = encodable(action)
+        else:
+            # never repr() an unbounded object: a >4,300-digit int or a raising __repr__ would
+            # raise here, and a 1 MB bytes would be copied whole
+            raw = safe_repr(action, MAX_ACTION_CHARS)
         try:
             parsed, reason = grammar.parse(action), None
         except ActionError as err:
-            parsed, reason = None, clip(str(err))
+            parsed, reason = None, encodable(clip(str(err)))
         if reason is not None and self.config.get("invalid_action", "fallback") == "raise":
             # Nothing has changed: a raised action leaves the env as it was, views included.
             raise InvalidActionError(f"{agent} in phase {self.machine.state.phase!r}: {reason}")
@@ -281,9 +302,10 @@ class SocialGymEnv(AECEnv):
         return episode_record(self.machine, self.config, self.episode_id, policies, playbooks, extra, playbook_ids)
 
     def annotate_last_turn(self, **fields) -> None:
-        """Attach agent-side data (model prompt, raw reply, parse attempts) to the last turn."""
+        """Attach agent-side data (model prompt, raw reply, parse attempts) to the last turn
+        (lone surrogates in its strings replaced, as in the rest of the record)."""
         if self.machine.turns:
-            self.machine.turns[-1].update(fields)
+            self.machine.turns[-1].update(encodable_data(fields))
 
     # ------------------------------------------------------------------ render
     def render(self):

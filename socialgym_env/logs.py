@@ -6,74 +6,189 @@ A killed run loses at most the episode in flight: each record is written with a 
 """
 from __future__ import annotations
 
-import fcntl
 import json
+import math
 import os
 import warnings
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
-from .actions import encodable
+from .actions import encodable, safe_repr
+from .atomic import append_records
 from .record import LOG_SCHEMA
-from .errors import LogFormatError
+from .errors import InvalidActionError, LogFormatError
+
+PathLike = Union[str, os.PathLike]
+
 
 REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "scores", "rewards")
-PathLike = Union[str, os.PathLike]
+
+# The type of every record field a later stage reads (leaderboards, replays, exports, the
+# detectors); a field may be absent unless in REQUIRED_KEYS, but present it has this type.
+# (A tuple of types is "one of"; None in it allows null.)
+_NUMBER = (int, float)
+RECORD_FIELDS = {
+    "schema": str, "episode_id": str, "game": str, "game_version": int, "seed": int,
+    "config": (dict, None), "roster": list, "turns": list, "messages": list, "transcript": list,
+    "steps": int, "finished": bool, "scores": (dict, None), "rewards": (dict, None),
+    "outcomes": (dict, None), "winners": list, "reason": (str, None), "truncated": bool,
+    "invalid_actions": dict, "metrics": (dict, None), "failed": bool, "error": str, "traceback": str,
+    "tags": (dict, None),
+}
+SEAT_FIELDS = {"agent": str, "name": (str, None), "role": (str, None), "team": (str, None),
+               "policy": (str, None), "playbook": (str, None), "playbook_id": (str, None),
+               "alive_at_end": bool}
+TURN_FIELDS = {"agent": str, "raw": str, "action": (str, None), "valid": bool, "step": int, "round": int,
+               "phase": str, "reason": str, "fallback": bool, "observation": str, "agent_meta": (dict, None)}
+
+
+def _type_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false", dict: "an object",
+             list: "a list", None: "null"}
+    return " or ".join(names[k] for k in kinds)
+
+
+def _compiled(fields: dict) -> dict:
+    """field -> (the types it may have, null allowed, true/false allowed): what the checks
+    below test without building anything per value (a log holds ~1,000 turns per episode)."""
+    out = {}
+    for key, kind in fields.items():
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        out[key] = (tuple(k for k in kinds if k is not None), None in kinds, bool in kinds, kind)
+    return out
+
+
+_RECORD, _SEAT, _TURN = _compiled(RECORD_FIELDS), _compiled(SEAT_FIELDS), _compiled(TURN_FIELDS)
+
+
+def _has_type(value, kind) -> bool:
+    types, nullable, boolean, _ = kind
+    if value is None:
+        return nullable
+    if value.__class__ is bool:               # JSON true/false is not a number here
+        return boolean
+    return isinstance(value, types)
+
+
+def _check_fields(obj: dict, fields: dict, where: str = "", required=()) -> None:
+    """``fields``: a ``_compiled`` table; ``where``: the object's path ("" for the record, "turns[3]")."""
+    for key in required:
+        if key not in obj:
+            raise LogFormatError(f"{where} lacks {key!r}")
+    for key, value in obj.items():
+        kind = fields.get(key)
+        if kind is not None and not _has_type(value, kind):
+            name = f"{where}.{key}" if where else key
+            raise LogFormatError(f"{name} must be {_type_name(kind[3])}, got {_json_type(value)}")
+
+
+def _json_type(value) -> str:
+    return "null" if value is None else {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+                                         dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _check_numbers(table: dict, name: str) -> None:
+    for seat, value in table.items():
+        if value.__class__ is bool or not isinstance(value, _NUMBER) or not math.isfinite(value):
+            raise LogFormatError(f"{name}[{seat!r}] must be a finite number, got {_json_type(value)}")
+
+
+def validate_record(record) -> None:
+    """Raise LogFormatError, naming the field and what was expected, unless ``record`` is an
+    episode record every later stage can read: the required keys, the schema, and the type
+    of every field the project reads (top level, each roster seat, each turn; scores and
+    rewards finite numbers by seat)."""
+    if not isinstance(record, dict):
+        raise LogFormatError(f"an episode record must be a JSON object, got {_json_type(record)}")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise LogFormatError(f"episode record lacks {missing}")
+    if record["schema"] != LOG_SCHEMA:
+        raise LogFormatError(f"unknown log schema {safe_repr(record['schema'], 80)} (this version reads {LOG_SCHEMA!r})")
+    _check_fields(record, _RECORD)
+    for index, seat in enumerate(record["roster"]):
+        if not isinstance(seat, dict):
+            raise LogFormatError(f"roster[{index}] must be an object, got {_json_type(seat)}")
+        _check_fields(seat, _SEAT, f"roster[{index}]", required=("agent",))
+    for index, turn in enumerate(record["turns"]):
+        if not isinstance(turn, dict):
+            raise LogFormatError(f"turns[{index}] must be an object, got {_json_type(turn)}")
+        _check_fields(turn, _TURN, f"turns[{index}]", required=("agent", "raw"))
+    for name in ("messages", "transcript", "winners"):
+        item_type = dict if name == "messages" else str
+        items = record.get(name) or ()
+        if not all(item.__class__ is item_type for item in items):
+            index = next(i for i, item in enumerate(items) if item.__class__ is not item_type)
+            raise LogFormatError(f"{name}[{index}] must be {_type_name(item_type)}, got {_json_type(items[index])}")
+    for name in ("scores", "rewards"):
+        if record.get(name) is not None:
+            _check_numbers(record[name], name)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_line(line: str) -> dict:
+    """One log line as a checked record: strict JSON (no NaN/Infinity) that passes
+    :func:`validate_record`. Raises LogFormatError or ValueError (not JSON)."""
+    record = json.loads(line, parse_constant=_reject_constant)
+    validate_record(record)
+    return record
+
+
+def _bad_value(value, path: str = "record"):
+    """(path, why) of the first value JSON cannot hold (NaN, an infinity, a non-JSON type), or None."""
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where, f"{item} (JSON has no NaN or infinity)"
+        if isinstance(item, dict):
+            stack.extend((f"{where}[{k!r}]", v) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+        elif not isinstance(item, (str, int, float, type(None))):
+            return where, f"a {type(item).__name__}, not JSON data"
+    return None
 
 
 def encode_line(record: dict) -> bytes:
     """One record as a UTF-8 JSON line. Text that UTF-8 cannot encode (a lone surrogate in a model
     reply, an action or a name) becomes U+FFFD, so one such string never aborts a run or makes
-    a resume fail on the same episode forever."""
-    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    a resume fail on the same episode forever. NaN, infinities and non-JSON objects are refused
+    (LogFormatError naming the field): the line would not be JSON, or not read back the same."""
+    try:
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as err:
+        found = _bad_value(record)
+        where = f"{found[0]} is {found[1]}" if found else str(err)[:200]
+        raise LogFormatError(f"episode {safe_repr(record.get('episode_id'), 80)} cannot be logged: {where}") from None
     return encodable(line).encode("utf-8")
 
 
 def append_episode(path: PathLike, record: dict) -> None:
-    """Append one episode record as one line."""
-    data = encode_line(record)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        # A previous run killed mid-write may have left a partial line: start on a fresh one.
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def validate_record(record) -> None:
-    if not isinstance(record, dict):
-        raise LogFormatError("an episode record must be a JSON object")
-    missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
-        raise LogFormatError(f"episode record lacks {missing}")
-    if record["schema"] != LOG_SCHEMA:
-        raise LogFormatError(f"unknown log schema {record['schema']!r} (this version reads {LOG_SCHEMA!r})")
+    """Append one episode record as one line. The record is checked first (:func:`validate_record`,
+    and JSON without NaN): a record its readers would reject raises LogFormatError and nothing is
+    written."""
+    validate_record(record)
+    append_records(path, encode_line(record))
 
 
 def read_episodes(path: PathLike, strict: bool = False,
                   on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
-    """Yield the valid episode records of a JSONL log. A corrupt, truncated or foreign line
-    raises LogFormatError when ``strict``; else it is skipped: ``on_skip(message, why)`` is
-    called if given (``why`` is a short category such as "not JSON"), otherwise a warning
-    names the line."""
+    """Yield the valid episode records of a JSONL log (each checked by :func:`validate_record`:
+    later stages never see a malformed one). A corrupt, truncated (a run killed mid-line),
+    foreign or wrongly typed line raises LogFormatError naming ``file:line`` and what was
+    expected when ``strict``; else it is skipped: ``on_skip(message, why)`` is called if given
+    (``why`` is a short category such as "not JSON"), otherwise a warning names the line."""
     with open(path, "r", encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-                validate_record(record)
+                record = parse_line(line)
             except LogFormatError as err:
                 why, detail = _skip_category(err), err
             except (ValueError, RecursionError) as err:    # bad JSON, huge numbers, deep nesting
@@ -81,9 +196,9 @@ def read_episodes(path: PathLike, strict: bool = False,
             else:
                 yield record
                 continue
-            message = f"{path}:{number}: skipped a bad episode line ({str(detail)[:200]})"
             if strict:
-                raise LogFormatError(message) from None
+                raise LogFormatError(f"{path}:{number}: not a valid episode record: {str(detail)[:300]}") from None
+            message = f"{path}:{number}: skipped a bad episode line ({str(detail)[:200]})"
             if on_skip is not None:
                 on_skip(message, why)
             else:
@@ -92,9 +207,9 @@ def read_episodes(path: PathLike, strict: bool = False,
 
 def _skip_category(err: LogFormatError) -> str:
     text = str(err)
-    if "lacks" in text or "JSON object" in text:
+    if text.startswith("episode record lacks") or text.startswith("an episode record must be"):
         return "not an episode record"
-    if "schema" in text:
+    if "log schema" in text:
         return "another log schema"
     return "invalid record"
 
@@ -138,15 +253,27 @@ def restore_env(game: str, config, seed: int, episode_id: str, prefix_actions):
     """The env of a logged episode after the given raw actions: made with the episode's config,
     reset with its seed and id, then stepped (seats that are out are skipped as the runner does).
     The engine is deterministic, so this is exactly the state the next seat saw. ``config`` may
-    be the JSON string of an export row."""
+    be the JSON string of an export row. A game or config this install does not have, a bad
+    seed, or an action that no longer replays raises LogFormatError naming the episode."""
     from .registry import make
-    if isinstance(config, str):
-        config = json.loads(config)
-    env = make(game, **(config or {}))
-    env.reset(seed=seed, options={"episode_id": episode_id})
-    for action in prefix_actions:
+    where = f"episode {safe_repr(episode_id, 80)}"
+    try:
+        if isinstance(config, str):
+            config = json.loads(config)
+        if not isinstance(config, (dict, type(None))):
+            raise TypeError(f"config must be an object, got {type(config).__name__}")
+        env = make(game, **(config or {}))
+        env.reset(seed=seed, options={"episode_id": episode_id})
+    except (KeyError, TypeError, ValueError) as err:       # UnknownGameError, ConfigError, bad JSON or seed
+        raise LogFormatError(f"{where} cannot be replayed here: {err}") from None
+    for number, action in enumerate(prefix_actions):
         env.skip_dead()
-        env.step(action)
+        if not env.agents:
+            raise LogFormatError(f"{where}: the replay ended before action {number} (another engine version or config?)")
+        try:
+            env.step(action)
+        except InvalidActionError as err:      # a config with invalid_action="raise"
+            raise LogFormatError(f"{where}: action {number} does not replay: {err}") from None
     env.skip_dead()
     return env
 
@@ -155,14 +282,21 @@ def replay_observations(record: dict) -> list:
     """The observation text each logged turn's seat had when it acted, rebuilt by replaying the
     episode from its seed and raw actions. Logs keep observations only with the engine option
     ``log_observations=true`` (they repeat the whole history every turn); this is how the rest
-    get them back. Raises LogFormatError if the replay departs from the log."""
+    get them back. Raises LogFormatError if the record is malformed (:func:`validate_record`),
+    names a game or config this install does not have, or the replay departs from the log."""
+    validate_record(record)
+    episode = safe_repr(record["episode_id"], 80)
     env = restore_env(record["game"], record.get("config"), record["seed"], record["episode_id"], ())
     observations = []
     for number, turn in enumerate(record["turns"]):
-        if env.agent_selection != turn["agent"]:
-            raise LogFormatError(f"episode {record['episode_id']}: turn {number} was {turn['agent']}'s in the log "
-                                 f"but {env.agent_selection}'s on replay (another engine version or config?)")
+        if not env.agents or env.agent_selection != turn["agent"]:
+            now = f"{env.agent_selection}'s" if env.agents else "after the end"
+            raise LogFormatError(f"episode {episode}: turn {number} was {turn['agent']}'s in the log "
+                                 f"but {now} on replay (another engine version or config?)")
         observations.append(env.observation_text(turn["agent"]))
-        env.step(turn["raw"])
+        try:
+            env.step(turn["raw"])
+        except InvalidActionError as err:      # a config with invalid_action="raise"
+            raise LogFormatError(f"episode {episode}: turn {number}'s action does not replay: {err}") from None
         env.skip_dead()
     return observations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Optional
 
+from .actions import encodable_data
 from .game import outcome_label
 from .machine import TurnMachine
 from .state import PUBLIC
@@ -29,9 +30,10 @@ def episode_record(machine: TurnMachine, config: dict, episode_id: str, policies
                    playbook_ids: Optional[dict] = None) -> dict:
     """The JSONL episode record of the machine's episode so far."""
     state = machine.state
-    policies = policies or {}
-    playbooks = playbooks or {}
-    playbook_ids = playbook_ids or {}
+    # What callers attach is cleaned as the engine's own text is (no lone surrogate).
+    policies = encodable_data(policies or {})
+    playbooks = encodable_data(playbooks or {})
+    playbook_ids = encodable_data(playbook_ids or {})
     result = state.result
     roster = [{"agent": s.agent, "name": s.name, "role": s.role, "team": s.team,
                "policy": policies.get(s.agent), "playbook": playbooks.get(s.agent),
@@ -59,5 +61,5 @@ def episode_record(machine: TurnMachine, config: dict, episode_id: str, policies
         "metrics": machine.game.metrics(state),
     }
     if extra:
-        record.update(extra)
+        record.update(encodable_data(extra))
     return record

@@ -11,6 +11,7 @@ from typing import Optional
 
 import pettingzoo
 
+from .actions import safe_repr
 from .env import ENGINE_CONFIG, INVALID_MODES, SocialGymEnv
 from .errors import ConfigError, EngineError, UnknownGameError
 from .game import Game
@@ -95,7 +96,13 @@ def register_game(game: "type[Game] | str", replace: bool = False) -> None:
     ``make``, ``list_games`` and PettingZoo (``socialgym/<id>-v<version>``), and reaches the
     tournament's worker processes when a fresh process can import it (see
     :func:`outside_registrations`). A built-in game is only replaced with ``replace=True``."""
-    cls = _load_reference(game) if isinstance(game, str) else game
+    if isinstance(game, str):
+        cls = _load_reference(game)
+    elif isinstance(game, type) and issubclass(game, Game):
+        cls = game
+    else:
+        raise TypeError(f"register_game needs a Game subclass or a 'pkg.mod' / 'pkg.mod:Class' string, "
+                        f"got {type(game).__name__} {safe_repr(game, 60)}")
     game_id = cls.info.id
     if game_id in GAME_MODULES and not replace:
         raise ConfigError(f"a game {game_id!r} is already registered; pass replace=True to replace it")
@@ -171,6 +178,9 @@ def close_ids(wanted: str, ids, limit: int = 3) -> list[str]:
 
 
 def game_class(game_id: str) -> type[Game]:
+    if not isinstance(game_id, str):
+        raise TypeError(f"a game id is a string such as 'werewolves' (socialgym_env.game_ids() lists them), "
+                        f"got {type(game_id).__name__} {safe_repr(game_id, 60)}")
     wanted_version = None
     if game_id not in GAME_MODULES:
         # Accept the PettingZoo-style id too: socialgym/<id>-v<version>.
@@ -221,23 +231,25 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             merged[key] = value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ConfigError(f"{cls.info.id}: config {key!r} must be {expected.__name__}, got {value!r}")
+            raise ConfigError(f"{cls.info.id}: config {key!r} must be {expected.__name__}, got {safe_repr(value, 80)}")
     if merged["invalid_action"] not in INVALID_MODES:
-        raise ConfigError(f"{cls.info.id}: invalid_action must be one of {INVALID_MODES}, got {merged['invalid_action']!r}")
+        raise ConfigError(f"{cls.info.id}: invalid_action must be one of {INVALID_MODES}, "
+                          f"got {safe_repr(merged['invalid_action'], 80)}")
     if merged["max_steps"] is not None and (not isinstance(merged["max_steps"], int) or merged["max_steps"] < 1):
-        raise ConfigError(f"{cls.info.id}: max_steps must be a positive integer, got {merged['max_steps']!r}")
+        raise ConfigError(f"{cls.info.id}: max_steps must be a positive integer, got {safe_repr(merged['max_steps'], 80)}")
     counts = getattr(cls, "player_counts", (cls.info.num_players,))
     if merged["num_players"] not in counts:
         allowed = " or ".join(map(str, counts))
-        raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {merged['num_players']!r}")
+        raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {safe_repr(merged['num_players'], 80)}")
     for key, (low, high) in cls.config_ranges.items():
         value = merged[key]
         if value < low or (high is not None and value > high):
             bounds = f"at least {low}" if high is None else f"from {low} to {high}"
-            raise ConfigError(f"{cls.info.id}: {key} must be {bounds}, got {value}")
+            raise ConfigError(f"{cls.info.id}: {key} must be {bounds}, got {safe_repr(value, 80)}")
     for key, allowed in cls.config_choices.items():
         if merged[key] not in allowed:
-            raise ConfigError(f"{cls.info.id}: config {key!r} must be one of {list(allowed)}, got {merged[key]!r}")
+            raise ConfigError(f"{cls.info.id}: config {key!r} must be one of {list(allowed)}, "
+                              f"got {safe_repr(merged[key], 80)}")
     try:
         cls.validate_config(merged)
     except ConfigError:
@@ -273,7 +285,8 @@ def make(game_id: str, render_mode: Optional[str] = None, **config) -> SocialGym
     """Create the AEC env of a game: ``socialgym_env.make("werewolves", invalid_action="raise")``."""
     cls = game_class(game_id)
     if render_mode is not None and render_mode not in SocialGymEnv.metadata["render_modes"]:
-        raise ConfigError(f"render_mode must be one of {SocialGymEnv.metadata['render_modes']}, got {render_mode!r}")
+        raise ConfigError(f"render_mode must be one of {SocialGymEnv.metadata['render_modes']}, "
+                          f"got {safe_repr(render_mode, 80)}")
     return SocialGymEnv(cls, _resolve_config_cached(cls, config), render_mode=render_mode)
 
 

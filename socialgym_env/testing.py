@@ -8,7 +8,8 @@ One line in a game's test file runs them all::
         check_game("my_game")          # the id of a registered game
 
 Each check is also public on its own (``check_api``, ``check_seed``, ``check_parallel_api``,
-``check_random_play``, ``check_determinism``, ``check_replay``, ``check_clone``) and raises
+``check_random_play``, ``check_determinism``, ``check_replay``, ``check_clone``,
+``check_hostile_junk``) and raises
 ``AssertionError`` naming the game, the seed and what differed. PettingZoo's own test
 functions do the API work (as PettingZoo and OpenSpiel ship theirs as library code); the rest
 plays seeded random legal actions mixed with junk strings, so the invalid-action fallbacks run
@@ -28,6 +29,50 @@ from .registry import game_class, make
 JUNK = ("", "   ", "eyes", "vote", "{\"action_type\": 3}", "{broken", "contribute -1", "ßüñ ✓ 🙂",
         "pass pass pass", "say " + "x" * 5000)
 REWARDS = {-1.0, 0.0, 1.0}
+
+
+class _RaisingRepr:
+    """An object whose ``__str__`` and ``__repr__`` raise (junk must never be formatted blindly)."""
+
+    def __str__(self):
+        raise RuntimeError("__str__ raised")
+
+    def __repr__(self):
+        raise RuntimeError("__repr__ raised")
+
+
+def _nested(depth: int, leaf=None):
+    """A Python list nested ``depth`` deep, built without recursion."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def hostile_junk() -> dict:
+    """Label -> an action a careless or hostile caller might pass to ``step``: huge and odd
+    numbers, deep JSON, lone surrogates, NUL, a 1 MB string, bytes, wrong types, objects that
+    cannot be printed. Built fresh on each call (some are mutable)."""
+    import numpy as np
+    deep_json = "[" * 10_000 + "]" * 10_000
+    return {
+        "int 10**5000": 10**5000, "int -10**5000": -10**5000, "int -1": -1, "int 2**64": 2**64,
+        "float 1.5": 1.5, "float nan": float("nan"), "float inf": float("inf"), "float -inf": float("-inf"),
+        "complex": 3j, "bool": True, "numpy int64": np.int64(1), "numpy float32": np.float32(2.5),
+        "numpy array": np.arange(5), "None": None,
+        "deep JSON text (10,000)": deep_json,
+        "deep JSON argument (10,000)": '{"action_type": "vote", "argument": ' + deep_json + "}",
+        "deep JSON under the length cap": '{"action_type": "vote", "argument": ' + "[" * 1500 + "]" * 1500 + "}",
+        "JSON integer past the digit limit": '{"action_type": "vote", "argument": ' + "7" * 3990 + "}",
+        "text of a 5000-digit number": "bid " + "9" * 5000,
+        "lone surrogate": "\udcff", "lone surrogate in talk": "say half \ud83d an emoji",
+        "JSON-escaped lone surrogate": '{"action_type": "say", "argument": "\\ud83d escaped"}',
+        "NUL": "\x00", "NUL in a word": "vote \x00", "1 MB string": "x" * 1_000_000,
+        "1 MB bytes": b"y" * 1_000_000, "bytes": b"cooperate", "bytearray": bytearray(b"defect"),
+        "list": ["vote", "Alice"], "deep list (10,000)": _nested(10_000), "dict": {"action_type": "pass"},
+        "set": {1, 2}, "tuple": ("a",), "raising __str__/__repr__": _RaisingRepr(), "object": object(),
+        "a type": int, "a function": len, "list holding a huge int": [10**5000],
+    }
 OUTCOMES = {"win", "draw", "loss"}
 
 
@@ -175,6 +220,77 @@ def check_clone(game_id: str, seed: int = 11, decisions: int = 5, max_steps: int
         _fail(f"{game_id}: a clone continued with the same actions logged a different record")
 
 
+def check_hostile_junk(game_id: str, seed: int = 0, junk=None, **config) -> dict:
+    """Every :func:`hostile_junk` action (or the given ``{label: action}``), after a few seeded
+    legal moves, in each invalid-action mode: ``step`` never raises except
+    InvalidActionError in "raise" mode (and then nothing changed); a rejected action is logged
+    invalid with a reason and then played by the fallback ("fallback") or ends the episode as
+    a forfeit ("forfeit"); a non-string is never accepted; and the episode record and the
+    infos stay strict JSON (no NaN) that encodes as UTF-8 after every step, and the record
+    passes the strict reader's checks (``logs.validate_record``). Returns the
+    outcome counts per mode."""
+    from .actions import MAX_ACTION_CHARS
+    from .errors import InvalidActionError, LogFormatError
+    from .logs import validate_record
+    junk = hostile_junk() if junk is None else junk
+    counts: dict = {}
+    for mode in ("fallback", "forfeit", "raise"):
+        env = make(game_id, **{**config, "invalid_action": mode})
+        rng = random.Random(seed)
+        episode = seed
+        env.reset(seed=episode)
+        tally = counts[mode] = {"invalid": 0, "accepted": 0, "raised": 0}
+        for label, action in junk.items():
+            where = f"{game_id} ({mode}) junk {label!r}"
+            for _ in range(3):        # reach a fresh decision: a few legal moves, a new episode when over
+                env.skip_dead()
+                if not env.agents:
+                    episode += 1
+                    env.reset(seed=episode)
+                elif rng.random() < 0.5:
+                    env.step(grammar_sample(env, env.agent_selection, {}, rng))
+            env.skip_dead()
+            if not env.agents:
+                episode += 1
+                env.reset(seed=episode)
+            before = len(env.turns)
+            try:
+                env.step(action)
+            except InvalidActionError:
+                if mode != "raise" or len(env.turns) != before:
+                    _fail(f"{where}: InvalidActionError outside raise mode, or the raised step changed the log")
+                tally["raised"] += 1
+            except Exception as err:      # what the check is for: junk must not raise anything else
+                _fail(f"{where}: step raised {type(err).__name__}: {str(err)[:200]}")
+            else:
+                if len(env.turns) != before + 1:
+                    _fail(f"{where}: the step logged {len(env.turns) - before} turns")
+                turn = env.turns[-1]
+                if turn["valid"]:
+                    if not isinstance(action, str):
+                        _fail(f"{where}: a {type(action).__name__} was accepted as an action")
+                    tally["accepted"] += 1
+                else:
+                    tally["invalid"] += 1
+                    if mode == "raise" or not turn.get("reason") or len(turn["raw"]) > MAX_ACTION_CHARS:
+                        _fail(f"{where}: an invalid turn without a reason, too long a raw, or not raised: {turn}")
+                    if mode == "fallback" and not (turn.get("fallback") and turn["action"]):
+                        _fail(f"{where}: no fallback action was played")
+                    if mode == "forfeit" and (turn["action"] is not None or env.state.result is None):
+                        _fail(f"{where}: the invalid action did not forfeit the episode")
+            record = env.episode_record()
+            for name, data in (("episode record", record), ("infos", env.infos)):
+                try:
+                    json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+                except (TypeError, ValueError) as err:
+                    _fail(f"{where}: the {name} is not strict UTF-8 JSON: {str(err)[:200]}")
+            try:
+                validate_record(record)
+            except LogFormatError as err:
+                _fail(f"{where}: the episode record fails the strict reader: {err}")
+    return counts
+
+
 def check_game(game_id: str, episodes: int = 6, **config) -> None:
     """Every check above on one registered game (the parallel API test only for simultaneous
     games); ``config`` goes to each ``make``."""
@@ -186,7 +302,9 @@ def check_game(game_id: str, episodes: int = 6, **config) -> None:
     check_determinism(game_id, **config)
     check_replay(game_id, **config)
     check_clone(game_id, **{k: v for k, v in config.items() if k != "max_steps"})
+    check_hostile_junk(game_id, **{k: v for k, v in config.items() if k != "invalid_action"})
 
 
-__all__ = ["JUNK", "canonical", "check_api", "check_clone", "check_determinism", "check_game", "check_parallel_api",
-           "check_random_play", "check_replay", "check_seed", "grammar_sample", "play_out", "random_junk_episode"]
+__all__ = ["JUNK", "canonical", "check_api", "check_clone", "check_determinism", "check_game", "check_hostile_junk",
+           "check_parallel_api", "check_random_play", "check_replay", "check_seed", "grammar_sample", "hostile_junk",
+           "play_out", "random_junk_episode"]

@@ -1,4 +1,6 @@
 """Junk that once escaped as ValueError / RecursionError / UnicodeEncodeError (audit, issue 11)."""
+import json
+
 import pytest
 
 import socialgym_env
@@ -65,3 +67,98 @@ def test_a_lone_surrogate_in_talk_reaches_the_log_as_a_replacement_character(tmp
     back = list(read_episodes(log))
     assert len(back) == 2 and back[0]["roster"][0]["policy"] == "bad\ufffdpolicy"
     assert any("hello \ufffd there" in line for line in back[0]["transcript"])
+
+
+# ---------------------------------------------------------------------- the fuzz (issue 30)
+@pytest.mark.parametrize("game_id", socialgym_env.game_ids())
+def test_hostile_junk_never_raises_and_records_stay_strict_utf8_json(game_id):
+    """Every game x the three invalid-action modes x 38 kinds of junk (testing.hostile_junk):
+    0 exceptions besides InvalidActionError in raise mode, records always strict UTF-8 JSON."""
+    from socialgym_env.testing import check_hostile_junk, hostile_junk
+    kinds = len(hostile_junk())
+    counts = check_hostile_junk(game_id, seed=3)
+    for mode, tally in counts.items():
+        assert sum(tally.values()) == kinds, (mode, tally)
+    # Non-strings (more than half the kinds) are never accepted: each mode saw its own outcome.
+    assert counts["fallback"]["invalid"] > kinds / 2 and counts["forfeit"]["invalid"] > kinds / 2
+    assert counts["raise"]["raised"] > kinds / 2 and counts["raise"]["invalid"] == 0
+
+
+def test_junk_is_named_briefly_in_the_turn_and_the_reason():
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    env.step(10**5000)
+    turn = env.turns[-1]
+    assert turn["raw"] == "<int of about 5001 digits>" and "not int" in turn["reason"]
+    env.step(b"z" * 1_000_000)
+    assert len(env.turns[-1]["raw"]) < 200 and env.turns[-1]["raw"].endswith("...")
+
+
+def test_a_json_escaped_surrogate_never_reaches_the_board():
+    env = socialgym_env.make("survivor")
+    env.reset(seed=0)
+    env.step('{"action_type": "say", "argument": "half \\ud83d an emoji"}')
+    assert env.turns[-1]["valid"] and env.turns[-1]["action"] == "say half \ufffd an emoji"
+    assert env.episode_record()["transcript"][-1].endswith("half \ufffd an emoji")
+
+
+def test_what_callers_attach_is_cleaned_at_the_source():
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0, options={"episode_id": "ep\udcff"})
+    env.step("cooperate")
+    env.annotate_last_turn(agent_meta={"reply": "r\ud800", "attempts": [{"prompt": "p\udfff"}]})
+    record = env.episode_record(policies={"player_0": "pol\udcff"}, extra={"tags": {"k\udcff": "v\udcff"}})
+    text = json.dumps(record, ensure_ascii=False)
+    text.encode("utf-8")                        # strict: raises on a lone surrogate
+    assert "ep\ufffd" in text and "r\ufffd" in text and "p\ufffd" in text and "pol\ufffd" in text
+    assert record["tags"] == {"k\ufffd": "v\ufffd"}
+
+
+@pytest.mark.parametrize("seed", [1.5, 2.0, True, "3", None.__class__, 2**64, -2**64])
+def test_reset_refuses_a_seed_that_is_not_a_small_integer(seed):
+    env = socialgym_env.make("chicken")
+    with pytest.raises((TypeError, ValueError), match="seed must be an integer"):
+        env.reset(seed=seed)
+
+
+def test_reset_takes_numpy_integers_as_ints():
+    import numpy as np
+    env = socialgym_env.make("chicken")
+    env.reset(seed=np.int64(7))
+    assert type(env.seed_value) is int and env.episode_record()["seed"] == 7
+
+
+@pytest.mark.parametrize("game_id", [None, 42, ["werewolves"], b"werewolves"])
+def test_make_with_a_non_string_game_id_is_a_type_error(game_id):
+    with pytest.raises(TypeError, match="a game id is a string such as 'werewolves'"):
+        socialgym_env.make(game_id)
+
+
+@pytest.mark.parametrize("game", [42, None, object(), int, dict])
+def test_register_game_with_neither_class_nor_reference_is_a_type_error(game):
+    with pytest.raises(TypeError, match="register_game needs a Game subclass"):
+        socialgym_env.register_game(game)
+
+
+def test_config_errors_never_format_a_huge_value():
+    with pytest.raises(socialgym_env.ConfigError, match="about 5001 digits"):
+        socialgym_env.make("bargaining", rounds=-10**5000)
+
+
+def test_spaces_print_on_one_short_line():
+    env = socialgym_env.make("werewolves")
+    text = str(env.observation_space("player_0"))
+    assert text == "Dict('text': Text(1, 200000, charset=<12257 characters>))"
+    assert len(repr(env.action_space("player_0"))) < 80
+
+
+@pytest.mark.parametrize("seed", [1.5, True, -1, 2**64, 10**5000, "7"],
+                         ids=["float", "bool", "negative", "2**64", "10**5000", "str"])
+def test_env_server_session_refuses_a_bad_seed_in_one_line(seed):
+    from agents.serve.game_session import BadRequest, GameDefaults, GameSession
+    session = GameSession(GameDefaults())
+    with pytest.raises(BadRequest, match="seed must be an integer from 0 to 2\\*\\*64 - 1, got") as caught:
+        session.reset(seed=seed)
+    assert len(str(caught.value)) < 150
+    session.reset(seed=2**64 - 1)                  # the largest seed plays
+    assert session.seed == 2**64 - 1

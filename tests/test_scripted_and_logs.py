@@ -89,12 +89,14 @@ def test_log_roundtrip_resume_and_truncated_lines(tmp_path):
         ids = [r["episode_id"] for r in read_episodes(log)]
     assert ids == [j.episode_id for j in jobs]
     assert any(":3: skipped a bad episode line" in str(w.message) for w in caught)
-    with pytest.raises(LogFormatError, match=":3: skipped a bad episode line"):
+    with pytest.raises(LogFormatError, match=":3: not a valid episode record"):
         list(read_episodes(log, strict=True))
 
 
 def test_record_of_another_schema_is_rejected(tmp_path):
     log = tmp_path / "x.jsonl"
-    append_episode(log, {"schema": "other/9", "episode_id": "e"})
+    log.write_text(json.dumps({"schema": "other/9", "episode_id": "e"}) + "\n")   # another tool's line
     with pytest.raises(LogFormatError, match="episode record lacks"):
         list(read_episodes(log, strict=True))
+    with pytest.raises(LogFormatError, match="episode record lacks"):
+        append_episode(log, {"schema": "other/9", "episode_id": "e"})   # and never written by us

@@ -40,6 +40,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from socialgym_env.atomic import atomic_dir, atomic_file, atomic_savefig, atomic_write_text
+
 from training.detection_data import Example, load_examples
 from training.detection_eval import METRICS, mean_interval, metric_values
 from training.detector import TextEncoder, base_model_dir
@@ -236,7 +238,7 @@ def summarize(rows: list[dict], game: str, method: str) -> list[dict]:
 
 # ----------------------------------------------------------------------------- outputs
 def write_curves(rows: list[dict], out: Path) -> None:
-    with open(out / "curves.csv", "w", newline="") as handle:
+    with atomic_file(out / "curves.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["held_out", "method", "k", "metric", "mean", "low",
                                                     "high", "n_seeds"])
         writer.writeheader()
@@ -281,7 +283,7 @@ def plot_curves(rows: list[dict], out: Path) -> list[Path]:
         axes[0].legend()
         fig.tight_layout()
         path = out / f"anil_{game}.png"
-        fig.savefig(path, dpi=100)
+        atomic_savefig(fig, path, dpi=100)
         plt.close(fig)
         paths.append(path)
     cols = min(4, len(games))
@@ -293,7 +295,7 @@ def plot_curves(rows: list[dict], out: Path) -> list[Path]:
         ax.axis("off")
     axes.flat[0].legend()
     fig.tight_layout()
-    fig.savefig(out / "anil_curves.png", dpi=100)
+    atomic_savefig(fig, out / "anil_curves.png", dpi=100)
     plt.close(fig)
     return paths + [out / "anil_curves.png"]
 
@@ -333,8 +335,10 @@ def run_held_out(cfg: Config, episodes: dict, game: str, ks: Sequence[int], mode
         if method == "anil":
             losses = meta_train(encoder, head, sampler, cfg.meta_steps, cfg.inner_steps, cfg.inner_lr,
                                 cfg.outer_lr, encoder.lora_parameters())
-            encoder.model.save_pretrained(str(out / game / "anil_adapter"))
-            torch.save(head.state_dict(), out / game / "anil_head.pt")
+            with atomic_dir(out / game / "anil_adapter", marker="adapter_config.json") as folder:
+                encoder.model.save_pretrained(str(folder))
+            with atomic_file(out / game / "anil_head.pt", "wb") as handle:
+                torch.save(head.state_dict(), handle)
         elif method == "multitask":
             losses = multitask_train(encoder, head, sampler, cfg.meta_steps, cfg.outer_lr, encoder.lora_parameters())
         else:
@@ -378,9 +382,9 @@ def main(cfg: Config) -> list[dict]:
         mine = {r["held_out"] for r in rows}
         write_curves([r for r in read_curves(out / "curves.csv") if r["held_out"] not in mine] + rows, out)
         plot_curves(read_curves(out / "curves.csv"), out)
-    (out / "anil.json").write_text(json.dumps({"config": asdict(cfg), "seconds": round(time.time() - started, 1),
-                                               "episodes": {g: len(e) for g, e in episodes.items()},
-                                               "curves": rows}, indent=2))
+    atomic_write_text(out / "anil.json", json.dumps({"config": asdict(cfg), "seconds": round(time.time() - started, 1),
+                                                     "episodes": {g: len(e) for g, e in episodes.items()},
+                                                     "curves": rows}, indent=2))
     for r in rows:
         if r["metric"] == "auroc":
             print(f"{r['held_out']:<18}{r['method']:<11}k={r['k']:<3} AUROC {r['mean']:.3f} "

@@ -64,7 +64,7 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
         branch = BranchConfig(candidates=candidates, rollouts=rollouts, alpha=alpha)
         summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed, as_spec=prompts_as,
                          branch=branch, rollout_policy=rollout_policy)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, FileExistsError) as err:   # FileExistsError: --out holds other files
         _fail(str(err))
     typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"]}))
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from socialgym_env.atomic import atomic_dir, atomic_file, atomic_savefig, atomic_write_json, atomic_write_text
+
 
 def fail(message: str) -> None:
     """Bad input: one line on stderr, exit code 2 (never a library's traceback)."""
@@ -234,16 +236,20 @@ def train_and_save(trainer, config, extra: dict) -> dict:
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:
-    """``out/adapter`` (the LoRA weights the backend loads), ``out/config.json``, ``out/metrics.json``."""
+    """``out/adapter`` (the LoRA weights the backend loads), ``out/config.json``, ``out/metrics.json``,
+    each written atomically (the adapter folder as a whole). metrics.json goes first and comes
+    back last: when it is there, the adapter and config beside it are of the same run. A NaN
+    metric is written as null (JSON has no NaN)."""
     out_dir = Path(out)
-    adapter = out_dir / "adapter"
-    trainer.model.save_pretrained(str(adapter))
-    trainer.processing_class.save_pretrained(str(adapter))
-    (out_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n")
+    (out_dir / "metrics.json").unlink(missing_ok=True)
+    with atomic_dir(out_dir / "adapter", marker="adapter_config.json") as adapter:
+        trainer.model.save_pretrained(str(adapter))
+        trainer.processing_class.save_pretrained(str(adapter))
+    atomic_write_json(out_dir / "config.json", dataclasses.asdict(config), indent=2, sort_keys=True)
     history = trainer.state.log_history
     metrics = {"global_step": trainer.state.global_step, "log_history": history,
                "train": next((h for h in reversed(history) if "train_runtime" in h), {}), **(extra or {})}
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    atomic_write_json(out_dir / "metrics.json", metrics, indent=2, sort_keys=True)
     return metrics
 
 
@@ -260,7 +266,7 @@ def save_curves(log_history: list, out: Path, columns: Sequence[str], title: str
     """The trainer's per-step log as ``reward_curve.csv`` and ``reward_curve.png``."""
     rows = [row for row in log_history if "step" in row and any(c in row for c in columns)]
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "reward_curve.csv", "w", newline="") as handle:
+    with atomic_file(out / "reward_curve.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["step", *columns])
         for row in rows:
@@ -278,13 +284,12 @@ def save_curves(log_history: list, out: Path, columns: Sequence[str], title: str
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "reward_curve.png", dpi=120)
+    atomic_savefig(fig, out / "reward_curve.png", dpi=120)
     plt.close(fig)
 
 
 def write_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def config_dict(config) -> dict:

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from socialgym_env.atomic import atomic_dir, atomic_file, atomic_write_json, atomic_write_text
+
 from training.detection_data import Example, load_examples, split_episodes
 from training.detection_eval import METRICS, evaluate
 
@@ -140,12 +142,18 @@ def build_detector(base: str, lora_r: int = 8, lora_alpha: int = 16, max_length:
 
 
 def save_detector(detector: Detector, out, base: str, extra: Optional[dict] = None) -> None:
+    """adapter/, head.pt, then detector.json, each written atomically. detector.json is what
+    says a detector is there (load_detector checks it): it goes first and comes back last, so a
+    run killed half-way leaves no detector rather than a new adapter with an old head."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    detector.encoder.model.save_pretrained(str(out / "adapter"))
-    torch.save(detector.head.state_dict(), out / "head.pt")
+    (out / "detector.json").unlink(missing_ok=True)
+    with atomic_dir(out / "adapter", marker="adapter_config.json") as adapter:
+        detector.encoder.model.save_pretrained(str(adapter))
+    with atomic_file(out / "head.pt", "wb") as handle:
+        torch.save(detector.head.state_dict(), handle)
     meta = {"base": base, "max_length": detector.encoder.max_length, **(extra or {})}
-    (out / "detector.json").write_text(json.dumps(meta, indent=2))
+    atomic_write_json(out / "detector.json", meta, indent=2)
 
 
 def load_detector(path) -> Detector:
@@ -157,7 +165,8 @@ def load_detector(path) -> Detector:
     encoder = TextEncoder(base_model_dir(meta["base"]), max_length=meta["max_length"],
                           adapter_dir=str(path / "adapter"))
     detector = Detector(encoder)
-    detector.head.load_state_dict(torch.load(path / "head.pt"))
+    # weights_only: a head file is tensors only, and torch must not unpickle anything else
+    detector.head.load_state_dict(torch.load(path / "head.pt", weights_only=True))
     detector.eval()
     return detector
 
@@ -215,8 +224,8 @@ def tfidf_logreg_probs(train: Sequence[Example], test: Sequence[Example], seed: 
 
 # ----------------------------------------------------------------------------- reporting
 def write_metrics(results: dict, out: Path) -> None:
-    (out / "metrics.json").write_text(json.dumps(results, indent=2))
-    with open(out / "metrics.csv", "w", newline="") as handle:
+    atomic_write_text(out / "metrics.json", json.dumps(results, indent=2))
+    with atomic_file(out / "metrics.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "split", "metric", "value", "low", "high", "n_examples", "n_episodes"])
         for method, by_split in results["methods"].items():

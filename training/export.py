@@ -50,7 +50,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
-from socialgym_env.logs import iter_log_dir, restore_env
+from socialgym_env.actions import safe_repr
+from socialgym_env.atomic import atomic_dir, atomic_write_text
+from socialgym_env.errors import LogFormatError
+from socialgym_env.logs import iter_log_dir, restore_env, validate_record
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -122,32 +125,45 @@ def decision_rows(records: Iterable[dict], keep: Optional[ExportFilter] = None, 
     (:mod:`agents.llm.transcript`); a seat without a model gets the chat ``as_spec`` would have
     been given. A logged LLM decision whose rebuilt newest message differs from the logged one
     (a log of another engine or prompt version) is left out and counted in
-    ``report["unmatched_prompts"]``, never exported with a context the model did not see."""
-    from agents.llm.transcript import decision_chat, rebuild_conversations
+    ``report["unmatched_prompts"]``, never exported with a context the model did not see.
+    A malformed record raises LogFormatError naming the episode and what was wrong."""
     keep = keep or ExportFilter()
     report = {} if report is None else report
     report.setdefault("unmatched_prompts", 0)
     policies: dict = {}        # replay policies by spec, shared by every record (one tokenizer load)
-    rows = []
+    rows: list = []
     for record in records:
-        roster = {seat["agent"]: seat for seat in record["roster"]}
-        config = json.dumps(record.get("config") or {}, sort_keys=True)
-        facts = [_row_facts(record, i, turn, roster, config) for i, turn in enumerate(record["turns"])]
-        wanted = [f for f in facts if keep.keeps(f)]
-        if not wanted:
+        validate_record(record)                  # LogFormatError naming the field, before any replay
+        try:
+            rows.extend(_record_rows(record, keep, as_spec, report, policies))
+        except (KeyError, IndexError, TypeError, AttributeError) as err:   # a shape the checks do not cover
+            raise LogFormatError(f"episode {safe_repr(record['episode_id'], 80)}: malformed record "
+                                 f"({type(err).__name__}: {safe_repr(err, 120)})") from None
+    return rows
+
+
+def _record_rows(record: dict, keep: ExportFilter, as_spec: str, report: dict, policies: dict) -> list[dict]:
+    """The kept decision rows of one (checked) record."""
+    from agents.llm.transcript import decision_chat, rebuild_conversations
+    rows = []
+    roster = {seat["agent"]: seat for seat in record["roster"]}
+    config = json.dumps(record.get("config") or {}, sort_keys=True)
+    facts = [_row_facts(record, i, turn, roster, config) for i, turn in enumerate(record["turns"])]
+    wanted = [f for f in facts if keep.keeps(f)]
+    if not wanted:
+        return rows
+    chats = rebuild_conversations(record, as_spec, {f["seat"] for f in wanted}, policies)
+    for fact in wanted:
+        turn = record["turns"][fact["turn_index"]]
+        messages, reply = chats[fact["turn_index"]]
+        logged = _final_reply(turn.get("agent_meta") or {})
+        if logged is not None and messages[-1]["content"] != turn["agent_meta"]["attempts"][0]["prompt"]:
+            report["unmatched_prompts"] += 1
             continue
-        chats = rebuild_conversations(record, as_spec, {f["seat"] for f in wanted}, policies)
-        for fact in wanted:
-            turn = record["turns"][fact["turn_index"]]
-            messages, reply = chats[fact["turn_index"]]
-            logged = _final_reply(turn.get("agent_meta") or {})
-            if logged is not None and messages[-1]["content"] != turn["agent_meta"]["attempts"][0]["prompt"]:
-                report["unmatched_prompts"] += 1
-                continue
-            prompt = decision_chat(messages, turn)
-            completion = [{"role": "assistant", "content": reply}]
-            rows.append({"prompt": prompt, "completion": completion, "messages": prompt + completion,
-                         **fact, "prompt_as": "logged" if logged is not None else as_spec})
+        prompt = decision_chat(messages, turn)
+        completion = [{"role": "assistant", "content": reply}]
+        rows.append({"prompt": prompt, "completion": completion, "messages": prompt + completion,
+                     **fact, "prompt_as": "logged" if logged is not None else as_spec})
     return rows
 
 
@@ -180,18 +196,20 @@ def to_dataset_dict(rows: Sequence[dict], test_fraction: float = 0.1, seed: int 
 
 def save_dataset(data, out, meta: Optional[dict] = None) -> dict:
     """``data.save_to_disk(out)`` plus ``out/<split>.jsonl`` and ``out/export.json`` (row counts
-    and ``meta``); returns the summary."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    data.save_to_disk(str(out))
-    for name, split in data.items():
-        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as handle:
-            for row in split:
-                handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    and ``meta``); returns the summary. The folder is written whole or not at all
+    (:func:`socialgym_env.atomic.atomic_dir`): a killed export leaves the previous export, or
+    none, never a test.jsonl of 3 rows beside an export.json that says 10. An existing ``out``
+    is replaced only if it is empty or an earlier export (it holds export.json)."""
     summary = {"rows": {name: len(split) for name, split in data.items()},
                "episodes": {name: len(set(split["episode_id"])) if len(split) else 0 for name, split in data.items()},
                **(meta or {})}
-    (out / "export.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    with atomic_dir(out, marker="export.json") as folder:
+        data.save_to_disk(str(folder))
+        for name, split in data.items():
+            with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+                for row in split:
+                    handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        atomic_write_text(folder / "export.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 

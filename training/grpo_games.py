@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 from training.multiturn import (episode_specs, hf_generate_fn, play_episodes, role_summary, rollout_output,
                                 vllm_generate_fn)
 
@@ -163,20 +164,19 @@ class RolloutLog:
         self.mask_path = out / "mask_example.json"
         self.mask_written = False
         out.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "w", newline="") as handle:
+        with atomic_file(self.path, "w", newline="") as handle:
             csv.writer(handle).writerow(["step", "role", "mean_outcome_reward", "episodes", "invalid_actions",
                                          "learner_tokens", "env_tokens"])
 
     def add(self, step: int, episodes, tokenizer) -> None:
-        with open(self.path, "a", newline="") as handle:
-            writer = csv.writer(handle)
-            for role, (mean, count) in role_summary(episodes).items():
-                mine = [e for e in episodes if (e.role or "?") == role]
-                writer.writerow([step, role, round(mean, 4), count, sum(e.invalid_actions for e in mine),
-                                 sum(sum(e.env_mask) for e in mine),
-                                 sum(len(e.env_mask) - sum(e.env_mask) for e in mine)])
+        rows = []
+        for role, (mean, count) in role_summary(episodes).items():
+            mine = [e for e in episodes if (e.role or "?") == role]
+            rows.append([step, role, round(mean, 4), count, sum(e.invalid_actions for e in mine),
+                         sum(sum(e.env_mask) for e in mine), sum(len(e.env_mask) - sum(e.env_mask) for e in mine)])
+        append_csv_rows(self.path, rows)      # one write per step: a killed run leaves whole steps
         if not self.mask_written and episodes:       # the first episode of the run
-            self.mask_path.write_text(json.dumps(mask_spans(episodes[0], tokenizer), indent=1) + "\n")
+            atomic_write_text(self.mask_path, json.dumps(mask_spans(episodes[0], tokenizer), indent=1) + "\n")
             self.mask_written = True
 
 
@@ -313,7 +313,8 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     train_seconds = time.time() - trained_at
 
     # 3. the trained policy's win rate; adapter, curves, metrics
-    trainer.model.save_pretrained(out / "adapter")
+    with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
+        trainer.model.save_pretrained(folder)
     after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"), make_vec=make_vec)
     print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
     return finish_run(out, config, before, after, trainer, started, train_seconds,

@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_env.atomic import atomic_dir
+
 
 @dataclass
 class Config:
@@ -201,7 +203,8 @@ def main(argv=None, preloaded=None) -> dict:
     train_seconds = time.time() - trained_at
 
     # 3. held-out accuracy after training; adapter, curves, metrics
-    trainer.model.save_pretrained(out / "adapter")
+    with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
+        trainer.model.save_pretrained(folder)
     after = evaluate(trainer.model, tokenizer, held_out, config.max_completion_length, config.eval_batch_size,
                      config.answer_prefix)
     print("after:", json.dumps(after))

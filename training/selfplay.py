@@ -59,6 +59,7 @@ from typing import Callable, Optional, Sequence
 import socialgym_env
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
 from training.multiturn import ChatAssembler, Episode, compact_first_text, compact_news_text, news_text
+from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 
 
 def _help(default, text: str):
@@ -389,7 +390,7 @@ class StepLog:
         out.mkdir(parents=True, exist_ok=True)
         self.path = out / "rollouts.csv"
         self.mask_path = out / "mask_example.json"
-        with open(self.path, "w", newline="") as handle:
+        with atomic_file(self.path, "w", newline="") as handle:
             csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
 
     def add(self, step, rows, advantages, kept, baseline_before, plan, tokenizer) -> None:
@@ -397,15 +398,13 @@ class StepLog:
         for i, row in enumerate(rows):
             by_role.setdefault(row.role_key, []).append(i)
         opponents = sorted({p for _, seats in plan for p in seats.values() if p != CURRENT}) or [CURRENT]
-        with open(self.path, "a", newline="") as handle:
-            writer = csv.writer(handle)
-            for key, idx in sorted(by_role.items()):
-                writer.writerow([step, key[1], len(idx), round(sum(rows[i].reward for i in idx) / len(idx), 4),
-                                 round(baseline_before.get(key, 0.0), 4), sum(i in kept for i in idx),
-                                 "+".join(opponents)])
+        # one write per step: a killed run leaves whole steps (a torn last line at worst)
+        append_csv_rows(self.path, [[step, key[1], len(idx), round(sum(rows[i].reward for i in idx) / len(idx), 4),
+                                     round(baseline_before.get(key, 0.0), 4), sum(i in kept for i in idx),
+                                     "+".join(opponents)] for key, idx in sorted(by_role.items())])
         if step == 0 and rows:
             from training.grpo_games import mask_spans
-            self.mask_path.write_text(json.dumps(mask_spans(rows[0], tokenizer), indent=1) + "\n")
+            atomic_write_text(self.mask_path, json.dumps(mask_spans(rows[0], tokenizer), indent=1) + "\n")
 
 
 def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: CheckpointPool, log: StepLog,
@@ -587,14 +586,16 @@ def main(argv=None, preloaded=None) -> dict:
                 weights = swap.snapshot()
                 pool.add(state.global_step, weights)
                 saved[f"step{state.global_step}"] = weights
-                peft_model.save_pretrained(str(out / "checkpoints" / f"step{state.global_step}"))
+                with atomic_dir(out / "checkpoints" / f"step{state.global_step}", marker="adapter_config.json") as folder:
+                    peft_model.save_pretrained(str(folder))
             return control
 
     trainer.add_callback(Snapshots())
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
-    peft_model.save_pretrained(str(out / "adapter"))
+    with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
+        peft_model.save_pretrained(str(folder))
     final = f"step{config.steps}"
     saved[final] = swap.snapshot()
 
@@ -621,7 +622,7 @@ def main(argv=None, preloaded=None) -> dict:
         pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
         results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
                            config.tournament_episodes, 100_000, rng)
-        with open(out / "tournament.jsonl", "w") as handle:
+        with atomic_file(out / "tournament.jsonl", "w") as handle:
             for r in results:
                 for record in r["records"]:
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -26,6 +26,7 @@ from typing import Optional
 
 import typer
 
+from socialgym_env.atomic import atomic_write_text
 from socialgym_env.socialmaze.baselines import exact_answer, format_answer, heuristic_answer
 from socialgym_env.socialmaze.dataset import generate_dataset, read_jsonl, write_jsonl
 from socialgym_env.socialmaze.instance import MazeConfig, MazeInstance, Role
@@ -163,8 +164,7 @@ def evaluate(test: str = typer.Option(..., help="test puzzles (JSONL from `data`
     instances = instances[:n] if n else instances
     result = evaluate_model(model, instances, adapter, max_new_tokens, threads=threads)
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_text(out, json.dumps(result, indent=2) + "\n")
     typer.echo(json.dumps({k: v for k, v in result.items() if k != "answers"}))
 
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 import socialgym_env
+from socialgym_env.actions import safe_repr
+from socialgym_env.env import MAX_SEED
 
 from ..jobs import PolicyPool
 from ..registry import LLM_KINDS, PolicySpecError, check_spec
@@ -84,8 +86,8 @@ class GameSession:
         seed = options.get("seed")
         if seed is None:
             seed = secrets.randbelow(2**31)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise BadRequest(f"seed must be an integer >= 0, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
+            raise BadRequest(f"seed must be an integer from 0 to 2**64 - 1, got {safe_repr(seed, 60)}")
         env = self._env_for(options)
         obs, info = env.reset(seed=seed)
         self.seed, self.step_count = seed, 0

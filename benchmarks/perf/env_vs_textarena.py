@@ -395,8 +395,9 @@ def main(argv=None) -> dict:
     for mode in modes:
         print_table(results, [c.label for c in contenders], games, mode, args.clock)
     if args.json:
-        args.json.write_text(json.dumps([{"mode": m, "game": g, "contender": c, "runs": r}
-                                         for (m, g, c), r in results.items()], indent=1))
+        from socialgym_env.atomic import atomic_write_text
+        atomic_write_text(args.json, json.dumps([{"mode": m, "game": g, "contender": c, "runs": r}
+                                                 for (m, g, c), r in results.items()], indent=1))
     return results
 
 

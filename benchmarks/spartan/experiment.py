@@ -34,6 +34,7 @@ from typing import Optional, Sequence
 
 import socialgym_env
 from agents.runner import EpisodeJob
+from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import iter_log_dir
 
 from .. import tournament as tour
@@ -257,7 +258,7 @@ class Experiment:
             if {k: v for k, v in old.items() if k not in keep} != {k: v for k, v in current.items() if k not in keep}:
                 changed = sorted(k for k in current if k not in keep and old.get(k) != current[k])
                 raise ValueError(f"{self.out} holds a run of another experiment (differs in {changed}); use a new --out")
-        path.write_text(json.dumps(current, indent=2, sort_keys=True), encoding="utf-8")
+        atomic_write_text(path, json.dumps(current, indent=2, sort_keys=True))
 
     @property
     def reflector(self) -> Reflector:

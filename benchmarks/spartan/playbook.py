@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from socialgym_env.atomic import atomic_write_text
+
 PLACEBO_WORDS = (
     "pebble meadow lantern teapot cloud willow marble violet ripple moss quilt saffron cedar "
     "tulip lagoon amber velvet thistle fern walnut pumpkin heron lilac porcelain cobble mellow "
@@ -60,11 +62,9 @@ def playbook_paths(folder, name: str) -> tuple[Path, Path]:
 def save_playbook(folder, playbook: Playbook) -> Path:
     """Write the text and its metadata (text first: a file pair with metadata is complete)."""
     text_path, meta_path = playbook_paths(folder, playbook.name)
-    text_path.parent.mkdir(parents=True, exist_ok=True)
-    text_path.write_text(playbook.text, encoding="utf-8")
-    tmp = meta_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(playbook.metadata(), indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(meta_path)
+    meta_path.unlink(missing_ok=True)     # a text without metadata is "not written yet", never a mismatch
+    atomic_write_text(text_path, playbook.text)
+    atomic_write_text(meta_path, json.dumps(playbook.metadata(), indent=2, sort_keys=True))
     return text_path
 
 

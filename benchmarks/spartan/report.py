@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
+from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
+
 COLUMNS = ("game", "side", "condition", "round", "source", "held_out", "student", "armed_model",
            "opponent_model", "playbook_id", "wins", "n", "win_rate", "ci_low", "ci_high", "ci_method",
            "baseline_win_rate", "delta_points", "delta_ci_low", "delta_ci_high", "delta_ci_method",
@@ -160,7 +162,7 @@ def figure_within(rows, path):
         ax.set_ylim(-5, 105)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -188,7 +190,7 @@ def figure_cross(rows, path):
         ax.set_title(f"R on the {side} side (Δ points vs baseline)")
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -213,7 +215,7 @@ def _bars(rows, groups, label_of, path, title):
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -245,13 +247,14 @@ def write_report(out, protocol: str, result: dict, config: dict) -> dict:
     rows = result["rows"]
     paths = {"json": out / f"{protocol}.json"}
     payload = {"protocol": protocol, "config": config, **result}
-    paths["json"].write_text(json.dumps(payload, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    atomic_write_text(paths["json"], json.dumps(payload, indent=2, sort_keys=True, default=str))
     if not rows:
         return paths
     frame = pd.DataFrame(rows)
     frame = frame[[c for c in COLUMNS if c in frame.columns]]
     paths["csv"] = out / f"{protocol}.csv"
-    frame.to_csv(paths["csv"], index=False)
+    with atomic_file(paths["csv"], "w", newline="") as handle:
+        frame.to_csv(handle, index=False)
     md = [f"# SPaRTan {protocol}: {config.get('model')}", "", CELL_LEGEND, "", SUMMARIES[protocol](rows)]
     if protocol == "within":
         stops = result.get("stop_rule", {})
@@ -262,7 +265,7 @@ def write_report(out, protocol: str, result: dict, config: dict) -> dict:
                                for g, s in stops.items())]
     md += ["", "## All conditions", "", all_rows_table(rows), ""]
     paths["md"] = out / f"{protocol}.md"
-    paths["md"].write_text("\n".join(md), encoding="utf-8")
+    atomic_write_text(paths["md"], "\n".join(md))
     import matplotlib
     matplotlib.use("Agg")
     paths["png"] = out / f"{protocol}.png"

@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Optional
 
+from socialgym_env.atomic import atomic_file, atomic_savefig
 from socialgym_env.logs import iter_log_dir
 
 from ..elo import wilson_interval
@@ -294,7 +295,7 @@ def calibration(episodes: Iterable[dict]) -> list[dict]:
 def write_csv(rows: list[dict], path: Path, columns: Optional[list] = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = columns or (list(rows[0]) if rows else [])
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with atomic_file(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
@@ -330,7 +331,7 @@ def plot_win_rates(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("win rate (Wilson 95% CI)")
     ax.legend(fontsize=7, ncol=len(FACTIONS))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -360,7 +361,7 @@ def _heatmaps(panels: list, path: Path, value_key: str, title: str, diverging: b
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -381,7 +382,7 @@ def plot_stacked(rows: list[dict], path: Path, group_keys: tuple, stack_key: str
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -396,7 +397,7 @@ def plot_calibration(rows: list[dict], path: Path) -> Path:
     ax.set_xticklabels([f"{r['model']}\n{r['condition']}\n{r['role']}" for r in rows], fontsize=6)
     ax.set_ylabel("calib_gap = obs_rate − self_rate")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Callable, Optional, Sequence
+
+from socialgym_env.atomic import atomic_file
 
 LESSON_KEYS = ("to_do", "to_not_do", "winning_tactics")
 # What a server is asked for (OpenAI ``response_format``): the three lists of strings.
@@ -250,8 +250,5 @@ class LessonBook:
         return accepted_all
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with atomic_file(self.path, "w") as handle:
             json.dump(self.data, handle, ensure_ascii=False, indent=1)
-        os.replace(tmp, self.path)

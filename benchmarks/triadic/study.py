@@ -42,6 +42,7 @@ from typing import Callable, Optional
 
 import socialgym_env
 from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import read_episodes
 
 from ..tournament import episode_seed
@@ -232,8 +233,8 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
         if earlier != cfg.roles:
             raise ValueError(f"{out} holds a study with roles={earlier}; resuming it with roles={cfg.roles} would "
                              "mix deals: use a new --out")
-    (out / "study.json").write_text(json.dumps({**asdict(cfg), "game": GAME, "game_config": game_config(cfg)},
-                                               indent=1), encoding="utf-8")
+    atomic_write_text(out / "study.json", json.dumps({**asdict(cfg), "game": GAME, "game_config": game_config(cfg)},
+                                                     indent=1))
     results = {}
     for model in cfg.models:
         for condition in cfg.conditions:

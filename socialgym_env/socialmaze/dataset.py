@@ -55,8 +55,9 @@ def write_jsonl(instances: Iterable[MazeInstance], path: str | os.PathLike[str])
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    # Write to a temp file in the same folder and rename, so an interrupted run never
-    # leaves a truncated data set behind.
+    # A temp file in the same folder, then a rename, so an interrupted run never leaves a
+    # truncated data set (socialgym_env.atomic does this for the rest of the project; the
+    # subpackage stays self-contained).
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -96,3 +97,4 @@ def read_rows(path, from_dict: Callable[[dict], Any], what: str) -> list:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not {what}: not UTF-8 text (a binary file?)") from exc
     return out
+

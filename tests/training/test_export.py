@@ -117,6 +117,12 @@ def test_cli_bad_input_is_a_one_line_error(pd_log, tmp_path):
     assert result.exit_code == 2 and "valid: win, draw, loss" in result.output
     result = runner.invoke(app, ["export", "sft", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "no log file" in result.output
+    mine = tmp_path / "notes"                  # a folder of the user's: never replaced by an export
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    result = runner.invoke(app, ["export", "sft", str(pd_log), "--out", str(mine)])
+    assert result.exit_code == 2 and "already holds other files (no export.json)" in result.output
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
 
 
 def test_dpo_pairs_stay_at_their_state_and_in_their_split(pd_log, tmp_path):
