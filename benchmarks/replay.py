@@ -39,11 +39,13 @@ def find_episode(log_path, episode_id: str) -> dict:
 
 def nth_episode(log_path, index: int = 0) -> dict:
     """The ``index``-th episode record of a log (0 = the first; failed records are skipped)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        played = [r for r in read_episodes(log_path) if not r.get("failed")]
+    skipped: list = []
+    played = [r for r in read_episodes(log_path, on_skip=lambda message, why: skipped.append(message))
+              if not r.get("failed")]
     if not played:
-        raise KeyError(f"{log_path} holds no played episode")
+        # why the only records were not usable, without the path said twice
+        first = f" (line {skipped[0][len(str(log_path)) + 1:]})" if skipped else ""
+        raise KeyError(f"{log_path} holds no played episode{first}")
     if not -len(played) <= index < len(played):
         raise KeyError(f"--index {index} is out of range: {log_path} holds {len(played)} played episodes "
                        f"(valid: 0 to {len(played) - 1})")

@@ -55,11 +55,14 @@ def inputs(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def no_model_loads(monkeypatch):
     """A bad-input case must fail before any model is loaded."""
-    from agents.llm import loading
+    # hf_backend binds load_model by name when first imported: import it before patching (else
+    # it would keep the refusing stand-in for the rest of the session) and patch both names.
+    from agents.llm import hf_backend, loading
 
     def refuse(*args, **kwargs):
         raise AssertionError("a bad-input case loaded a model")
     monkeypatch.setattr(loading, "load_model", refuse)
+    monkeypatch.setattr(hf_backend, "load_model", refuse)
 
 
 # (id, argv with {in} for the inputs folder, exit code, a fragment of the one stderr line)
@@ -139,7 +142,7 @@ SOCIALGYM = [
     ("replay-missing", ["replay", "/no/such/log.jsonl"], 2, "no log file at /no/such/log.jsonl"),
     ("replay-folder", ["replay", "{in}/folder"], 2, "(a folder; give one of its .jsonl logs)"),
     ("replay-unknown-game", ["replay", "{in}/unknown_game.jsonl"], 2, "of game 'nosuchgame', which is not registered"),
-    ("replay-bad-turns", ["replay", "{in}/badturns.jsonl"], 2, "turn 0 must be an object"),
+    ("replay-bad-turns", ["replay", "{in}/badturns.jsonl"], 2, "line 1: skipped a bad episode line (turns[0] lacks 'agent')"),
     ("replay-unknown-episode", ["replay", "{in}/good.jsonl", "--episode", "nope"], 2, "episode 'nope' is not in"),
     ("replay-index-range", ["replay", "{in}/good.jsonl", "--index", "5"], 2, "--index 5 is out of range"),
     ("replay-binary", ["replay", "{in}/binary.bin"], 2, "holds no played episode"),
