@@ -281,7 +281,7 @@ async function replayPage(episodeId) {
             el("button", {class: "secondary", id: "next", text: "▶", on: {click: () => { step = Math.min(view.steps, step + 1); render(); }}}),
             el("span", {id: "step-label", text: ` step ${step} of ${view.steps}` +
                         (turn ? `: ${turn.name} played ${turn.action}${turn.valid ? "" : " (invalid, fallback)"} in ${turn.phase}` : "")}),
-            " view: ", chooser),
+            el("span", {text: "  view: "}), chooser),
          el("div", {class: "cols"},
             el("div", {class: "panel"}, el("h2", {text: view.seat ? "Seat's view at this step" : "Choose a seat to see its view"}),
                el("pre", {id: "observation", text: view.observation || ""})),
