@@ -231,7 +231,7 @@ class ArenaGame:
                       "alive": state.seat[a].alive, "to_act": a in pending and a not in self.queued}
                      for a, p in self.plans.items()]
             view = {"type": "view", "game": self.game, "game_name": self.env.game_info.name,
-                    "episode_id": self.episode_id, "seed": self.seed, "version": self.version,
+                    "episode_id": self.episode_id, "seed": self.seed, "version": self.version, "step": state.step,
                     "seats": seats, "transcript": public_transcript(state),
                     "thinking": state.name(self.thinking) if self.thinking else None,
                     "done": self.done, "error": self.error, "result": None}
@@ -287,7 +287,8 @@ class ArenaGame:
 
     def advance(self) -> None:
         """Play every move that is due: people's queued moves and model seats' decisions, until
-        a person has to move or the game ends (then it is logged). Runs on the worker thread."""
+        a person has to move or the game ends (logged before the pages are told). Runs on the
+        worker thread."""
         while True:
             with self.lock:
                 if self.done:
@@ -315,18 +316,19 @@ class ArenaGame:
                 self.thinking = None
                 if failure is not None:
                     self.error = f"{plan.spec} failed: {type(failure).__name__}: {failure}"
+                    self.write_log()
                     self.changed()
                     break
                 env.step(decision.action)
                 if decision.meta:
                     env.annotate_last_turn(agent_meta=decision.meta)
                 self._after_step()
-        self.write_log()
 
     def _after_step(self) -> None:
         if self.env.state.result is not None:
             # The seats' final infos (score, outcome) before the AEC end-of-game steps drop them.
             self.final_infos = {a: dict(self.env.infos[a]) for a in self.plans}
+            self.write_log()                # before any page hears the game is over
         else:
             self.env.skip_dead()            # eliminated seats' turns, as agent_iter steps them
         self.changed()
@@ -512,7 +514,10 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
             holder["game"] = ArenaGame(game, config, seed, plans, pool, log_dir / LOG_FILE, episode_id, loop)
             return holder["game"]
 
-        session = await store.create(build, seats=humans)
+        try:
+            session = await store.create(build, seats=humans)
+        except (ArenaError, PolicySpecError, ImportError, OSError, ValueError) as err:   # e.g. a model that does not load
+            return json_response({"detail": f"could not start the game: {type(err).__name__}: {err}"}, 400)
         games[session.id] = session
         session.on_close.append(lambda: _forget(session.id))
         asyncio.create_task(_advance(session))     # model seats that move first start at once

@@ -4,6 +4,7 @@ the leaderboard; replay. The real-browser tests are in test_arena_browser.py."""
 import asyncio
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,8 @@ def pick_move(controls, rng):
             return schema["minimum"]
         if schema.get("type") == "array":
             return [value(s) for s in schema["items"]]
+        if schema.get("pattern"):                # one word
+            return "ünïcødé"
         return HOSTILE[: schema.get("maxLength") or 200]
 
     option = rng.choice(controls["action_schema"]["oneOf"])
@@ -63,20 +66,27 @@ def pick_move(controls, rng):
 
 
 async def drive(ws_url, hello, frames, rng, timeout=60):
-    """One page's connection: send ``hello``, keep every frame, move when the controls say so."""
+    """One page's connection: send ``hello``, keep every frame, move once per decision the
+    controls offer (again after a refused move)."""
     async with websockets.connect(ws_url) as ws:
         await ws.send(json.dumps(hello))
+        acted_at, view = None, None
         async with asyncio.timeout(timeout):
             while True:
                 raw = await ws.recv()
                 frames.append(raw)
                 frame = json.loads(raw)
-                if frame["type"] == "error" and "token" in frame["message"]:
+                if frame["type"] == "error":
+                    if view is None:             # refused at hello (the token tests)
+                        return
+                    acted_at = None              # a refused move: choose again
+                else:
+                    view = frame
+                if view.get("done"):
                     return
-                if frame.get("done"):
-                    return
-                if frame.get("controls"):
-                    await ws.send(json.dumps({"type": "act", "action": pick_move(frame["controls"], rng)}))
+                if view.get("controls") and acted_at != view["step"]:
+                    acted_at = view["step"]
+                    await ws.send(json.dumps({"type": "act", "action": pick_move(view["controls"], rng)}))
 
 
 def play_all(url, created, watch=True, seed=0):
@@ -123,9 +133,14 @@ def test_whole_werewolves_game_no_seat_sees_another_seats_hidden_information(are
                 assert frame["seat"] == seat
                 # the seats list never carries roles; the seat's own role is its known one
                 assert all(set(s) == {"agent", "name", "player", "human", "alive", "to_act"} for s in frame["seats"])
-        # the page's observation is the env's own text for that seat (rebuilt from the log)
-        env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"], [])
-        assert json.loads(frames[seat][0])["observation"] == env.observe(seat)["text"]
+        # every observation the page got is the env's own text for that seat at that step
+        # (rebuilt from the log)
+        raws = [t["raw"] for t in record["turns"]]
+        for frame in map(json.loads, frames[seat]):
+            if frame["type"] == "view" and not frame["done"]:
+                env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"],
+                                  raws[:frame["step"]])
+                assert frame["observation"] == env.observe(seat)["text"]
     assert hidden_somewhere > 0           # the game had private lines: the check could fail
     public = {m["text"] for m in messages if m["visibility"] == "public"}
     private = {m["text"] for m in messages if m["visibility"] != "public"} - public
@@ -224,25 +239,39 @@ def test_illegal_and_untimely_moves_are_refused_and_change_nothing(arena):
     url, _ = arena
     created = create(url, "prisoners_dilemma", humans("A", "B"), config={"rounds": 1})
     ws_url = url.replace("http", "ws") + "/ws/" + created["game_id"]
-    token0 = created["seats"][0]["link"].split("#", 1)[1]
+    tokens = [s["link"].split("#", 1)[1] for s in created["seats"]]
+
+    async def until(ws, want):
+        async with asyncio.timeout(10):
+            while True:
+                frame = json.loads(await ws.recv())
+                if want(frame):
+                    return frame
 
     async def main():
-        async with websockets.connect(ws_url) as ws:
-            await ws.send(json.dumps({"type": "hello", "seat": "player_0", "token": token0}))
-            first = json.loads(await ws.recv())
-            await ws.send(json.dumps({"type": "act", "action": "betray"}))
-            refused = json.loads(await ws.recv())
-            assert refused["type"] == "error" and "not a legal move" in refused["message"]
-            await ws.send(json.dumps({"type": "act", "action": "defect"}))
-            queued = json.loads(await ws.recv())
-            assert queued["submitted"] == "defect" and queued["controls"] is None
-            await ws.send(json.dumps({"type": "act", "action": "defect"}))
-            again = json.loads(await ws.recv())
-            assert again["type"] == "error" and "already moved" in again["message"]
-            return first
+        async with websockets.connect(ws_url) as ws1, websockets.connect(ws_url) as ws0:
+            # player_1 moves first in the simultaneous round: held until player_0 has moved
+            await ws1.send(json.dumps({"type": "hello", "seat": "player_1", "token": tokens[1]}))
+            first = await until(ws1, lambda f: f["type"] == "view")
+            assert first["controls"]["legal_action_list"] == ["cooperate", "defect"]
+            await ws1.send(json.dumps({"type": "act", "action": "betray"}))
+            refused = await until(ws1, lambda f: f["type"] == "error")
+            assert "not a legal move" in refused["message"]
+            await ws1.send(json.dumps({"type": "act", "action": "defect"}))
+            held = await until(ws1, lambda f: f["type"] == "view" and f["submitted"])
+            assert held["submitted"] == "defect" and held["controls"] is None and held["step"] == 0
+            await ws1.send(json.dumps({"type": "act", "action": "cooperate"}))
+            assert "already moved" in (await until(ws1, lambda f: f["type"] == "error"))["message"]
+            await ws0.send(json.dumps({"type": "hello", "seat": "player_0", "token": tokens[0]}))
+            await until(ws0, lambda f: f["type"] == "view" and f["controls"])
+            await ws0.send(json.dumps({"type": "act", "action": "cooperate"}))
+            done = await until(ws0, lambda f: f["type"] == "view" and f["done"])
+            await ws0.send(json.dumps({"type": "act", "action": "defect"}))
+            assert "over" in (await until(ws0, lambda f: f["type"] == "error"))["message"]
+            return done
 
-    first = asyncio.run(main())
-    assert first["controls"]["legal_action_list"] == ["cooperate", "defect"]
+    done = asyncio.run(main())
+    assert done["step"] == 2 and done["outcome"] == "loss"        # cooperate against the held defect
 
 
 def test_arena_games_are_logged_and_rated_on_the_leaderboard(arena, tmp_path):
@@ -306,3 +335,18 @@ def test_arena_command_binds_locally_unless_told():
     assert result.exit_code == 2 and "--allow-remote" in result.output
     result = CliRunner().invoke(app, ["arena", "--models", "scripted:random"])
     assert result.exit_code == 2 and "model specs" in result.output
+
+
+def test_idle_and_failed_games_are_logged_as_failed_with_the_reason(tmp_path):
+    dead_server = "openai:m@http://127.0.0.1:9/v1?attempts=1&timeout=2&max_retries=0"
+    with BackgroundServer(create_arena_app(tmp_path, models=(dead_server,), idle_timeout_s=0.3)) as url:
+        idle = create(url, "prisoners_dilemma", humans("A", "B"))
+        failing = create(url, "prisoners_dilemma", [{"kind": "policy", "spec": dead_server}] + humans("B"))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not ((tmp_path / LOG_FILE).exists() and
+                                                    len((tmp_path / LOG_FILE).read_text().splitlines()) == 2):
+            time.sleep(0.1)
+    records = {r["episode_id"]: r for r in read_episodes(tmp_path / LOG_FILE)}
+    assert records[idle["episode_id"]]["failed"] and "abandoned" in records[idle["episode_id"]]["error"]
+    assert records[failing["episode_id"]]["failed"] and f"{dead_server} failed" in records[failing["episode_id"]]["error"]
+    assert records[failing["episode_id"]]["roster"][0]["policy"] == dead_server
