@@ -15,6 +15,8 @@ serves four views, chosen by the URL path:
   ``action_schema`` (a button per finite choice, number inputs, a text box for talk).
 - ``/watch/<game>`` -- a **spectator**: the public transcript, whose turn, who is thinking, the
   result; never a seat's observation or role.
+- ``/hotseat/<game>#<token>`` -- every human seat on one screen, handed over between turns
+  (the game's own token; :class:`Viewer`).
 - ``/replay/<episode_id>`` -- the **replay** of any finished episode in the log folder (arena
   games and any other run's logs put there), step by step and seat by seat: the engine rebuilds
   each step from the seed and the logged actions (:func:`socialgym_env.logs.restore_env`).
@@ -22,14 +24,16 @@ serves four views, chosen by the URL path:
 Live updates go over one WebSocket per page (``/ws/<game>``): the page says who it is in its
 first message (``{"type": "hello", "seat": "player_0", "token": "..."}`` or ``{"type":
 "hello", "watch": true}``), then receives the whole view it may see after every change
-(``{"type": "view", ...}``) and sends moves (``{"type": "act", "action": "..."}``).
+(``{"type": "view", ...}``) and sends moves (``{"type": "act", "action": "..."}``; the
+hot-seat screen also ``{"type": "reveal", "seat": ...}``).
 
 Security model (the tests read every frame a seat's connection gets over whole games):
 
 - A game is a session of the shared :class:`~agents.serve.sessions.SessionStore` with one
-  secret token per human seat (256 bits). A seat's view and its moves need that token; the
-  link carries it in the URL *fragment*, which browsers never send to a server (so it is in no
-  request line, log or Referer). A wrong or missing token gets one error frame and a closed
+  secret token per human seat (256 bits) and the session's own token for the hot-seat screen.
+  A seat's view and its moves need that seat's token; a link carries its token in the URL
+  *fragment*, which browsers never send to a server (so it is in no request line, log or
+  Referer). A wrong or missing token gets one error frame and a closed
   socket, and the same answer as an unknown game.
 - A seat's frames hold only what the env shows that seat (its observation text, its known role,
   its decision view's legal actions) plus public information; the spectator's frames hold only
@@ -218,6 +222,11 @@ class ArenaGame:
     def pending(self) -> list[str]:
         return [] if self.done else self.env.pending_actors()
 
+    def waiting_humans(self) -> list[str]:
+        """Human seats that have a move to make now and have not sent it."""
+        with self.lock:
+            return [a for a in self.pending() if self.plans[a].human and a not in self.queued]
+
     def labels(self) -> dict:
         return {agent: plan.spec for agent, plan in self.plans.items()}
 
@@ -380,6 +389,46 @@ class ArenaGame:
         self._wakers.discard(event)
 
 
+class Viewer:
+    """What one connection may see and do: a seat (its view, its moves), a spectator (public
+    view only) or the hot-seat screen (the game's own token: between turns a "pass the screen
+    to ..." frame with public information only; the seat to move is shown only after that
+    person asks for it with ``{"type": "reveal", "seat": ...}``, and hidden again once it moved)."""
+
+    def __init__(self, game: ArenaGame, seat: Optional[str] = None, hotseat: bool = False):
+        self.game, self.seat, self.hotseat = game, seat, hotseat
+        self.revealed: Optional[str] = None
+
+    def acting_seat(self) -> Optional[str]:
+        if self.hotseat:
+            return self.revealed if self.revealed in self.game.waiting_humans() else None
+        return self.seat
+
+    def reveal(self, seat) -> None:
+        if not self.hotseat:
+            raise ArenaError("only the hot-seat screen reveals seats")
+        if seat not in self.game.waiting_humans():
+            raise ArenaError("that seat has no move to make now")
+        self.revealed = seat
+
+    def key(self) -> tuple:
+        return self.game.version, self.acting_seat()
+
+    def frame(self) -> dict:
+        if self.seat is not None:
+            return self.game.seat_view(self.seat)
+        if self.hotseat and self.acting_seat() is not None:
+            return dict(self.game.seat_view(self.revealed), hotseat=True)
+        view = self.game.public_view()
+        if self.hotseat:
+            waiting = self.game.waiting_humans()
+            view.update(kind="hotseat", next=[{"agent": a, "name": self.game.env.state.name(a),
+                                               "player": self.game.plans[a].spec} for a in waiting])
+        else:
+            view["kind"] = "spectator"
+        return view
+
+
 # ---------------------------------------------------------------------- replay
 def find_record(log_dir: Path, episode_id: str) -> dict:
     if log_dir.exists():
@@ -462,6 +511,10 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
     async def watch_page(game_id: str):
         return page()
 
+    @app.get("/hotseat/{game_id}", include_in_schema=False)
+    async def hotseat_page(game_id: str):
+        return page()
+
     @app.get("/replay/{episode_id}", include_in_schema=False)
     async def replay_page(episode_id: str):
         return page()
@@ -523,7 +576,7 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
         asyncio.create_task(_advance(session))     # model seats that move first start at once
         arena_game: ArenaGame = session.value
         return {"game_id": session.id, "episode_id": arena_game.episode_id, "seed": seed,
-                "watch": f"/watch/{session.id}",
+                "watch": f"/watch/{session.id}", "hotseat": f"/hotseat/{session.id}#{session.token}",
                 "seats": [{"agent": p.agent, "name": arena_game.env.state.name(p.agent), "player": p.spec,
                            "link": f"/play/{session.id}/{p.agent}#{session.seat_tokens[p.agent]}" if p.human else None}
                           for p in plans]}
@@ -574,14 +627,18 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
             hello = json.loads(await ws.receive_text())
             if not isinstance(hello, dict) or hello.get("type") != "hello":
                 raise ArenaError("the first message is {\"type\": \"hello\", ...}")
-            seat = None
             if hello.get("watch"):
                 session = games.get(game_id)
                 if session is None:
                     raise SessionError("unknown game (games close when idle)")
+                viewer = Viewer(session.value)
+            elif hello.get("hotseat"):                 # the game's own token: every human seat
+                session = store.get(game_id, hello.get("token"))
+                viewer = Viewer(session.value, hotseat=True)
             else:
                 seat = hello.get("seat")
                 session = store.get(game_id, hello.get("token"), seat=seat if isinstance(seat, str) else "")
+                viewer = Viewer(session.value, seat=seat)
         except (ArenaError, SessionError, ValueError) as err:
             await _send_error(ws, str(err))
             await ws.close(code=1008)
@@ -595,7 +652,7 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
             event.set()
 
         session.on_close.append(hang_up)
-        sender = asyncio.create_task(_push_views(ws, session, game, seat, event))
+        sender = asyncio.create_task(_push_views(ws, session, viewer, event))
         try:
             while not session.closed:
                 try:
@@ -604,15 +661,18 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
                     await _send_error(ws, "a message is JSON: {\"type\": \"act\", \"action\": \"...\"}")
                     continue
                 session.touch()
-                if seat is None or not isinstance(message, dict) or message.get("type") != "act":
-                    continue                      # a spectator only watches; unknown frames are ignored
+                if not isinstance(message, dict):
+                    continue
                 try:
-                    game.submit(seat, message.get("action"))
+                    if message.get("type") == "reveal":
+                        viewer.reveal(message.get("seat"))
+                        event.set()
+                    elif message.get("type") == "act" and viewer.acting_seat() is not None:
+                        game.submit(viewer.acting_seat(), message.get("action"))
+                        session.touch(step=True)
+                        asyncio.create_task(_advance(session))
                 except ArenaError as err:
                     await _send_error(ws, str(err))
-                    continue
-                session.touch(step=True)
-                asyncio.create_task(_advance(session))
         except (WebSocketDisconnect, RuntimeError):
             pass
         finally:
@@ -621,17 +681,16 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
             if hang_up in session.on_close:
                 session.on_close.remove(hang_up)
 
-    async def _push_views(ws: WebSocket, session, game: ArenaGame, seat: Optional[str], event) -> None:
-        sent = -1
+    async def _push_views(ws: WebSocket, session, viewer: "Viewer", event) -> None:
+        sent = None
         try:
             while True:
                 await event.wait()
                 event.clear()
-                if game.version != sent:
-                    sent = game.version
-                    view = game.public_view() if seat is None else game.seat_view(seat)
-                    view["kind"] = view.get("kind", "spectator")
-                    await ws.send_text(to_json(view))
+                key = viewer.key()
+                if key != sent:
+                    sent = key
+                    await ws.send_text(to_json(viewer.frame()))
                 if session.closed:
                     await ws.close(code=1001, reason="game closed")
                     return

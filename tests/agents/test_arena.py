@@ -350,3 +350,44 @@ def test_idle_and_failed_games_are_logged_as_failed_with_the_reason(tmp_path):
     assert records[idle["episode_id"]]["failed"] and "abandoned" in records[idle["episode_id"]]["error"]
     assert records[failing["episode_id"]]["failed"] and f"{dead_server} failed" in records[failing["episode_id"]]["error"]
     assert records[failing["episode_id"]]["roster"][0]["policy"] == dead_server
+
+
+def test_hotseat_shows_a_seat_only_when_asked_and_only_while_it_is_to_move(arena):
+    url, log_dir = arena
+    created = create(url, "prisoners_dilemma", humans("A", "B"), config={"rounds": 1})
+    ws_url = url.replace("http", "ws") + "/ws/" + created["game_id"]
+    host_token = created["hotseat"].split("#", 1)[1]
+    seat_token = created["seats"][0]["link"].split("#", 1)[1]
+
+    async def main():
+        async with websockets.connect(ws_url) as ws:          # a seat's token is not the game's
+            await ws.send(json.dumps({"type": "hello", "hotseat": True, "token": seat_token}))
+            assert json.loads(await ws.recv())["type"] == "error"
+        frames = []
+        async with websockets.connect(ws_url) as ws:
+            async def next_frame():
+                frames.append(json.loads(await ws.recv()))
+                return frames[-1]
+            await ws.send(json.dumps({"type": "hello", "hotseat": True, "token": host_token}))
+            first = await next_frame()
+            assert first["kind"] == "hotseat" and [s["agent"] for s in first["next"]] == ["player_0", "player_1"]
+            await ws.send(json.dumps({"type": "act", "action": "defect"}))      # nobody revealed: ignored
+            await ws.send(json.dumps({"type": "reveal", "seat": "player_7"}))
+            assert "no move" in (await next_frame())["message"]
+            for agent, move in (("player_1", "cooperate"), ("player_0", "defect")):
+                await ws.send(json.dumps({"type": "reveal", "seat": agent}))
+                shown = await next_frame()
+                assert shown["kind"] == "seat" and shown["seat"] == agent and shown["controls"]
+                await ws.send(json.dumps({"type": "act", "action": move}))
+                after = await next_frame()
+                while after.get("kind") == "seat":                            # until handed back
+                    after = await next_frame()
+                assert after["kind"] == "hotseat" and "observation" not in after
+            return frames
+
+    frames = asyncio.run(main())
+    assert frames[-1]["done"]
+    passes = [f for f in frames if f.get("kind") == "hotseat"]
+    assert all("observation" not in f and "role" not in f and "controls" not in f for f in passes)
+    record, = logged(log_dir, created["episode_id"])
+    assert [t["action"] for t in record["turns"]] == ["defect", "cooperate"]

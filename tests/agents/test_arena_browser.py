@@ -183,3 +183,19 @@ def test_a_person_plays_rock_paper_scissors_against_the_embedded_model(browser, 
     assert any(s.endswith("is thinking...") for s in seen), seen
     record = record_of(log_dir, ["human:Cleo", MODEL])
     assert record["finished"] and len([t for t in record["turns"] if t["agent"] == "player_1"]) == 2
+
+
+def test_hotseat_hands_one_screen_over_between_turns(browser, arena):
+    url, log_dir = arena
+    create_in_lobby(browser, url, "prisoners_dilemma", {"rounds": 1}, [("human", "Hal"), ("human", "Ivy")])
+    browser.get(browser.find_element(By.ID, "hotseat-link").get_attribute("href"))
+    for person in ("Hal", "Ivy"):
+        button = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.reveal"), what="the pass screen")[0]
+        assert not browser.find_elements(By.ID, "observation")          # nothing private between turns
+        assert person in button.text
+        button.click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#controls button.move"), what=f"{person}'s controls")
+        assert "Your turn" in status(browser)
+        move_once(browser, prefer=["cooperate"])
+    wait_for(lambda: status(browser).startswith("Game over"), what="the end")
+    record_of(log_dir, ["human:Hal", "human:Ivy"])

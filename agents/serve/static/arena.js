@@ -81,13 +81,15 @@ async function lobby() {
                                                    body: JSON.stringify(body)});
       result.replaceChildren(el("div", {class: "panel"},
         el("h2", {text: `Game created: ${created.episode_id}`}),
-        el("p", {class: "muted", text: "Each link is that seat's secret: send it only to the person who plays it " +
-                                        "(hot-seat: open them one after another on this machine)."}),
+        el("p", {class: "muted", text: "Each link is that seat's secret: send it only to the person who plays it. " +
+                                        "The hot-seat link opens every human seat, one at a time: keep it to this machine."}),
         el("table", {}, ...created.seats.map(s => el("tr", {},
           el("td", {text: s.agent}), el("td", {text: s.name}), el("td", {text: s.player}),
           el("td", {}, s.link ? el("a", {class: "link seat-link", href: s.link, target: "_blank", "data-agent": s.agent,
                                          text: location.origin + s.link}) : el("span", {class: "muted", text: "policy"}))))),
-        el("p", {}, el("a", {id: "watch-link", href: created.watch, target: "_blank", text: "Spectator view"}))));
+        el("p", {}, el("a", {id: "watch-link", href: created.watch, target: "_blank", text: "Spectator view"}),
+           " · ", el("a", {id: "hotseat-link", href: created.hotseat, target: "_blank",
+                           text: "Hot-seat: every human seat on this screen, handed over between turns"}))));
     } catch (err) {
       error.replaceChildren(el("div", {class: "err", text: err.message}));
     }
@@ -215,25 +217,60 @@ function live(gameId, hello, render) {
   socket.onclose = () => render(null, lastError || "disconnected from the arena (reload to reconnect)", socket);
 }
 
-function seatPage(gameId, seat) {
-  const token = decodeURIComponent(location.hash.slice(1));
-  where.textContent = `seat ${seat}`;
-  let view = null;
+// A seat's screen: its view, status, controls and the transcript. Returns render(view, error).
+function seatScreen(socket) {
   let controls = null, controlsKey = null;     // kept across updates, so typing is not lost
-  live(gameId, {type: "hello", seat, token}, (message, error, socket) => {
-    if (message) view = message;
-    const send = move => socket.send(JSON.stringify({type: "act", action: move}));
-    const key = view && view.controls ? JSON.stringify([view.controls, view.observation]) : null;
+  const send = move => socket.send(JSON.stringify({type: "act", action: move}));
+  return (view, error) => {
+    const key = view.controls ? JSON.stringify([view.seat, view.controls, view.observation]) : null;
     if (key !== controlsKey) { controlsKey = key; controls = key ? controlsPanel(view, send) : null; }
-    if (!view) { show(el("div", {id: "status", class: "status error", text: error || "connecting..."})); return; }
     where.textContent = `${view.game_name}: ${view.name} (${view.seat})` + (view.role ? `, ${view.role}` : "");
     show(statusLine(view), seatChips(view),
          error ? el("div", {class: "err", id: "error", text: error}) : el("div", {id: "error"}),
          el("div", {class: "cols"},
             el("div", {class: "panel"}, el("h2", {text: "Your view"}), el("pre", {id: "observation", text: view.observation})),
             el("div", {}, controls, transcriptPanel(view.transcript))),
-         view.done && !view.error ? el("p", {}, el("a", {id: "replay-link", href: "/replay/" + encodeURIComponent(view.episode_id),
-                                                        text: "Replay this episode"})) : null);
+         replayLink(view));
+  };
+}
+
+function replayLink(view) {
+  return view.done && !view.error ? el("p", {}, el("a", {id: "replay-link", text: "Replay this episode",
+                                                         href: "/replay/" + encodeURIComponent(view.episode_id)})) : null;
+}
+
+function seatPage(gameId, seat) {
+  const token = decodeURIComponent(location.hash.slice(1));
+  where.textContent = `seat ${seat}`;
+  let view = null, screen = null;
+  live(gameId, {type: "hello", seat, token}, (message, error, socket) => {
+    if (message) view = message;
+    if (!view) { show(el("div", {id: "status", class: "status error", text: error || "connecting..."})); return; }
+    screen = screen || seatScreen(socket);
+    screen(view, error);
+  });
+}
+
+// One screen for every human seat, handed over between turns: between moves it shows only
+// public information and whose turn it is; a seat's view only after its player asks for it.
+function hotseatPage(gameId) {
+  const token = decodeURIComponent(location.hash.slice(1));
+  where.textContent = "hot-seat";
+  let view = null, screen = null;
+  live(gameId, {type: "hello", hotseat: true, token}, (message, error, socket) => {
+    if (message) view = message;
+    if (!view) { show(el("div", {id: "status", class: "status error", text: error || "connecting..."})); return; }
+    if (view.kind === "seat") { screen = screen || seatScreen(socket); screen(view, error); return; }
+    where.textContent = `${view.game_name}: hot-seat`;
+    const next = view.next || [];
+    const reveal = seat => socket.send(JSON.stringify({type: "reveal", seat}));
+    show(statusLine(view), seatChips(view),
+         error ? el("div", {class: "err", id: "error", text: error}) : null,
+         ...next.map(s => el("div", {class: "panel pass"},
+           el("h2", {text: `Pass the screen to ${s.player.replace(/^human:/, "")} (${s.name}, ${s.agent})`}),
+           el("button", {class: "reveal", "data-agent": s.agent, text: `I am ${s.player.replace(/^human:/, "")}: show my seat`,
+                         on: {click: () => reveal(s.agent)}}))),
+         transcriptPanel(view.transcript), replayLink(view));
   });
 }
 
@@ -242,9 +279,7 @@ function watchPage(gameId) {
   live(gameId, {type: "hello", watch: true}, (message, error) => {
     if (!message) { if (error) app.append(el("div", {class: "err", id: "error", text: error})); return; }
     where.textContent = `${message.game_name}: spectator`;
-    show(statusLine(message), seatChips(message), transcriptPanel(message.transcript),
-         message.done && !message.error ? el("p", {}, el("a", {id: "replay-link",
-           href: "/replay/" + encodeURIComponent(message.episode_id), text: "Replay this episode"})) : null);
+    show(statusLine(message), seatChips(message), transcriptPanel(message.transcript), replayLink(message));
   });
 }
 
@@ -294,5 +329,6 @@ async function replayPage(episodeId) {
 const path = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
 if (path[0] === "play" && path.length === 3) seatPage(path[1], path[2]);
 else if (path[0] === "watch" && path.length === 2) watchPage(path[1]);
+else if (path[0] === "hotseat" && path.length === 2) hotseatPage(path[1]);
 else if (path[0] === "replay" && path.length === 2) replayPage(path[1]);
 else lobby().catch(err => show(el("div", {class: "err", text: err.message})));
