@@ -38,7 +38,8 @@ Security model (the tests read every frame a seat's connection gets over whole g
 - A seat's frames hold only what the env shows that seat (its observation text, its known role,
   its decision view's legal actions) plus public information; the spectator's frames hold only
   public information. Other seats' roles, secrets and private messages never leave the server
-  during the game. After the game, its replay (every seat's view) is open to anyone who can
+  during the game, nor does who is to move in a hidden-role phase that only some seats play
+  (:meth:`ArenaGame.turn_is_public`). After the game, its replay (every seat's view) is open to anyone who can
   reach the arena, as logs and ``socialgym replay`` are.
 - Model specs come only from the operator (``--models``): a browser cannot make the server load
   weights or call a URL. Names are checked (1-32 characters, no control characters); every
@@ -227,6 +228,27 @@ class ArenaGame:
         with self.lock:
             return [a for a in self.pending() if self.plans[a].human and a not in self.queued]
 
+    def turn_is_public(self) -> bool:
+        """Whether who is to move now may be shown to everyone. In a hidden-role game a phase
+        whose actors are not every seat in play (a night kill, the seer's look) would give the
+        actors' roles away -- so would "X is thinking" -- so then nobody is named."""
+        env = self.env
+        if self.done or env.game_info.information != "hidden_roles":
+            return True
+        state = env.state
+        phase = env.game.phase(state.phase)
+        in_play = {a for a in self.plans if phase.allow_eliminated or state.seat[a].alive}
+        return set(env.machine.phase_actors) >= in_play
+
+    def hotseat_candidates(self) -> list[str]:
+        """The seats the hot-seat screen may open now: the humans to move when that is public,
+        else every human seat in play (each looks in turn; one with no move just hands over)."""
+        with self.lock:
+            if self.turn_is_public():
+                return self.waiting_humans()
+            state = self.env.state
+            return [a for a, p in self.plans.items() if p.human and state.seat[a].alive and not self.done]
+
     def labels(self) -> dict:
         return {agent: plan.spec for agent, plan in self.plans.items()}
 
@@ -235,15 +257,16 @@ class ArenaGame:
         whose turn, who is thinking, the result. Never a role, a secret or a private line."""
         with self.lock:
             state = self.env.state
-            pending = self.pending()
+            public_turn = self.turn_is_public()
+            pending = self.pending() if public_turn else []
             seats = [{"agent": a, "name": state.name(a), "player": p.spec, "human": p.human,
                       "alive": state.seat[a].alive, "to_act": a in pending and a not in self.queued}
                      for a, p in self.plans.items()]
             view = {"type": "view", "game": self.game, "game_name": self.env.game_info.name,
                     "episode_id": self.episode_id, "seed": self.seed, "version": self.version, "step": state.step,
                     "seats": seats, "transcript": public_transcript(state),
-                    "thinking": state.name(self.thinking) if self.thinking else None,
-                    "done": self.done, "error": self.error, "result": None}
+                    "thinking": state.name(self.thinking) if self.thinking and public_turn else None,
+                    "turn_hidden": not public_turn, "done": self.done, "error": self.error, "result": None}
             result = state.result
             if result is not None:
                 view["result"] = {"reason": result.reason,
@@ -392,38 +415,44 @@ class ArenaGame:
 class Viewer:
     """What one connection may see and do: a seat (its view, its moves), a spectator (public
     view only) or the hot-seat screen (the game's own token: between turns a "pass the screen
-    to ..." frame with public information only; the seat to move is shown only after that
-    person asks for it with ``{"type": "reveal", "seat": ...}``, and hidden again once it moved)."""
+    to ..." frame with public information only; a seat is shown only after its player asks
+    with ``{"type": "reveal", "seat": ...}``, and hidden again once it has moved or on
+    ``{"type": "hide"}``)."""
 
     def __init__(self, game: ArenaGame, seat: Optional[str] = None, hotseat: bool = False):
         self.game, self.seat, self.hotseat = game, seat, hotseat
         self.revealed: Optional[str] = None
 
     def acting_seat(self) -> Optional[str]:
-        if self.hotseat:
-            return self.revealed if self.revealed in self.game.waiting_humans() else None
-        return self.seat
+        return self.revealed if self.hotseat else self.seat
 
     def reveal(self, seat) -> None:
         if not self.hotseat:
             raise ArenaError("only the hot-seat screen reveals seats")
-        if seat not in self.game.waiting_humans():
+        if seat not in self.game.hotseat_candidates():
             raise ArenaError("that seat has no move to make now")
         self.revealed = seat
 
+    def hide(self) -> None:
+        self.revealed = None
+
+    def moved(self) -> None:
+        if self.hotseat:                         # hand the screen over at once
+            self.revealed = None
+
     def key(self) -> tuple:
-        return self.game.version, self.acting_seat()
+        return self.game.version, self.revealed
 
     def frame(self) -> dict:
         if self.seat is not None:
             return self.game.seat_view(self.seat)
-        if self.hotseat and self.acting_seat() is not None:
+        if self.revealed is not None:
             return dict(self.game.seat_view(self.revealed), hotseat=True)
         view = self.game.public_view()
         if self.hotseat:
-            waiting = self.game.waiting_humans()
             view.update(kind="hotseat", next=[{"agent": a, "name": self.game.env.state.name(a),
-                                               "player": self.game.plans[a].spec} for a in waiting])
+                                               "player": self.game.plans[a].spec}
+                                              for a in self.game.hotseat_candidates()])
         else:
             view["kind"] = "spectator"
         return view
@@ -667,8 +696,12 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
                     if message.get("type") == "reveal":
                         viewer.reveal(message.get("seat"))
                         event.set()
+                    elif message.get("type") == "hide":
+                        viewer.hide()
+                        event.set()
                     elif message.get("type") == "act" and viewer.acting_seat() is not None:
                         game.submit(viewer.acting_seat(), message.get("action"))
+                        viewer.moved()
                         session.touch(step=True)
                         asyncio.create_task(_advance(session))
                 except ArenaError as err:

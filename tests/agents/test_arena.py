@@ -142,6 +142,12 @@ def test_whole_werewolves_game_no_seat_sees_another_seats_hidden_information(are
                                   raws[:frame["step"]])
                 assert frame["observation"] == env.observe(seat)["text"]
     assert hidden_somewhere > 0           # the game had private lines: the check could fail
+    # Night phases: who acts would give roles away, so no frame names who is to move then.
+    views = [json.loads(raw) for seat_frames in frames.values() for raw in seat_frames]
+    hidden_turns = [f for f in views if f["type"] == "view" and f["turn_hidden"]]
+    assert hidden_turns and len(hidden_turns) < len(views)
+    assert all(not s["to_act"] for f in hidden_turns for s in f["seats"])
+    assert all(f["thinking"] is None for f in hidden_turns)
     public = {m["text"] for m in messages if m["visibility"] == "public"}
     private = {m["text"] for m in messages if m["visibility"] != "public"} - public
     for raw in frames["spectator"]:
@@ -383,6 +389,8 @@ def test_hotseat_shows_a_seat_only_when_asked_and_only_while_it_is_to_move(arena
                 while after.get("kind") == "seat":                            # until handed back
                     after = await next_frame()
                 assert after["kind"] == "hotseat" and "observation" not in after
+            while not frames[-1].get("done"):
+                await next_frame()
             return frames
 
     frames = asyncio.run(main())
@@ -391,3 +399,52 @@ def test_hotseat_shows_a_seat_only_when_asked_and_only_while_it_is_to_move(arena
     assert all("observation" not in f and "role" not in f and "controls" not in f for f in passes)
     record, = logged(log_dir, created["episode_id"])
     assert [t["action"] for t in record["turns"]] == ["defect", "cooperate"]
+
+
+def test_hotseat_in_a_secret_phase_offers_every_seat_not_just_the_actors(arena):
+    url, log_dir = arena
+    created = create(url, "werewolves", humans("A", "B", "C", "D", "E", "F"), seed=4)
+    ws_url = url.replace("http", "ws") + "/ws/" + created["game_id"]
+    rng = random.Random(0)
+    passes, hid = [], 0
+
+    async def main():
+        nonlocal hid
+        async with websockets.connect(ws_url) as ws:
+            async def frame():
+                return json.loads(await ws.recv())
+            await ws.send(json.dumps({"type": "hello", "hotseat": True, "token": created["hotseat"].split("#")[1]}))
+            async def reveal(view):
+                passes.append(view)
+                await ws.send(json.dumps({"type": "reveal", "seat": rng.choice(view["next"])["agent"]}))
+
+            async with asyncio.timeout(60):
+                expecting, last_pass = False, None     # a reveal sent, its seat frame not yet in
+                while True:
+                    view = await frame()
+                    if view["type"] == "error":        # a reveal from a stale pass frame: again
+                        expecting = False
+                        view = last_pass
+                    elif view["done"]:
+                        return
+                    if view["kind"] == "seat" and expecting:
+                        expecting = False
+                        if view["controls"]:
+                            await ws.send(json.dumps({"type": "act", "action": pick_move(view["controls"], rng)}))
+                        else:
+                            hid += 1
+                            await ws.send(json.dumps({"type": "hide"}))
+                    elif view["kind"] == "hotseat":
+                        last_pass = view
+                        if view["next"] and not expecting:
+                            expecting = True
+                            await reveal(view)
+
+    asyncio.run(main())
+    record, = logged(log_dir, created["episode_id"])
+    assert record["finished"] and hid > 0
+    secret = [p for p in passes if p["turn_hidden"]]
+    assert secret and all("observation" not in p for p in passes)
+    for view in secret:      # every living human seat is offered, whatever its role
+        alive = {s["agent"] for s in view["seats"] if s["alive"]}
+        assert {s["agent"] for s in view["next"]} == alive

@@ -145,6 +145,8 @@ function statusLine(view) {
                                        (toAct.length > 1 ? `Also to move: ${toAct.filter(n => n !== view.name).join(", ")}.` : "")});
   if (view.thinking) return el("div", {id: "status", class: "status", text: `${view.thinking} is thinking...`});
   const mine = view.submitted ? `Your move is in (${view.submitted}). ` : "";
+  if (view.turn_hidden) return el("div", {id: "status", class: "status",
+                                          text: mine + "Waiting for other players (who moves in this phase is secret)."});
   return el("div", {id: "status", class: "status", text: mine + (toAct.length ? `Waiting for ${toAct.join(", ")}.` : "")});
 }
 
@@ -221,6 +223,8 @@ function live(gameId, hello, render) {
 function seatScreen(socket) {
   let controls = null, controlsKey = null;     // kept across updates, so typing is not lost
   const send = move => socket.send(JSON.stringify({type: "act", action: move}));
+  const hide = el("button", {id: "hide", class: "secondary", text: "Hide my seat and hand the screen over",
+                             on: {click: () => socket.send(JSON.stringify({type: "hide"}))}});
   return (view, error) => {
     const key = view.controls ? JSON.stringify([view.seat, view.controls, view.observation]) : null;
     if (key !== controlsKey) { controlsKey = key; controls = key ? controlsPanel(view, send) : null; }
@@ -230,7 +234,7 @@ function seatScreen(socket) {
          el("div", {class: "cols"},
             el("div", {class: "panel"}, el("h2", {text: "Your view"}), el("pre", {id: "observation", text: view.observation})),
             el("div", {}, controls, transcriptPanel(view.transcript))),
-         replayLink(view));
+         view.hotseat ? el("p", {}, hide) : null, replayLink(view));
   };
 }
 
@@ -263,9 +267,12 @@ function hotseatPage(gameId) {
     if (view.kind === "seat") { screen = screen || seatScreen(socket); screen(view, error); return; }
     where.textContent = `${view.game_name}: hot-seat`;
     const next = view.next || [];
+    const note = view.turn_hidden && next.length
+      ? el("p", {class: "muted", text: "Who moves in this phase is secret: each of you in turn opens your seat, " +
+                                      "moves if you have a move, then hides it."}) : null;
     const reveal = seat => socket.send(JSON.stringify({type: "reveal", seat}));
     show(statusLine(view), seatChips(view),
-         error ? el("div", {class: "err", id: "error", text: error}) : null,
+         error ? el("div", {class: "err", id: "error", text: error}) : null, note,
          ...next.map(s => el("div", {class: "panel pass"},
            el("h2", {text: `Pass the screen to ${s.player.replace(/^human:/, "")} (${s.name}, ${s.agent})`}),
            el("button", {class: "reveal", "data-agent": s.agent, text: `I am ${s.player.replace(/^human:/, "")}: show my seat`,
