@@ -20,7 +20,8 @@ a failed episode. Streams are injectable for tests and other front ends.
 :func:`agents.runner.play_episode` as ``on_turn``, it says which seat is thinking while a model
 decides and shows the other seats' moves as they happen -- the new board lines the human seat
 may see, or "<name> has moved." when a move posts nothing the seat may see (a pass, a hidden
-vote), so no move goes unnoticed and none is revealed.
+vote), so no move goes unnoticed and none is revealed. In a phase only some seats of a
+hidden-role game play (a night kill), it names nobody (``env.actors_public()``).
 """
 from __future__ import annotations
 
@@ -148,6 +149,7 @@ class TerminalTable:
         self.seat_specs = seat_specs
         self.output = output
         self.humans = [a for a, spec in seat_specs.items() if is_human(spec)]
+        self._turn_public = True
 
     def __call__(self, env, agent: str, decision: Optional[Decision], policy=None) -> None:
         name = f"{env.state.name(agent)} ({agent}, {self.seat_specs[agent]})"
@@ -155,8 +157,12 @@ class TerminalTable:
         # this move posted.
         shown = self._show_board(env)
         if decision is None:
-            if agent not in self.humans and not getattr(policy, "instant", False):
+            # asked before the move: after it, the env may be in the next phase already
+            self._turn_public = env.actors_public()
+            if self._turn_public and agent not in self.humans and not getattr(policy, "instant", False):
                 self.output.print(f"... {name} is thinking")
+            return
+        if not self._turn_public:           # a secret phase (a night kill): name nobody
             return
         if not shown and (agent not in self.humans or len(self.humans) > 1):
             self.output.print(f"{name} has moved.")

@@ -39,8 +39,8 @@ Security model (the tests read every frame a seat's connection gets over whole g
   its decision view's legal actions) plus public information; the spectator's frames hold only
   public information. Other seats' roles, secrets and private messages never leave the server
   during the game, nor does who is to move in a hidden-role phase that only some seats play
-  (:meth:`ArenaGame.turn_is_public`). After the game, its replay (every seat's view) is open to anyone who can
-  reach the arena, as logs and ``socialgym replay`` are.
+  (``env.actors_public()``). After the game, its replay (every seat's view) is open to anyone
+  who can reach the arena, as logs and ``socialgym replay`` are.
 - Model specs come only from the operator (``--models``): a browser cannot make the server load
   weights or call a URL. Names are checked (1-32 characters, no control characters); every
   user string reaches the page only inside JSON and is rendered with ``textContent``; the
@@ -229,16 +229,9 @@ class ArenaGame:
             return [a for a in self.pending() if self.plans[a].human and a not in self.queued]
 
     def turn_is_public(self) -> bool:
-        """Whether who is to move now may be shown to everyone. In a hidden-role game a phase
-        whose actors are not every seat in play (a night kill, the seer's look) would give the
-        actors' roles away -- so would "X is thinking" -- so then nobody is named."""
-        env = self.env
-        if self.done or env.game_info.information != "hidden_roles":
-            return True
-        state = env.state
-        phase = env.game.phase(state.phase)
-        in_play = {a for a in self.plans if phase.allow_eliminated or state.seat[a].alive}
-        return set(env.machine.phase_actors) >= in_play
+        """Whether who is to move now may be shown (:meth:`SocialGymEnv.actors_public`: not in a
+        hidden-role phase only some seats play, where naming them gives their roles away)."""
+        return self.done or self.env.actors_public()
 
     def hotseat_candidates(self) -> list[str]:
         """The seats the hot-seat screen may open now: the humans to move when that is public,

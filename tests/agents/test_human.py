@@ -87,3 +87,26 @@ def test_human_end_of_input_fails_the_episode_not_the_run():
 
 def test_human_spec():
     assert make_policy("human").policy_id == "human"
+
+
+def test_the_table_names_nobody_in_a_secret_phase():
+    from agents.scripted import RandomPolicy
+    from socialgym_env.logs import restore_env
+
+    class SlowRandom(RandomPolicy):      # a scripted seat that "thinks", like a model
+        instant = False
+
+    seats = ["human"] + ["slow"] * 5
+    record, text = play_with_table(seats, "x\n" * 400, {}, game="werewolves", prebuilt={"slow": SlowRandom(seed=1)})
+    raws = [t["raw"] for t in record["turns"]]
+    public_moves, secret_moves = 0, 0
+    for number, turn in enumerate(record["turns"]):
+        if turn["agent"] == "player_0":
+            continue
+        env = restore_env(record["game"], record["config"], record["seed"], record["episode_id"], raws[:number])
+        if env.actors_public():
+            public_moves += 1
+        else:
+            secret_moves += 1
+    assert secret_moves > 0 and public_moves > 0          # both kinds happened: the count can fail
+    assert text.count(" is thinking") == public_moves
