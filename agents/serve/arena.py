@@ -330,8 +330,9 @@ class ArenaGame:
                 policy = self.pool.get(plan.spec)
                 parts = env.prompt_parts(agent) if getattr(policy, "needs_prompt_parts", False) else None
                 request = Request((self.episode_id, agent), env.observe(agent), env.infos[agent], parts)
-                self.thinking = agent
-                self.changed()
+                if not getattr(policy, "instant", False):     # scripted seats answer at once
+                    self.thinking = agent
+                    self.changed()
             try:                                 # outside the lock: the pages stay live
                 decision = policy.act_batch([request])[0]
                 failure = decision.error
