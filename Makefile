@@ -17,8 +17,8 @@ setup:
 	$(PIP) install --quiet --no-deps -e environments/socialgym_verifiers
 
 setup-test: setup
-	# Headless Chromium for the replay-viewer test.
-	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
+	(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
 
 demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the

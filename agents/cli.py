@@ -36,9 +36,39 @@ def parse_config(pairs: list[str]) -> dict:
     return config
 
 
+def fill_seats(specs: list[str], num_seats: int, game: str) -> list[str]:
+    """One spec per seat: the specs in seat order, the last one repeated for the seats left."""
+    if not specs:
+        raise typer.BadParameter("give at least one policy spec", param_hint="--agents")
+    if len(specs) > num_seats:
+        raise typer.BadParameter(f"{game} has {num_seats} seats; --agents gave {len(specs)} specs",
+                                 param_hint="--agents")
+    return specs + [specs[-1]] * (num_seats - len(specs))
+
+
+def play_with_humans(job: EpisodeJob, pool: PolicyPool, seat_specs: dict, log: Path) -> dict:
+    """One episode with human seats at this terminal, played in seat order with the terminal
+    table (agents.human); logged like run_jobs logs, a failure (end of input) as a failed record."""
+    from socialgym_env.logs import append_episode
+
+    from .human import HumanPolicy, TerminalOutput, TerminalTable
+    from .jobs import failed_record
+    from .runner import play_episode
+
+    output = TerminalOutput()
+    pool.policies.setdefault("human", HumanPolicy(seed=pool.seed, output=output))
+    try:
+        record = play_episode(job, pool, on_turn=TerminalTable(seat_specs, output))
+    except Exception as err:               # end of input, a model server down: logged, not lost
+        record = failed_record(job, err)
+    append_episode(log, record)
+    return record
+
+
 def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
-         agents: str = typer.Option("scripted:random", help="comma-separated policy specs, one per seat "
-                                    "(a single spec fills every seat)"),
+         agents: str = typer.Option("scripted:random", help="comma-separated policy specs, one per seat in "
+                                    "seat order; the last one fills the seats left (human,smollm2: you in "
+                                    "seat 0, the model in every other seat)"),
          seed: int = typer.Option(0, help="episode seed"),
          config: list[str] = typer.Option([], "--config", "-c", help="game config key=value (repeatable)"),
          log: Path = typer.Option(Path("runs/play.jsonl"), help="JSONL log the episode is appended to"),
@@ -49,27 +79,31 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
     except socialgym_env.SocialGymError as err:
         raise typer.BadParameter(str(err)) from None
     try:                                   # a bad spec is a bad argument, found before playing
-        seats = split_specs(agents)
-        for spec in sorted(set(seats)):
+        given = split_specs(agents)
+        for spec in sorted(set(given)):
             check_spec(spec, games=[game])
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
-    if len(seats) == 1:
-        seats = seats * len(env.possible_agents)
-    if len(seats) != len(env.possible_agents):
-        raise typer.BadParameter(f"{game} has {len(env.possible_agents)} seats; --agents gave {len(seats)}")
+    seats = fill_seats(given, len(env.possible_agents), game)
     check_output_file(log, "--log")
     pool = PolicyPool(seed=seed)
     job = EpisodeJob(game, seed, seats, config=parse_config(config))
-    with console.status(f"playing {game} (seed {seed})..."):
-        # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged
-        # as a failed record with its reason, as in a tournament -- never a bad CLI argument.
-        record = run_jobs([job], pool, log_path=log, resume=False)[0]
+    if "human" in seats:
+        # A person plays: no spinner on the input line; the table says who is thinking and
+        # shows the other seats' moves as they happen.
+        console.print("seats: " + ", ".join(f"{a} {s}" for a, s in zip(env.possible_agents, seats)),
+                      markup=False, highlight=False)
+        record = play_with_humans(job, pool, dict(zip(env.possible_agents, seats)), log)
+    else:
+        with console.status(f"playing {game} (seed {seed})..."):
+            # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged
+            # as a failed record with its reason, as in a tournament -- never a bad CLI argument.
+            record = run_jobs([job], pool, log_path=log, resume=False)[0]
     if record.get("failed"):
         console.print(f"episode failed: {record['error']}", markup=False, highlight=False)
         console.print(f"log: {log} (episode {record['episode_id']}, logged as failed)")
         raise typer.Exit(1)
-    if not quiet:
+    if not quiet and "human" not in seats:     # a person has seen the board as it went
         for line in record["transcript"]:
             console.print(line, markup=False, highlight=False)
     table = Table(title=f"{game}: {record['reason']}")

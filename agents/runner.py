@@ -21,8 +21,10 @@ from .jobs import EpisodeJob, PolicyPool, failed_record, set_playbook
 __all__ = ["EpisodeJob", "PolicyPool", "failed_record", "play_episode", "run_jobs"]
 
 
-def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] = None) -> dict:
-    """Play one job to the end and return its episode record."""
+def play_episode(job: EpisodeJob, pool: PolicyPool, on_turn: Optional[Callable] = None) -> dict:
+    """Play one job to the end and return its episode record. ``on_turn(env, agent, decision,
+    policy)`` is called before each decision (``decision`` None) and after it was played (the
+    terminal table of ``socialgym play`` with a human seat: who is thinking, who moved)."""
     env = socialgym_env.make(job.game, **job.config)
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
@@ -41,14 +43,16 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_step: Optional[Callable] 
         policy = pool.get(seat_spec[agent])
         parts = env.prompt_parts(agent) if getattr(policy, "needs_prompt_parts", False) else None
         request = Request((job.episode_id, agent), env.observe(agent), info, parts)
+        if on_turn:
+            on_turn(env, agent, None, policy)
         decision: Decision = policy.act_batch([request])[0]
         if decision.error is not None:
             raise decision.error
         env.step(decision.action)
         if decision.meta:
             env.annotate_last_turn(agent_meta=decision.meta)
-        if on_step:
-            on_step()
+        if on_turn:
+            on_turn(env, agent, decision, policy)
     for agent, spec in seat_spec.items():
         policy = pool.get(spec)
         if hasattr(policy, "release"):

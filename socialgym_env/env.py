@@ -147,6 +147,18 @@ class SocialGymEnv(AECEnv):
             return []
         return list(self.machine.pending_actors())
 
+    def actors_public(self) -> bool:
+        """Whether who is to act now may be told to every seat and watcher: yes, except in a
+        hidden-role game's phase whose actors are not every seat in play (a night kill, the
+        seer's look), where naming the actors -- or saying who is thinking -- gives their roles
+        away. Front ends (the browser arena, the terminal table) ask before naming anyone."""
+        state = self.machine.state
+        if state is None or state.finished or self.game_info.information != "hidden_roles":
+            return True
+        phase = self.game.phase(state.phase)
+        in_play = {a for a in self.possible_agents if phase.allow_eliminated or state.seat[a].alive}
+        return set(self.machine.phase_actors) >= in_play
+
     def grammar(self, agent: str) -> Grammar:
         """The seat's legal actions now (parse, sample, enumerate, JSON schema)."""
         return self.views.grammar(agent)

@@ -244,3 +244,22 @@ def test_default_turn_cap_reason_says_what_the_rewards_say():
     assert record["reason"] == "turn cap reached: scored on the points so far (Yusuf 0, Björn 5); ahead: Björn"
     assert record["transcript"][-1].endswith("Game over: turn cap reached: scored on the points so far "
                                              "(Yusuf 0, Björn 5); ahead: Björn.")
+
+
+def test_actors_public_only_hides_a_hidden_role_phase_some_seats_play():
+    import random as _random
+    pd = socialgym_env.make("prisoners_dilemma")
+    pd.reset(seed=0)
+    assert pd.actors_public()
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=4)
+    rng, seen = _random.Random(0), {}
+    while env.agents and not env.state.finished:
+        env.skip_dead()
+        if not env.agents:
+            break
+        seen.setdefault(env.state.phase, set()).add(env.actors_public())
+        env.step(env.grammar(env.agent_selection).sample(rng).text)
+    # the village's phases are everyone's; the night's belong to roles
+    assert seen == {"day_talk": {True}, "day_vote": {True}, "night_talk": {False}, "seer": {False},
+                    "witch": {False}, "wolf_kill": {False}}

@@ -1,5 +1,8 @@
-"""``socialgym serve-env``: every game over OpenEnv's protocol (``socialgym.commands`` entry point)."""
+"""``socialgym serve-env`` (every game over OpenEnv's protocol) and ``socialgym arena`` (people
+play in the browser): the serve extra's commands (``socialgym.commands`` entry point)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -38,6 +41,36 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
     serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
 
 
+def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)"),
+          port: int = typer.Option(8080, help="TCP port"),
+          allow_remote: bool = typer.Option(False, help="allow binding an address other machines can reach"),
+          models: str = typer.Option("smollm2", help="model specs the lobby may seat, comma-separated (smollm2, "
+                                     "hf:..., openai:...; empty: none); scripted specs are always offered"),
+          log_dir: Path = typer.Option(Path("runs/arena"), help="folder of arena.jsonl (finished games) and of "
+                                       "the episodes the lobby offers to replay"),
+          max_games: int = typer.Option(64, help="live games at most; one more is refused"),
+          idle_timeout: float = typer.Option(1800.0, help="seconds of silence after which a game is closed "
+                                             "(logged as failed if unfinished)"),
+          policy_seed: int = typer.Option(0, help="seed of the model and scripted seats' policy pool"),
+          log_level: str = typer.Option("warning", help="uvicorn log level")):
+    """Play any game in the browser against people and policies; finished games are logged for
+    `socialgym leaderboard <log-dir>` (people as human:<name>)."""
+    from .app import check_host, serve
+    from .arena import create_arena_app
+
+    try:
+        check_host(host, allow_remote)
+        specs = tuple(s.strip() for s in models.split(",") if s.strip())
+        app = create_arena_app(log_dir, models=specs, max_games=max_games, idle_timeout_s=idle_timeout,
+                               policy_seed=policy_seed)
+    except (PolicySpecError, ValueError) as err:
+        raise typer.BadParameter(str(err)) from None
+    typer.echo(f"Social Gym arena on http://{host}:{port}/  (models: {', '.join(specs) or 'none'}; "
+               f"logs: {log_dir / 'arena.jsonl'})")
+    serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``serve-env`` to the root app."""
+    """Add ``serve-env`` and ``arena`` to the root app."""
     app.command("serve-env")(serve_env)
+    app.command("arena")(arena)

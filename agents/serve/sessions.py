@@ -8,7 +8,10 @@ reuses it for seats): the store owns the limits, the tokens and the idle reaper,
 - **Tokens.** Every session gets a random id and a separate secret token
   (``secrets.token_urlsafe``, 256 bits). :meth:`SessionStore.get` needs both and compares the
   token in constant time (``hmac.compare_digest``), so knowing an id -- e.g. from a log line --
-  is not enough to read or act for a session.
+  is not enough to read or act for a session. A session may also hold *seat tokens*, one per
+  named seat (``create(..., seats=[...])``): the browser arena gives each seat of a game its own
+  secret, and ``get(id, token, seat=...)`` accepts only that seat's token, never the game's
+  own token or another seat's.
 - **Idle timeout.** :meth:`SessionStore.reap` closes sessions idle longer than
   ``idle_timeout_s``; the app runs it periodically. Closing calls the session's ``on_close``
   hooks (a WebSocket session closes its socket there), then the held object's ``close()``.
@@ -26,7 +29,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional, Sequence
 
 
 class SessionError(Exception):
@@ -54,6 +57,7 @@ class Session:
     closed: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    seat_tokens: dict[str, str] = field(default_factory=dict)
 
     def touch(self, step: bool = False) -> None:
         self.last_active = time.monotonic()
@@ -95,8 +99,9 @@ class SessionStore:
                 raise SessionError("session closed")
             return await self._call(fn, *args)
 
-    async def create(self, factory: Callable[[], Any]) -> Session:
-        """Reserve a slot, build the value with ``factory()`` on the worker thread, store it.
+    async def create(self, factory: Callable[[], Any], seats: Sequence[str] = ()) -> Session:
+        """Reserve a slot, build the value with ``factory()`` on the worker thread, store it
+        (with a secret token per name in ``seats``).
 
         Raises :class:`CapacityError` when full; a factory error frees the slot and propagates."""
         if len(self._sessions) + self._pending >= self.max_sessions:
@@ -108,18 +113,25 @@ class SessionStore:
             self._pending -= 1
         now = time.monotonic()
         session = Session(id=secrets.token_hex(16), token=secrets.token_urlsafe(32), value=value,
-                          created_at=now, last_active=now)
+                          created_at=now, last_active=now,
+                          seat_tokens={seat: secrets.token_urlsafe(32) for seat in seats})
         self._sessions[session.id] = session
         self.opened += 1
         return session
 
-    def get(self, session_id: Optional[str], token: Optional[str]) -> Session:
-        """The session ``session_id`` if ``token`` is its token; SessionError otherwise.
+    def get(self, session_id: Optional[str], token: Optional[str], seat: Optional[str] = None) -> Session:
+        """The session ``session_id`` if ``token`` is its token (with ``seat``: that seat's
+        token); SessionError otherwise.
 
-        An unknown id and a wrong token give the same message, so a caller cannot probe ids."""
+        An unknown id, an unknown seat and a wrong token give the same message, so a caller
+        cannot probe ids or seats."""
         session = self._sessions.get(session_id or "")
-        expected = session.token if session is not None else "x" * 43
-        if not hmac.compare_digest(expected.encode(), (token or "").encode()) or session is None:
+        expected = None
+        if session is not None:
+            expected = session.token if seat is None else session.seat_tokens.get(seat)
+        if expected is None or not isinstance(token, str):
+            expected, token = "x" * 43, ""          # still one comparison: no timing difference
+        if not hmac.compare_digest(expected.encode(), token.encode()) or session is None:
             raise SessionError("unknown session or wrong session token (sessions expire when idle)")
         return session
 
