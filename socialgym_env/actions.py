@@ -275,7 +275,8 @@ _SAMPLE_SENTENCES = (
 # --------------------------------------------------------------------------------------
 # Action types and grammars
 # --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+_NEW_DICT = object()      # ActionSpec's schema_extra default: a new dict for each spec
+@dataclass(frozen=True, init=False)
 class ActionSpec:
     """One action type: its keyword, its argument slots and an optional cross-argument check.
 
@@ -295,6 +296,15 @@ class ActionSpec:
     # Extra JSON-schema keywords for the argument (e.g. {"x-sum": 100}), so that a constrained
     # decoder can honour a rule that ``check`` enforces.
     schema_extra: dict = field(default_factory=dict, compare=False)
+
+    def __init__(self, type: str, args: tuple = (), help: str = "", repeat: int = 1, distinct: bool = False,
+                 unordered: bool = False, check: Optional[Callable[[tuple], Optional[str]]] = None,
+                 sampler: Optional[Callable[[random.Random], tuple]] = None, schema_extra: Optional[dict] = _NEW_DICT):
+        # The dataclass's own __init__ for a frozen class sets each field through
+        # object.__setattr__; phases build new specs at every decision, so one dict update.
+        self.__dict__.update(type=type, args=args, help=help, repeat=repeat, distinct=distinct, unordered=unordered,
+                             check=check, sampler=sampler,
+                             schema_extra={} if schema_extra is _NEW_DICT else schema_extra)
 
     @property
     def slots(self) -> tuple:
@@ -320,6 +330,27 @@ class ActionSpec:
 
     def render(self, values: tuple) -> str:
         return " ".join([self.type] + [slot.render(v) for slot, v in zip(self.slots, values)])
+
+    def render_all(self, legal: list) -> list[str]:
+        """``[self.render(values) for values in legal]``, each slot's value rendered once (a
+        Player's name, an Int's digits): an enumeration repeats the same values many times."""
+        slots = self.slots
+        if not slots:
+            return [self.type] * len(legal)
+        rendered = [{} for _ in slots]
+        texts = []
+        try:
+            for values in legal:
+                words = [self.type]
+                for slot, seen, value in zip(slots, rendered, values):
+                    word = seen.get(value)
+                    if word is None:
+                        word = seen[value] = slot.render(value)
+                    words.append(word)
+                texts.append(" ".join(words))
+        except TypeError:                 # an unhashable value: render each one as it is
+            return [self.render(values) for values in legal]
+        return texts
 
     def parse_args(self, rest: str) -> tuple:
         values = []
@@ -354,12 +385,21 @@ class ActionSpec:
             combos = itertools.combinations(options[0], self.repeat)
         else:
             combos = itertools.product(*options)
+        # validate() for each combination, inlined: Liar's Dice checks up to 90 bids a turn
+        distinct, check = self.distinct, self.check
+        if not distinct and check is None:
+            return list(combos)
         legal = []
         for values in combos:
-            try:
-                legal.append(self.validate(tuple(values)))
-            except ActionError:
+            if distinct and len(set(values)) != len(values):
                 continue
+            if check is not None:
+                try:
+                    if check(values):
+                        continue
+                except ActionError:
+                    continue
+            legal.append(values)
         return legal
 
     def sample(self, rng: random.Random) -> Optional[tuple]:
@@ -436,9 +476,9 @@ def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[lis
         return None
     facts = _pure_spec_facts(spec)
     if facts is None:
-        return [spec.render(values) for values in legal]
+        return spec.render_all(legal)
     if "texts" not in facts:
-        facts["texts"] = [spec.render(values) for values in legal]
+        facts["texts"] = spec.render_all(legal)
     return facts["texts"]
 
 
@@ -471,7 +511,7 @@ class _GrammarFacts:
         self.asked = False         # looked up once already (the table is built on the second)
 
 
-_VALUE_ARGS = (Choice, Player, Int, Word, Text)     # frozen dataclasses: equal means alike
+_VALUE_ARGS = frozenset((Choice, Player, Int, Word, Text))     # frozen dataclasses: equal means alike
 _GRAMMAR_FACTS: dict = {}
 # Bounded (cleared when full): a spec list repeats within an episode (the same vote for every
 # voter), rarely across episodes whose names differ; 256 keeps 64 live Triadic Werewolf envs
@@ -480,11 +520,14 @@ _GRAMMAR_FACTS_MAX = 256
 
 
 def _facts_for(specs: tuple) -> _GrammarFacts:
-    if any(spec.check is not None or spec.sampler is not None or any(type(arg) not in _VALUE_ARGS for arg in spec.args)
-           for spec in specs):
+    for spec in specs:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
-        return _GrammarFacts(specs, False)
+        if spec.check is not None or spec.sampler is not None:
+            return _GrammarFacts(specs, False)
+        for arg in spec.args:
+            if arg.__class__ not in _VALUE_ARGS:
+                return _GrammarFacts(specs, False)
     try:
         facts = _GRAMMAR_FACTS.get(specs)
     except TypeError:                     # an argument holding a list: not hashable, not shared
@@ -637,8 +680,11 @@ class Grammar:
 
     def enumerate_now(self) -> None:
         """Enumerate at once (a spec's ``check`` may read live state: a grammar kept for a past
-        decision must have enumerated while that state was current)."""
-        self._texts()
+        decision must have enumerated while that state was current). Only the legal values
+        are computed now; their texts, a function of the values alone, when first asked."""
+        for position in range(len(self.specs)):
+            if self._legal(position) is None:
+                return
 
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""

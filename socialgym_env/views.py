@@ -68,7 +68,11 @@ def render_message(message: Message, state: State, viewer: Optional[str] = None)
 
 
 def _complete_decision_view(view: dict, grammar: Optional[Grammar], instructions: Optional[str]) -> dict:
-    """The decision view's grammar part (the acting seat's legal actions, schema, list)."""
+    """The decision view's grammar part (the acting seat's legal actions, schema, list), and
+    its new messages if a frozen view left them to render now."""
+    new_messages = view["new_messages"]
+    if callable(new_messages):
+        view["new_messages"] = new_messages()
     if grammar is not None:
         view["legal_actions"] = grammar.legal_actions()
         view["action_types"] = grammar.action_types()
@@ -97,20 +101,25 @@ class Views:
         self._observations: dict = {}
         self._instruction_texts: dict = {}
         self._issued: list = []
+        self._reusable: dict = {}                 # id -> an unheld, unbuilt info of the last state
+        self._basic_builders: dict = {}           # agent -> its basic info's builder
         self._infos: dict = {}                    # the dict the issued infos were put in
 
     # ------------------------------------------------------------------ invalidation
     def before_change(self, build_all: bool) -> None:
         """Seal the infos issued for the state about to change (or, ``build_all``, build every
-        one: after a change no transition replaces ``env.infos``). Called by the machine."""
+        one: after a change no transition replaces ``env.infos``). Called by the machine. An
+        unbuilt info that nobody but ``env.infos`` holds is kept for :meth:`issue` to hand out
+        again: nobody has read it, and its builder reads the state when it is first read."""
         issued = self._issued
         if issued:
             current = {id(info) for info in self._infos.values()}
+            reusable = self._reusable
             for info in issued:      # the same loop as lazy._references_while_sealing
                 if build_all:
                     info._fill()
-                else:
-                    info.seal(id(info) in current)
+                elif info.seal(id(info) in current):
+                    reusable[id(info)] = info
             issued.clear()
 
     def _caches(self) -> None:
@@ -120,7 +129,7 @@ class Views:
             self._state = machine.state
             agents = machine.possible_agents
             self._seat_lines = {a: ([], [], 0) for a in agents}
-            self._seat_clean = {a: [] for a in agents}
+            self._seat_clean = {a: (0, "") for a in agents}
             self._board_lines: list = []
         self._epoch = machine.epoch
         self._grammars = {}
@@ -131,24 +140,35 @@ class Views:
         state = self.__dict__.copy()
         for info in self._issued:
             info._fill()
-        state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _epoch=-1)
+        state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _reusable={},
+                     _basic_builders={}, _epoch=-1)
         return state
 
     # ------------------------------------------------------------------ infos
     def issue(self, infos: dict, agents, selected: Optional[str]) -> None:
-        """Put a fresh lazy view of every seat in ``infos``: the decision view for the selected
-        seat, the basic one for the others. None is built until read."""
+        """Put a lazy view of every seat in ``infos``: the decision view for the selected seat,
+        the basic one for the others. None is built until read. A seat whose last info nobody
+        read or held, and of the same kind, keeps that object (see :meth:`before_change`)."""
         self._infos = infos
         issued = self._issued
+        reusable = self._reusable
         game_id = self.game_info.id
         for agent in agents:
+            info = reusable.pop(id(infos.get(agent)), None)
             if agent == selected:      # the selected seat is the first pending one: acting
-                info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
-                                functools.partial(self.frozen_decision_view, agent, True))
-            else:
-                info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
+                if info is None or info._freeze is None:
+                    info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
+                                    functools.partial(self.frozen_decision_view, agent, True))
+            elif info is None or info._freeze is not None:
+                builder = self._basic_builders.get(agent)
+                if builder is None:
+                    builder = self._basic_builders[agent] = functools.partial(self.basic_info, agent)
+                info = LazyInfo(builder, "agent", agent)
             infos[agent] = info
             issued.append(info)
+        for info in reusable.values():
+            info.drop()
+        reusable.clear()
 
     def basic_info(self, agent: str) -> dict:
         state = self.machine.state
@@ -167,12 +187,26 @@ class Views:
         """The builder of the decision view of now that no later change can alter: the parts
         read from the state are taken now, the grammar's derived lists (legal actions, schema,
         enumeration) are built from the grammar of now only when read."""
-        view, grammar, instructions = self._decision_parts(agent, acting)
+        view, grammar, instructions = self._decision_parts(agent, acting, frozen=True)
         if grammar is not None:
             grammar.enumerate_now()    # a spec's check may read the live state
         return functools.partial(_complete_decision_view, view, grammar, instructions)
 
-    def _decision_parts(self, agent: str, acting: Optional[bool]) -> tuple:
+    def _new_messages_later(self, agent: str):
+        """``new_messages(agent)`` of now, rendered only when called: messages are immutable
+        and only appended, so the board's length now says which they are."""
+        machine = self.machine
+        state, seen, upto = machine.state, machine.seen_upto[agent], len(machine.state.messages)
+
+        def render() -> list:
+            if self._state is state and machine.state is state:      # the shared lines
+                lines, indices = self.seat_history(agent)
+                return lines[bisect.bisect_left(indices, seen):bisect.bisect_left(indices, upto)]
+            return [render_message(message, state, message.receivers[0])
+                    for message in state.messages[seen:upto] if agent in message.receivers]
+        return render
+
+    def _decision_parts(self, agent: str, acting: Optional[bool], frozen: bool = False) -> tuple:
         machine = self.machine
         state = machine.state
         seat = state.seat[agent]
@@ -182,7 +216,7 @@ class Views:
         view = {
             "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
-            "acting": acting, "new_messages": self.new_messages(agent),
+            "acting": acting, "new_messages": self._new_messages_later(agent) if frozen else self.new_messages(agent),
             "invalid_action": machine.last_invalid[agent],
             "game_state": self.game.public_data(state, agent),
         }
@@ -202,7 +236,7 @@ class Views:
         grammar = self._grammars.get(agent)
         if grammar is None:
             state = self.machine.state
-            grammar = self._grammars[agent] = Grammar(self.game.phase(state.phase).grammar(state, agent))
+            grammar = self._grammars[agent] = Grammar(self.machine.phase().grammar(state, agent))
         return grammar
 
     def instructions(self, agent: str) -> str:
@@ -211,7 +245,7 @@ class Views:
         text = self._instruction_texts.get(agent)
         if text is None:
             state = self.machine.state
-            text = self.game.phase(state.phase).instructions
+            text = self.machine.phase().instructions
             text = self._instruction_texts[agent] = text(state, agent) if callable(text) else text
         return text
 
@@ -237,13 +271,16 @@ class Views:
             self._seat_lines[agent] = (lines, indices, len(messages))
         return lines, indices
 
-    def _clean_history(self, agent: str) -> list:
-        """The seat's history lines sanitised (each line once, when first shown)."""
+    def _history_text(self, agent: str) -> str:
+        """The seat's history lines sanitised and joined (each line sanitised once, when first
+        shown; the joined text grows by the new lines only)."""
         lines = self.seat_history(agent)[0]
-        clean = self._seat_clean[agent]
-        if len(clean) < len(lines):
-            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
-        return clean
+        shown, text = self._seat_clean[agent]
+        if shown < len(lines):
+            new = _OUTSIDE_CHARSET.sub("?", "\n".join(lines[shown:]))
+            text = f"{text}\n{new}" if shown else new
+            self._seat_clean[agent] = (len(lines), text)
+        return text
 
     def new_messages(self, agent: str) -> list[str]:
         lines, indices = self.seat_history(agent)
@@ -271,36 +308,42 @@ class Views:
         return text
 
     def render_observation(self, agent: str) -> str:
+        # Built from a few blocks, each sanitised as a whole (sanitising works character by
+        # character, so this equals sanitising every line): the head (title, description,
+        # seat, goal) and the legal-action block repeat from step to step, so their sanitize
+        # is a memo hit; the history is the seat's incrementally joined transcript.
         state = self.machine.state
         game = self.game
         seat = state.seat[agent]
-        lines = [sanitize(f"=== {self.game_info.name} ===\n{game.description(state)}\n"),
-                 sanitize(f"You are {seat.name} ({agent})."
-                          + (f" Your role: {game.known_role(state, agent)[0]}." if self.game_info.roles else "")
-                          + ("" if seat.alive else " You have been eliminated and only watch.")),
-                 sanitize(f"Your goal: {game.goal(state, agent)}")]
+        info = self.game_info
+        head = (f"=== {info.name} ===\n{game.description(state)}\n\nYou are {seat.name} ({agent})."
+                + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
+                + ("" if seat.alive else " You have been eliminated and only watch.")
+                + f"\nYour goal: {game.goal(state, agent)}")
+        blocks = [sanitize(head)]
         secret = game.secret(state, agent)
-        if secret:
-            lines.append("Your private information:")
-            lines.extend(sanitize(f"- {line}") for line in secret)
         status = game.status(state, agent)
-        if status:
-            lines.append("Status:")
-            lines.extend(sanitize(f"- {line}") for line in status)
-        lines.append("--- What you have seen ---")
-        lines.extend(self._clean_history(agent) or ["(nothing yet)"])
-        lines.append("--- Now ---")
+        if secret or status:
+            middle = []
+            if secret:
+                middle.append("Your private information:")
+                middle.extend(f"- {line}" for line in secret)
+            if status:
+                middle.append("Status:")
+                middle.extend(f"- {line}" for line in status)
+            blocks.append(sanitize("\n".join(middle)))
+        blocks.append("--- What you have seen ---")
+        blocks.append(self._history_text(agent) or "(nothing yet)")
         if self.acting(agent):
             grammar = self.grammar(agent)
-            lines.append(sanitize(f"Phase: {state.phase}. {self.instructions(agent)}".rstrip()))
-            lines.append("Legal actions:")
-            lines.extend(sanitize(f"- {line}") for line in grammar.legal_actions())
-            lines.append(ANSWER_FORMAT)
+            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
+            blocks.append(sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions())))
+            blocks.append(ANSWER_FORMAT)
         elif state.result is not None:
-            lines.append(sanitize(f"The game is over: {state.result.reason}."))
+            blocks.append(sanitize(f"--- Now ---\nThe game is over: {state.result.reason}."))
         else:
-            lines.append(sanitize(f"Phase: {state.phase}. You have no decision to make now."))
-        text = "\n".join(lines)
+            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. You have no decision to make now."))
+        text = "\n".join(blocks)
         if len(text) > MAX_OBSERVATION_CHARS:
             # Keep the newest history: drop from the front with a marker.
             text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]
