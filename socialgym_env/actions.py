@@ -69,13 +69,19 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Action:
     """A parsed, validated action: its type, its argument values and the canonical text."""
 
     type: str
     values: tuple = ()
     text: str = ""
+
+    def __init__(self, type: str, values: tuple = (), text: str = ""):
+        # Not the frozen dataclass's __init__ (object.__setattr__ per field, twice as slow):
+        # an enumeration builds one Action per legal move.
+        fields = self.__dict__
+        fields["type"], fields["values"], fields["text"] = type, values, text
 
     @property
     def arg(self):
@@ -301,10 +307,11 @@ class ActionSpec:
                  unordered: bool = False, check: Optional[Callable[[tuple], Optional[str]]] = None,
                  sampler: Optional[Callable[[random.Random], tuple]] = None, schema_extra: Optional[dict] = _NEW_DICT):
         # The dataclass's own __init__ for a frozen class sets each field through
-        # object.__setattr__; phases build new specs at every decision, so one dict update.
-        self.__dict__.update(type=type, args=args, help=help, repeat=repeat, distinct=distinct, unordered=unordered,
-                             check=check, sampler=sampler,
-                             schema_extra={} if schema_extra is _NEW_DICT else schema_extra)
+        # object.__setattr__, twice as slow; phases build new specs at every decision.
+        fields = self.__dict__
+        fields["type"], fields["args"], fields["help"], fields["repeat"] = type, args, help, repeat
+        fields["distinct"], fields["unordered"], fields["check"], fields["sampler"] = distinct, unordered, check, sampler
+        fields["schema_extra"] = {} if schema_extra is _NEW_DICT else schema_extra
 
     @property
     def slots(self) -> tuple:
@@ -334,23 +341,18 @@ class ActionSpec:
     def render_all(self, legal: list) -> list[str]:
         """``[self.render(values) for values in legal]``, each slot's value rendered once (a
         Player's name, an Int's digits): an enumeration repeats the same values many times."""
-        slots = self.slots
-        if not slots:
-            return [self.type] * len(legal)
-        rendered = [{} for _ in slots]
-        texts = []
+        slots, keyword = self.slots, self.type
         try:
-            for values in legal:
-                words = [self.type]
-                for slot, seen, value in zip(slots, rendered, values):
-                    word = seen.get(value)
-                    if word is None:
-                        word = seen[value] = slot.render(value)
-                    words.append(word)
-                texts.append(" ".join(words))
-        except TypeError:                 # an unhashable value: render each one as it is
+            words = [{value: slot.render(value) for value in slot.options()} for slot in slots]
+            if len(slots) == 1:
+                (first,) = words
+                return [f"{keyword} {first[a]}" for (a,) in legal]
+            if len(slots) == 2:
+                first, second = words
+                return [f"{keyword} {first[a]} {second[b]}" for a, b in legal]
+            return [" ".join([keyword, *[word[value] for word, value in zip(words, values)]]) for values in legal]
+        except (TypeError, KeyError):     # an unhashable value, or one its slot does not list
             return [self.render(values) for values in legal]
-        return texts
 
     def parse_args(self, rest: str) -> tuple:
         values = []
@@ -641,17 +643,25 @@ class Grammar:
     # -- sampling and enumeration -------------------------------------------------------
     def sample(self, rng: random.Random) -> Action:
         """A uniformly random legal action: uniform over action types, then over arguments."""
-        order = list(range(len(self.specs)))
-        rng.shuffle(order)          # the permutation shuffling the specs themselves would give
+        specs = self.specs
+        order = list(range(len(specs)))
+        if len(order) > 1:          # shuffling one item draws nothing
+            rng.shuffle(order)      # the permutation shuffling the specs themselves would give
         for position in order:
-            spec = self.specs[position]
+            spec = specs[position]
             if spec.sampler is None:
                 # spec.sample without re-enumerating: the same RNG calls, the same result
                 legal = self._legal(position)
                 if legal is not None:
                     if not legal:
                         continue
-                    values = rng.choice(legal)
+                    index = rng.choice(range(len(legal)))      # the draw of rng.choice(legal)
+                    actions = self._facts.actions
+                    if actions:             # listed already: the same Action, not rendered again
+                        for before in range(position):
+                            index += len(self._legal(before))
+                        return actions[index]
+                    values = legal[index]
                     return Action(spec.type, values, spec.render(values))
             values = spec.sample(rng)
             if values is not None:
@@ -699,11 +709,13 @@ class Grammar:
             if self._texts() is False:
                 facts.actions = False
             else:
-                actions = []
+                actions, texts, start = [], facts.texts, 0
                 for position, spec in enumerate(self.specs):
                     legal = self._legal(position)
-                    actions.extend(Action(spec.type, values, text)
-                                   for values, text in zip(legal, _enumerated_texts(spec, legal)))
+                    keyword = spec.type
+                    actions.extend([Action(keyword, values, text)
+                                    for values, text in zip(legal, texts[start:start + len(legal)])])
+                    start += len(legal)
                 facts.actions = actions
         return facts.actions if facts.actions is not False else None
 

@@ -37,6 +37,20 @@ __all__ = ["CHARSET", "ENGINE_CONFIG", "INVALID_MODES", "LOG_SCHEMA", "MAX_OBSER
 # logs.replay_observations rebuilds it from the seed and the actions.
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": False}
 
+# A wide-charset Text space costs ~20 ms and ~2 MiB to build (its character tables), and every
+# env has two per seat. One of each kind is built per process; each env's spaces are shallow
+# copies of it: the tables are read-only and shared, the RNG (made at the first seed or
+# sample) is each copy's own, so seeding one env's space never moves another's.
+_TEXT_SPACES: dict = {}
+
+
+def _text_space(max_length: int, min_length: int) -> spaces.Text:
+    template = _TEXT_SPACES.get((max_length, min_length))
+    if template is None:
+        template = _TEXT_SPACES[max_length, min_length] = spaces.Text(
+            max_length=max_length, min_length=min_length, charset=CHARSET)
+    return copy.copy(template)
+
 
 class SocialGymEnv(AECEnv):
     """A Social Gym game as a PettingZoo AEC env with text observations.
@@ -62,8 +76,8 @@ class SocialGymEnv(AECEnv):
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
         self.machine = TurnMachine(self.game, self.possible_agents, self.max_steps)
         self.views = Views(self.machine)
-        # Spaces are built lazily (a wide-charset Text space costs ~20 ms) and cached per agent:
-        # api_test checks they are the same object on every call.
+        # Spaces are made when first asked for and kept per agent: api_test checks they are
+        # the same object on every call.
         self._observation_spaces: dict = {}
         self._action_spaces: dict = {}
         self.agents = []
@@ -94,13 +108,12 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent):
         if agent not in self._observation_spaces:
-            self._observation_spaces[agent] = spaces.Dict(
-                {"text": spaces.Text(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
+            self._observation_spaces[agent] = spaces.Dict({"text": _text_space(MAX_OBSERVATION_CHARS, 1)})
         return self._observation_spaces[agent]
 
     def action_space(self, agent):
         if agent not in self._action_spaces:
-            self._action_spaces[agent] = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+            self._action_spaces[agent] = _text_space(MAX_ACTION_CHARS, 0)
         return self._action_spaces[agent]
 
     # ------------------------------------------------------------------ reset

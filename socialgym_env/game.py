@@ -149,8 +149,7 @@ class Game:
     def __init__(self, config: dict):
         self.config = config
         self._phases = {phase.name: phase for phase in self.phases()}
-        all_simultaneous = all(phase.simultaneous for phase in self._phases.values())
-        if self.info.simultaneous and not all_simultaneous:
+        if self.info.simultaneous and not all(phase.simultaneous for phase in self._phases.values()):
             # is_parallelizable (PettingZoo) and the tournament trust this flag.
             serial = sorted(name for name, phase in self._phases.items() if not phase.simultaneous)
             raise EngineError(f"{self.info.id}: GameInfo.simultaneous=True but phases {serial} are not simultaneous")

@@ -77,9 +77,9 @@ class TurnMachine:
         self.state = State(self.game_info.id, self.game.config, seats, rng)
         self.epoch += 1
         self.turns = []
-        self.invalid_counts = {a: 0 for a in self.possible_agents}
-        self.seen_upto = {a: 0 for a in self.possible_agents}
-        self.last_invalid: dict = {a: None for a in self.possible_agents}
+        self.invalid_counts = dict.fromkeys(self.possible_agents, 0)
+        self.seen_upto = dict.fromkeys(self.possible_agents, 0)
+        self.last_invalid: dict = dict.fromkeys(self.possible_agents)
         self.game.setup(self.state)
         if not self.state.phase and not self.state.finished:
             raise EngineError(f"{self.game_info.id}.setup did not choose a first phase")

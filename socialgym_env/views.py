@@ -131,6 +131,8 @@ class Views:
             self._seat_lines = {a: ([], [], 0) for a in agents}
             self._seat_clean = {a: (0, "") for a in agents}
             self._board_lines: list = []
+            self._heads: dict = {}                # agent -> (what its head says, the head's text)
+            self._legal_blocks: dict = {}         # a grammar's shared facts -> its legal-action lines
         self._epoch = machine.epoch
         self._grammars = {}
         self._observations = {}
@@ -271,6 +273,17 @@ class Views:
             self._seat_lines[agent] = (lines, indices, len(messages))
         return lines, indices
 
+    def _legal_block(self, grammar: Grammar) -> str:
+        """The observation's legal-action lines, once per list of specs when the grammar's
+        facts are shared (equal pure specs: the same lines)."""
+        facts = grammar._facts
+        block = self._legal_blocks.get(facts) if facts.shared else None
+        if block is None:
+            block = sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions()))
+            if facts.shared:
+                self._legal_blocks[facts] = block
+        return block
+
     def _history_text(self, agent: str) -> str:
         """The seat's history lines sanitised and joined (each line sanitised once, when first
         shown; the joined text grows by the new lines only)."""
@@ -316,11 +329,18 @@ class Views:
         game = self.game
         seat = state.seat[agent]
         info = self.game_info
-        head = (f"=== {info.name} ===\n{game.description(state)}\n\nYou are {seat.name} ({agent})."
-                + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
-                + ("" if seat.alive else " You have been eliminated and only watch.")
-                + f"\nYour goal: {game.goal(state, agent)}")
-        blocks = [sanitize(head)]
+        if self._state is not state:
+            self._caches()
+        says = (game.description(state), seat.name, game.known_role(state, agent)[0] if info.roles else None,
+                seat.alive, game.goal(state, agent))
+        head = self._heads.get(agent)
+        if head is None or head[0] != says:      # the hooks' texts changed: render the head again
+            description, name, role, alive, goal = says
+            head = self._heads[agent] = (says, sanitize(
+                f"=== {info.name} ===\n{description}\n\nYou are {name} ({agent})."
+                + (f" Your role: {role}." if info.roles else "")
+                + ("" if alive else " You have been eliminated and only watch.") + f"\nYour goal: {goal}"))
+        blocks = [head[1]]
         secret = game.secret(state, agent)
         status = game.status(state, agent)
         if secret or status:
@@ -337,7 +357,7 @@ class Views:
         if self.acting(agent):
             grammar = self.grammar(agent)
             blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
-            blocks.append(sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions())))
+            blocks.append(self._legal_block(grammar))
             blocks.append(ANSWER_FORMAT)
         elif state.result is not None:
             blocks.append(sanitize(f"--- Now ---\nThe game is over: {state.result.reason}."))
