@@ -691,7 +691,10 @@ class Grammar:
     def enumerate_now(self) -> None:
         """Enumerate at once (a spec's ``check`` may read live state: a grammar kept for a past
         decision must have enumerated while that state was current). Only the legal values
-        are computed now; their texts, a function of the values alone, when first asked."""
+        are computed now; their texts, a function of the values alone, when first asked.
+        Shared facts (no check, only choices, players and integers) read no state: nothing to do."""
+        if self._facts.shared:
+            return
         for position in range(len(self.specs)):
             if self._legal(position) is None:
                 return

@@ -129,10 +129,9 @@ class Views:
             self._state = machine.state
             agents = machine.possible_agents
             self._seat_lines = {a: ([], [], 0) for a in agents}
-            self._seat_clean = {a: (0, "") for a in agents}
+            self._seat_clean = {a: [] for a in agents}
             self._board_lines: list = []
-            self._heads: dict = {}                # agent -> (what its head says, the head's text)
-            self._legal_blocks: dict = {}         # a grammar's shared facts -> its legal-action lines
+            self._last_legal_block: Optional[tuple] = None    # (shared grammar facts, its lines)
         self._epoch = machine.epoch
         self._grammars = {}
         self._observations = {}
@@ -274,26 +273,26 @@ class Views:
         return lines, indices
 
     def _legal_block(self, grammar: Grammar) -> str:
-        """The observation's legal-action lines, once per list of specs when the grammar's
-        facts are shared (equal pure specs: the same lines)."""
+        """The observation's legal-action lines; kept while decisions share a list of specs
+        (equal pure specs: the same lines)."""
         facts = grammar._facts
-        block = self._legal_blocks.get(facts) if facts.shared else None
-        if block is None:
-            block = sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions()))
-            if facts.shared:
-                self._legal_blocks[facts] = block
+        last = self._last_legal_block
+        if last is not None and last[0] is facts:
+            return last[1]
+        block = sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions()))
+        if facts.shared:
+            # only the last one: holding every list's facts would outlive their bounded cache
+            self._last_legal_block = (facts, block)
         return block
 
-    def _history_text(self, agent: str) -> str:
-        """The seat's history lines sanitised and joined (each line sanitised once, when first
-        shown; the joined text grows by the new lines only)."""
+    def _clean_history(self, agent: str) -> list:
+        """The seat's history lines sanitised (each line once, when first shown; a line with
+        nothing to replace is the same string object, so this list costs no text of its own)."""
         lines = self.seat_history(agent)[0]
-        shown, text = self._seat_clean[agent]
-        if shown < len(lines):
-            new = _OUTSIDE_CHARSET.sub("?", "\n".join(lines[shown:]))
-            text = f"{text}\n{new}" if shown else new
-            self._seat_clean[agent] = (len(lines), text)
-        return text
+        clean = self._seat_clean[agent]
+        if len(clean) < len(lines):
+            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
+        return clean
 
     def new_messages(self, agent: str) -> list[str]:
         lines, indices = self.seat_history(agent)
@@ -322,25 +321,20 @@ class Views:
 
     def render_observation(self, agent: str) -> str:
         # Built from a few blocks, each sanitised as a whole (sanitising works character by
-        # character, so this equals sanitising every line): the head (title, description,
-        # seat, goal) and the legal-action block repeat from step to step, so their sanitize
-        # is a memo hit; the history is the seat's incrementally joined transcript.
+        # character, so this equals sanitising every line); the legal-action block is kept
+        # while decisions share their specs; history lines are sanitised once, when first shown.
         state = self.machine.state
         game = self.game
         seat = state.seat[agent]
         info = self.game_info
         if self._state is not state:
             self._caches()
-        says = (game.description(state), seat.name, game.known_role(state, agent)[0] if info.roles else None,
-                seat.alive, game.goal(state, agent))
-        head = self._heads.get(agent)
-        if head is None or head[0] != says:      # the hooks' texts changed: render the head again
-            description, name, role, alive, goal = says
-            head = self._heads[agent] = (says, sanitize(
-                f"=== {info.name} ===\n{description}\n\nYou are {name} ({agent})."
-                + (f" Your role: {role}." if info.roles else "")
-                + ("" if alive else " You have been eliminated and only watch.") + f"\nYour goal: {goal}"))
-        blocks = [head[1]]
+        # the head in three memoised pieces: the first is every seat's, the others few
+        blocks = [sanitize(f"=== {info.name} ===\n{game.description(state)}\n"),
+                  sanitize(f"You are {seat.name} ({agent})."
+                           + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
+                           + ("" if seat.alive else " You have been eliminated and only watch.")),
+                  sanitize(f"Your goal: {game.goal(state, agent)}")]
         secret = game.secret(state, agent)
         status = game.status(state, agent)
         if secret or status:
@@ -351,9 +345,10 @@ class Views:
             if status:
                 middle.append("Status:")
                 middle.extend(f"- {line}" for line in status)
-            blocks.append(sanitize("\n".join(middle)))
+            # not memoised: status lines change every round, the memo would fill with them
+            blocks.append(_OUTSIDE_CHARSET.sub("?", "\n".join(middle)))
         blocks.append("--- What you have seen ---")
-        blocks.append(self._history_text(agent) or "(nothing yet)")
+        blocks.extend(self._clean_history(agent) or ["(nothing yet)"])
         if self.acting(agent):
             grammar = self.grammar(agent)
             blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
