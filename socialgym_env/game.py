@@ -109,7 +109,7 @@ class GameInfo:
 Fallback = Union[str, Callable[[State, str], Union[Action, str]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Phase:
     """One FSM state.
 
@@ -133,6 +133,18 @@ class Phase:
     fallback: Fallback = "random"
     instructions: Union[str, Callable[[State, str], str]] = ""
     allow_eliminated: bool = False
+
+    def __init__(self, name: str, actors: Callable[[State], Sequence[str]],
+                 grammar: Callable[[State, str], Sequence[ActionSpec]], resolve: Callable[[State, dict], None],
+                 simultaneous: bool = False, on_action: Optional[Callable[[State, str, Action], None]] = None,
+                 fallback: Fallback = "random", instructions: Union[str, Callable[[State, str], str]] = "",
+                 allow_eliminated: bool = False):
+        # Not the frozen dataclass's __init__ (object.__setattr__ per field, twice as slow):
+        # every make() builds the game's phases.
+        fields = self.__dict__
+        fields["name"], fields["actors"], fields["grammar"], fields["resolve"] = name, actors, grammar, resolve
+        fields["simultaneous"], fields["on_action"], fields["fallback"] = simultaneous, on_action, fallback
+        fields["instructions"], fields["allow_eliminated"] = instructions, allow_eliminated
 
 
 class Game:

@@ -102,7 +102,6 @@ class Views:
         self._instruction_texts: dict = {}
         self._issued: list = []
         self._reusable: dict = {}                 # id -> an unheld, unbuilt info of the last state
-        self._basic_builders: dict = {}           # agent -> its basic info's builder
         self._infos: dict = {}                    # the dict the issued infos were put in
 
     # ------------------------------------------------------------------ invalidation
@@ -142,7 +141,7 @@ class Views:
         for info in self._issued:
             info._fill()
         state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _reusable={},
-                     _basic_builders={}, _epoch=-1)
+                     _epoch=-1)
         return state
 
     # ------------------------------------------------------------------ infos
@@ -155,21 +154,19 @@ class Views:
         reusable = self._reusable
         game_id = self.game_info.id
         for agent in agents:
-            info = reusable.pop(id(infos.get(agent)), None)
+            info = reusable.pop(id(infos.get(agent)), None) if reusable else None
             if agent == selected:      # the selected seat is the first pending one: acting
                 if info is None or info._freeze is None:
                     info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
                                     functools.partial(self.frozen_decision_view, agent, True))
             elif info is None or info._freeze is not None:
-                builder = self._basic_builders.get(agent)
-                if builder is None:
-                    builder = self._basic_builders[agent] = functools.partial(self.basic_info, agent)
-                info = LazyInfo(builder, "agent", agent)
+                info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
             infos[agent] = info
             issued.append(info)
-        for info in reusable.values():
-            info.drop()
-        reusable.clear()
+        if reusable:
+            for info in reusable.values():
+                info.drop()
+            reusable.clear()
 
     def basic_info(self, agent: str) -> dict:
         state = self.machine.state
