@@ -142,6 +142,8 @@ class Views:
             info._fill()
         state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _reusable={},
                      _epoch=-1)
+        if "_last_legal_block" in state:      # a shared facts object: not copied with the env
+            state["_last_legal_block"] = None
         return state
 
     # ------------------------------------------------------------------ infos
