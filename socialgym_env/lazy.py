@@ -70,7 +70,8 @@ class LazyInfo(dict):
         (parts that no later change can touch), so a held view nobody reads costs only that.
         Returns True when nobody else holds the view and it is still unbuilt: nobody has seen
         it, so the env may issue the same object again for the next state (its builder reads
-        the state when first read) instead of a new one; otherwise it drops it."""
+        the state when first read) instead of a new one (one it does not issue again, it
+        drops)."""
         if self._build is None:
             return False
         if self._references() > _SEALING_REFERENCES + held_by_env:

@@ -7,9 +7,10 @@ and observation text are built at most once, and the infos are :class:`LazyInfo`
 only when read. The machine calls :meth:`Views.before_change` just before every change: the
 infos issued so far are sealed -- one that someone outside still holds is frozen (what it
 reads from the state is taken now, the grammar's lists are built from this decision's grammar
-when read), so it keeps describing the state it was issued for; one nobody holds is dropped
-unbuilt -- and the per-epoch caches are keyed by the machine's epoch, so they go stale by
-themselves.
+when read), so it keeps describing the state it was issued for; one nobody holds has been
+read by nobody, so it stays unbuilt and :meth:`Views.issue` hands the same object out again
+for the next state -- and the per-epoch caches are keyed by the machine's epoch, so they go
+stale by themselves.
 
 The per-seat transcripts are not per-epoch: messages are immutable and only appended, so the
 rendered history grows incrementally; they are rebuilt only when the machine holds another
