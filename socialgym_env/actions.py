@@ -126,13 +126,19 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Action:
     """A parsed, validated action: its type, its argument values and the canonical text."""
 
     type: str
     values: tuple = ()
     text: str = ""
+
+    def __init__(self, type: str, values: tuple = (), text: str = ""):
+        # Not the frozen dataclass's __init__ (object.__setattr__ per field, twice as slow):
+        # an enumeration builds one Action per legal move.
+        fields = self.__dict__
+        fields["type"], fields["values"], fields["text"] = type, values, text
 
     @property
     def arg(self):
@@ -332,7 +338,8 @@ _SAMPLE_SENTENCES = (
 # --------------------------------------------------------------------------------------
 # Action types and grammars
 # --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+_NEW_DICT = object()      # ActionSpec's schema_extra default: a new dict for each spec
+@dataclass(frozen=True, init=False)
 class ActionSpec:
     """One action type: its keyword, its argument slots and an optional cross-argument check.
 
@@ -352,6 +359,16 @@ class ActionSpec:
     # Extra JSON-schema keywords for the argument (e.g. {"x-sum": 100}), so that a constrained
     # decoder can honour a rule that ``check`` enforces.
     schema_extra: dict = field(default_factory=dict, compare=False)
+
+    def __init__(self, type: str, args: tuple = (), help: str = "", repeat: int = 1, distinct: bool = False,
+                 unordered: bool = False, check: Optional[Callable[[tuple], Optional[str]]] = None,
+                 sampler: Optional[Callable[[random.Random], tuple]] = None, schema_extra: Optional[dict] = _NEW_DICT):
+        # The dataclass's own __init__ for a frozen class sets each field through
+        # object.__setattr__, twice as slow; phases build new specs at every decision.
+        fields = self.__dict__
+        fields["type"], fields["args"], fields["help"], fields["repeat"] = type, args, help, repeat
+        fields["distinct"], fields["unordered"], fields["check"], fields["sampler"] = distinct, unordered, check, sampler
+        fields["schema_extra"] = {} if schema_extra is _NEW_DICT else schema_extra
 
     @property
     def slots(self) -> tuple:
@@ -377,6 +394,22 @@ class ActionSpec:
 
     def render(self, values: tuple) -> str:
         return " ".join([self.type] + [slot.render(v) for slot, v in zip(self.slots, values)])
+
+    def render_all(self, legal: list) -> list[str]:
+        """``[self.render(values) for values in legal]``, each slot's value rendered once (a
+        Player's name, an Int's digits): an enumeration repeats the same values many times."""
+        slots, keyword = self.slots, self.type
+        try:
+            words = [{value: slot.render(value) for value in slot.options()} for slot in slots]
+            if len(slots) == 1:
+                (first,) = words
+                return [f"{keyword} {first[a]}" for (a,) in legal]
+            if len(slots) == 2:
+                first, second = words
+                return [f"{keyword} {first[a]} {second[b]}" for a, b in legal]
+            return [" ".join([keyword, *[word[value] for word, value in zip(words, values)]]) for values in legal]
+        except (TypeError, KeyError):     # an unhashable value, or one its slot does not list
+            return [self.render(values) for values in legal]
 
     def parse_args(self, rest: str) -> tuple:
         values = []
@@ -411,12 +444,21 @@ class ActionSpec:
             combos = itertools.combinations(options[0], self.repeat)
         else:
             combos = itertools.product(*options)
+        # validate() for each combination, inlined: Liar's Dice checks up to 90 bids a turn
+        distinct, check = self.distinct, self.check
+        if not distinct and check is None:
+            return list(combos)
         legal = []
         for values in combos:
-            try:
-                legal.append(self.validate(tuple(values)))
-            except ActionError:
+            if distinct and len(set(values)) != len(values):
                 continue
+            if check is not None:
+                try:
+                    if check(values):
+                        continue
+                except ActionError:
+                    continue
+            legal.append(values)
         return legal
 
     def sample(self, rng: random.Random) -> Optional[tuple]:
@@ -493,9 +535,9 @@ def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[lis
         return None
     facts = _pure_spec_facts(spec)
     if facts is None:
-        return [spec.render(values) for values in legal]
+        return spec.render_all(legal)
     if "texts" not in facts:
-        facts["texts"] = [spec.render(values) for values in legal]
+        facts["texts"] = spec.render_all(legal)
     return facts["texts"]
 
 
@@ -528,7 +570,7 @@ class _GrammarFacts:
         self.asked = False         # looked up once already (the table is built on the second)
 
 
-_VALUE_ARGS = (Choice, Player, Int, Word, Text)     # frozen dataclasses: equal means alike
+_VALUE_ARGS = frozenset((Choice, Player, Int, Word, Text))     # frozen dataclasses: equal means alike
 _GRAMMAR_FACTS: dict = {}
 # Bounded (cleared when full): a spec list repeats within an episode (the same vote for every
 # voter), rarely across episodes whose names differ; 256 keeps 64 live Triadic Werewolf envs
@@ -537,11 +579,14 @@ _GRAMMAR_FACTS_MAX = 256
 
 
 def _facts_for(specs: tuple) -> _GrammarFacts:
-    if any(spec.check is not None or spec.sampler is not None or any(type(arg) not in _VALUE_ARGS for arg in spec.args)
-           for spec in specs):
+    for spec in specs:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
-        return _GrammarFacts(specs, False)
+        if spec.check is not None or spec.sampler is not None:
+            return _GrammarFacts(specs, False)
+        for arg in spec.args:
+            if arg.__class__ not in _VALUE_ARGS:
+                return _GrammarFacts(specs, False)
     try:
         facts = _GRAMMAR_FACTS.get(specs)
     except TypeError:                     # an argument holding a list: not hashable, not shared
@@ -655,17 +700,25 @@ class Grammar:
     # -- sampling and enumeration -------------------------------------------------------
     def sample(self, rng: random.Random) -> Action:
         """A uniformly random legal action: uniform over action types, then over arguments."""
-        order = list(range(len(self.specs)))
-        rng.shuffle(order)          # the permutation shuffling the specs themselves would give
+        specs = self.specs
+        order = list(range(len(specs)))
+        if len(order) > 1:          # shuffling one item draws nothing
+            rng.shuffle(order)      # the permutation shuffling the specs themselves would give
         for position in order:
-            spec = self.specs[position]
+            spec = specs[position]
             if spec.sampler is None:
                 # spec.sample without re-enumerating: the same RNG calls, the same result
                 legal = self._legal(position)
                 if legal is not None:
                     if not legal:
                         continue
-                    values = rng.choice(legal)
+                    index = rng.choice(range(len(legal)))      # the draw of rng.choice(legal)
+                    actions = self._facts.actions
+                    if actions:             # listed already: the same Action, not rendered again
+                        for before in range(position):
+                            index += len(self._legal(before))
+                        return actions[index]
+                    values = legal[index]
                     return Action(spec.type, values, spec.render(values))
             values = spec.sample(rng)
             if values is not None:
@@ -694,8 +747,14 @@ class Grammar:
 
     def enumerate_now(self) -> None:
         """Enumerate at once (a spec's ``check`` may read live state: a grammar kept for a past
-        decision must have enumerated while that state was current)."""
-        self._texts()
+        decision must have enumerated while that state was current). Only the legal values
+        are computed now; their texts, a function of the values alone, when first asked.
+        Shared facts (no check, only choices, players and integers) read no state: nothing to do."""
+        if self._facts.shared:
+            return
+        for position in range(len(self.specs)):
+            if self._legal(position) is None:
+                return
 
     def enumerate(self) -> Optional[list[str]]:
         """Every legal action's canonical text, or None if the set is unbounded or too large."""
@@ -710,11 +769,13 @@ class Grammar:
             if self._texts() is False:
                 facts.actions = False
             else:
-                actions = []
+                actions, texts, start = [], facts.texts, 0
                 for position, spec in enumerate(self.specs):
                     legal = self._legal(position)
-                    actions.extend(Action(spec.type, values, text)
-                                   for values, text in zip(legal, _enumerated_texts(spec, legal)))
+                    keyword = spec.type
+                    actions.extend([Action(keyword, values, text)
+                                    for values, text in zip(legal, texts[start:start + len(legal)])])
+                    start += len(legal)
                 facts.actions = actions
         return facts.actions if facts.actions is not False else None
 

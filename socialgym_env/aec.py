@@ -11,12 +11,12 @@ from pettingzoo import AECEnv
 def start_aec_episode(env: AECEnv) -> None:
     """The PettingZoo AEC bookkeeping of a fresh episode: every possible agent live, no
     rewards yet, nobody terminated or truncated, empty infos."""
-    env.agents = env.possible_agents[:]
-    env.rewards = {a: 0.0 for a in env.agents}
-    env._cumulative_rewards = {a: 0.0 for a in env.agents}
-    env.terminations = {a: False for a in env.agents}
-    env.truncations = {a: False for a in env.agents}
-    env.infos = {a: {} for a in env.agents}
+    env.agents = agents = env.possible_agents[:]
+    env.rewards = dict.fromkeys(agents, 0.0)
+    env._cumulative_rewards = dict.fromkeys(agents, 0.0)
+    env.terminations = dict.fromkeys(agents, False)
+    env.truncations = dict.fromkeys(agents, False)
+    env.infos = {a: {} for a in agents}
 
 
 def begin_aec_step(env: AECEnv, action) -> Optional[str]:

@@ -46,6 +46,21 @@ class TextSpace(spaces.Text):
         return f"Text({self.min_length}, {self.max_length}, charset=<{len(self.character_set)} characters>)"
 
 
+# A wide-charset Text space costs ~20 ms and ~2 MiB to build (its character tables), and every
+# env has two per seat. One of each kind is built per process; each env's spaces are shallow
+# copies of it: the tables are read-only and shared, the RNG (made at the first seed or
+# sample) is each copy's own, so seeding one env's space never moves another's.
+_TEXT_SPACES: dict = {}
+
+
+def _text_space(max_length: int, min_length: int) -> "TextSpace":
+    template = _TEXT_SPACES.get((max_length, min_length))
+    if template is None:
+        template = _TEXT_SPACES[max_length, min_length] = TextSpace(
+            max_length=max_length, min_length=min_length, charset=CHARSET)
+    return copy.copy(template)
+
+
 # Seeds are logged and put in episode ids: an integer of at most 64 bits (a numpy integer too).
 MAX_SEED = 2**64
 
@@ -86,8 +101,8 @@ class SocialGymEnv(AECEnv):
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
         self.machine = TurnMachine(self.game, self.possible_agents, self.max_steps)
         self.views = Views(self.machine)
-        # Spaces are built lazily (a wide-charset Text space costs ~20 ms) and cached per agent:
-        # api_test checks they are the same object on every call.
+        # Spaces are made when first asked for and kept per agent: api_test checks they are
+        # the same object on every call.
         self._observation_spaces: dict = {}
         self._action_spaces: dict = {}
         self.agents = []
@@ -118,13 +133,12 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent):
         if agent not in self._observation_spaces:
-            self._observation_spaces[agent] = spaces.Dict(
-                {"text": TextSpace(max_length=MAX_OBSERVATION_CHARS, charset=CHARSET)})
+            self._observation_spaces[agent] = spaces.Dict({"text": _text_space(MAX_OBSERVATION_CHARS, 1)})
         return self._observation_spaces[agent]
 
     def action_space(self, agent):
         if agent not in self._action_spaces:
-            self._action_spaces[agent] = TextSpace(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+            self._action_spaces[agent] = _text_space(MAX_ACTION_CHARS, 0)
         return self._action_spaces[agent]
 
     # ------------------------------------------------------------------ reset

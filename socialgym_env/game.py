@@ -109,7 +109,7 @@ class GameInfo:
 Fallback = Union[str, Callable[[State, str], Union[Action, str]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Phase:
     """One FSM state.
 
@@ -134,6 +134,18 @@ class Phase:
     instructions: Union[str, Callable[[State, str], str]] = ""
     allow_eliminated: bool = False
 
+    def __init__(self, name: str, actors: Callable[[State], Sequence[str]],
+                 grammar: Callable[[State, str], Sequence[ActionSpec]], resolve: Callable[[State, dict], None],
+                 simultaneous: bool = False, on_action: Optional[Callable[[State, str, Action], None]] = None,
+                 fallback: Fallback = "random", instructions: Union[str, Callable[[State, str], str]] = "",
+                 allow_eliminated: bool = False):
+        # Not the frozen dataclass's __init__ (object.__setattr__ per field, twice as slow):
+        # every make() builds the game's phases.
+        fields = self.__dict__
+        fields["name"], fields["actors"], fields["grammar"], fields["resolve"] = name, actors, grammar, resolve
+        fields["simultaneous"], fields["on_action"], fields["fallback"] = simultaneous, on_action, fallback
+        fields["instructions"], fields["allow_eliminated"] = instructions, allow_eliminated
+
 
 class Game:
     """Base class of every game. Subclasses set ``info`` and ``config_defaults`` and
@@ -149,8 +161,7 @@ class Game:
     def __init__(self, config: dict):
         self.config = config
         self._phases = {phase.name: phase for phase in self.phases()}
-        all_simultaneous = all(phase.simultaneous for phase in self._phases.values())
-        if self.info.simultaneous and not all_simultaneous:
+        if self.info.simultaneous and not all(phase.simultaneous for phase in self._phases.values()):
             # is_parallelizable (PettingZoo) and the tournament trust this flag.
             serial = sorted(name for name, phase in self._phases.items() if not phase.simultaneous)
             raise EngineError(f"{self.info.id}: GameInfo.simultaneous=True but phases {serial} are not simultaneous")

@@ -10,7 +10,8 @@ an eagerly built one.
 A view must describe the state at the moment it was issued, so the engine calls :meth:`seal`
 on every view it issued before it changes the state again; a view that somebody still holds
 is built then (or, given a ``freeze`` function, frozen: only its state-dependent part is read
-then), one nobody holds is dropped unbuilt.
+then); one nobody holds has been seen by nobody, so it may be issued again, unbuilt, for the
+next state.
 """
 from __future__ import annotations
 
@@ -60,23 +61,30 @@ class LazyInfo(dict):
     def _references_from_a_method(self) -> int:
         return self._references()        # as seal() calls it
 
-    def seal(self, held_by_env: bool) -> None:
+    def seal(self, held_by_env: bool) -> bool:
         """Called by the env, looping over the views it issued, just before the state
         changes: build now if anyone besides the env still holds this view (so it keeps
-        describing the state it was issued for); otherwise drop the builder, since nobody can
-        read it any more. ``held_by_env``: the view is still a value of ``env.infos``.
-        With a ``freeze`` function, a held view is not built but frozen: ``freeze()`` reads
-        now what depends on the state and returns the builder of the rest (parts that no
-        later change can touch), so a held view nobody reads costs only that."""
+        describing the state it was issued for). ``held_by_env``: the view is still a value of
+        ``env.infos``. With a ``freeze`` function, a held view is not built but frozen:
+        ``freeze()`` reads now what depends on the state and returns the builder of the rest
+        (parts that no later change can touch), so a held view nobody reads costs only that.
+        Returns True when nobody else holds the view and it is still unbuilt: nobody has seen
+        it, so the env may issue the same object again for the next state (its builder reads
+        the state when first read) instead of a new one (one it does not issue again, it
+        drops)."""
         if self._build is None:
-            return
+            return False
         if self._references() > _SEALING_REFERENCES + held_by_env:
             if self._freeze is not None:
                 self._build, self._freeze = self._freeze(), None
             else:
                 self._fill()
-        else:
-            self._build = None
+            return False
+        return True
+
+    def drop(self) -> None:
+        """Forget the builder of a view nobody can read any more (not issued again)."""
+        self._build = self._freeze = None
 
     # -- every read fills first -------------------------------------------------------
     def __getitem__(self, key):

@@ -51,6 +51,8 @@ class TurnMachine:
         self.before_change: Callable[[bool], None] = _no_views
         self.seed_value = 0
         self.turns: list = []
+        self._phase_name: Optional[str] = None
+        self._phase_object = None
 
     def _change(self, build_all: bool = False) -> None:
         self.before_change(build_all)
@@ -75,9 +77,9 @@ class TurnMachine:
         self.state = State(self.game_info.id, self.game.config, seats, rng)
         self.epoch += 1
         self.turns = []
-        self.invalid_counts = {a: 0 for a in self.possible_agents}
-        self.seen_upto = {a: 0 for a in self.possible_agents}
-        self.last_invalid: dict = {a: None for a in self.possible_agents}
+        self.invalid_counts = dict.fromkeys(self.possible_agents, 0)
+        self.seen_upto = dict.fromkeys(self.possible_agents, 0)
+        self.last_invalid: dict = dict.fromkeys(self.possible_agents)
         self.game.setup(self.state)
         if not self.state.phase and not self.state.finished:
             raise EngineError(f"{self.game_info.id}.setup did not choose a first phase")
@@ -92,7 +94,14 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ FSM
     def phase(self):
-        return self.game.phase(self.state.phase)
+        """The current phase's :class:`Phase` (looked up again only when ``state.phase``
+        names another one: a game moves the FSM by ``state.goto``, which the machine cannot
+        see happen, so the name is compared at each use)."""
+        name = self.state.phase
+        if name is not self._phase_name:
+            self._phase_object = self.game.phase(name)
+            self._phase_name = name
+        return self._phase_object
 
     def _enter_phase(self) -> None:
         """Compute the actors of the current phase; run automatic (actor-less) phases."""
@@ -100,8 +109,9 @@ class TurnMachine:
         for _ in range(10_000):
             if state.finished:
                 return
-            phase = self.game.phase(state.phase)
-            actors = [a for a in phase.actors(state) if phase.allow_eliminated or state.seat[a].alive]
+            phase = self.phase()
+            actors = list(phase.actors(state)) if phase.allow_eliminated else \
+                [a for a in phase.actors(state) if state.seat[a].alive]
             if actors:
                 self.phase_actors = actors
                 self.collected: dict[str, Action] = {}
@@ -118,13 +128,17 @@ class TurnMachine:
             raise EngineError(f"{self.game_info.id}: phase {phase.name!r} resolved without a next phase")
 
     def current_actor(self) -> Optional[str]:
-        phase = self.game.phase(self.state.phase)
-        actors, seat = self.phase_actors, self.state.seat
-        while self.cursor < len(actors):
-            agent = actors[self.cursor]
-            if phase.allow_eliminated or seat[agent].alive:
+        actors, cursor = self.phase_actors, self.cursor
+        if cursor < len(actors) and self.state.seat[actors[cursor]].alive:
+            return actors[cursor]          # the usual case: the next actor is still in the game
+        allow_eliminated, seat = self.phase().allow_eliminated, self.state.seat
+        while cursor < len(actors):
+            agent = actors[cursor]
+            if allow_eliminated or seat[agent].alive:
+                self.cursor = cursor
                 return agent
-            self.cursor += 1
+            cursor += 1
+        self.cursor = cursor
         return None
 
     def pending_actors(self) -> list[str]:
@@ -132,7 +146,7 @@ class TurnMachine:
         the list only changes with the state)."""
         pending = self._pending_view
         if pending is None or pending[0] != self.epoch:
-            phase = self.game.phase(self.state.phase)
+            phase = self.phase()
             rest = [a for a in self.phase_actors[self.cursor:]
                     if phase.allow_eliminated or self.state.seat[a].alive]
             pending = self._pending_view = (self.epoch, rest if phase.simultaneous else rest[:1])
@@ -145,7 +159,7 @@ class TurnMachine:
         and ``mode`` ("fallback" or "forfeit") what happens. Logs the turn, moves the FSM and
         applies the turn cap. ``grammar`` is the seat's grammar of the state before."""
         state = self.state
-        phase = self.game.phase(state.phase)
+        phase = self.phase()
         self._change()
         turn = {"step": state.step, "round": state.round, "phase": state.phase, "agent": agent,
                 "raw": raw[:MAX_ACTION_CHARS], "valid": reason is None}
@@ -175,13 +189,13 @@ class TurnMachine:
         entries = state.phase_entries
         if not phase.simultaneous and phase.on_action is not None:
             phase.on_action(state, agent, parsed)
-        if not state.finished:
+        if state._pending_finish is None and state.result is None:        # not state.finished
             if state.phase_entries != entries:      # on_action branched the FSM itself
                 self._enter_phase()
             elif self.current_actor() is None:
                 self._resolve(phase, self.collected)
                 self._enter_phase()
-        if not state.finished and state.step >= self.max_steps:
+        if state.step >= self.max_steps and not state.finished:
             self.game.on_truncation(state)
             if not state.finished:
                 raise EngineError(f"{self.game_info.id}.on_truncation did not end the game")

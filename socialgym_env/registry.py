@@ -196,7 +196,9 @@ def game_class(game_id: str) -> type[Game]:
     if isinstance(module_name, type):
         cls = module_name
     else:
-        module = importlib.import_module(module_name if "." in module_name else f"socialgym_env.games.{module_name}")
+        name = module_name if "." in module_name else f"socialgym_env.games.{module_name}"
+        # make() asks at every env: an imported module is one dict look-up, not importlib's path
+        module = sys.modules.get(name) or importlib.import_module(name)
         cls = module.GAME
     if wanted_version is not None and wanted_version != cls.info.version:
         raise UnknownGameError(f"{game_id} is at version {cls.info.version} here, not {wanted_version} "

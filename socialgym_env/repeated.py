@@ -97,7 +97,12 @@ class MatrixGame(RepeatedMoveGame):
     choice_help: dict = {}
 
     def move_specs(self, state, agent):
-        return [ActionSpec(c, help=self.choice_help.get(c, "")) for c in self.choices]
+        # The same specs at every decision (choices and their help are fixed per game): built
+        # once per game object; a new list each time, so a caller may extend it.
+        specs = self.__dict__.get("_choice_specs")
+        if specs is None:
+            specs = self._choice_specs = tuple(ActionSpec(c, help=self.choice_help.get(c, "")) for c in self.choices)
+        return list(specs)
 
     def payoffs(self, state, moves):
         row, col = state.agents

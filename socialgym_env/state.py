@@ -29,7 +29,7 @@ class Seat:
     alive: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Message:
     """One entry of the board. ``receivers`` is resolved when posted, so later deaths or role
     changes never widen who saw it."""
@@ -42,6 +42,14 @@ class Message:
     text: str
     visibility: str
     receivers: tuple
+
+    def __init__(self, index: int, step: int, round: int, phase: str, sender: Optional[str], text: str,
+                 visibility: str, receivers: tuple):
+        # Not the frozen dataclass's __init__ (object.__setattr__ per field, twice as slow):
+        # every post makes one.
+        fields = self.__dict__
+        fields["index"], fields["step"], fields["round"], fields["phase"] = index, step, round, phase
+        fields["sender"], fields["text"], fields["visibility"], fields["receivers"] = sender, text, visibility, receivers
 
     def to_dict(self) -> dict:
         return {"index": self.index, "step": self.step, "round": self.round, "phase": self.phase,

@@ -7,9 +7,10 @@ and observation text are built at most once, and the infos are :class:`LazyInfo`
 only when read. The machine calls :meth:`Views.before_change` just before every change: the
 infos issued so far are sealed -- one that someone outside still holds is frozen (what it
 reads from the state is taken now, the grammar's lists are built from this decision's grammar
-when read), so it keeps describing the state it was issued for; one nobody holds is dropped
-unbuilt -- and the per-epoch caches are keyed by the machine's epoch, so they go stale by
-themselves.
+when read), so it keeps describing the state it was issued for; one nobody holds has been
+read by nobody, so it stays unbuilt and :meth:`Views.issue` hands the same object out again
+for the next state -- and the per-epoch caches are keyed by the machine's epoch, so they go
+stale by themselves.
 
 The per-seat transcripts are not per-epoch: messages are immutable and only appended, so the
 rendered history grows incrementally; they are rebuilt only when the machine holds another
@@ -68,7 +69,11 @@ def render_message(message: Message, state: State, viewer: Optional[str] = None)
 
 
 def _complete_decision_view(view: dict, grammar: Optional[Grammar], instructions: Optional[str]) -> dict:
-    """The decision view's grammar part (the acting seat's legal actions, schema, list)."""
+    """The decision view's grammar part (the acting seat's legal actions, schema, list), and
+    its new messages if a frozen view left them to render now."""
+    new_messages = view["new_messages"]
+    if callable(new_messages):
+        view["new_messages"] = new_messages()
     if grammar is not None:
         view["legal_actions"] = grammar.legal_actions()
         view["action_types"] = grammar.action_types()
@@ -97,20 +102,24 @@ class Views:
         self._observations: dict = {}
         self._instruction_texts: dict = {}
         self._issued: list = []
+        self._reusable: dict = {}                 # id -> an unheld, unbuilt info of the last state
         self._infos: dict = {}                    # the dict the issued infos were put in
 
     # ------------------------------------------------------------------ invalidation
     def before_change(self, build_all: bool) -> None:
         """Seal the infos issued for the state about to change (or, ``build_all``, build every
-        one: after a change no transition replaces ``env.infos``). Called by the machine."""
+        one: after a change no transition replaces ``env.infos``). Called by the machine. An
+        unbuilt info that nobody but ``env.infos`` holds is kept for :meth:`issue` to hand out
+        again: nobody has read it, and its builder reads the state when it is first read."""
         issued = self._issued
         if issued:
             current = {id(info) for info in self._infos.values()}
+            reusable = self._reusable
             for info in issued:      # the same loop as lazy._references_while_sealing
                 if build_all:
                     info._fill()
-                else:
-                    info.seal(id(info) in current)
+                elif info.seal(id(info) in current):
+                    reusable[id(info)] = info
             issued.clear()
 
     def _caches(self) -> None:
@@ -122,6 +131,7 @@ class Views:
             self._seat_lines = {a: ([], [], 0) for a in agents}
             self._seat_clean = {a: [] for a in agents}
             self._board_lines: list = []
+            self._last_legal_block: Optional[tuple] = None    # (shared grammar facts, its lines)
         self._epoch = machine.epoch
         self._grammars = {}
         self._observations = {}
@@ -131,24 +141,35 @@ class Views:
         state = self.__dict__.copy()
         for info in self._issued:
             info._fill()
-        state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _epoch=-1)
+        state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _reusable={},
+                     _epoch=-1)
+        if "_last_legal_block" in state:      # a shared facts object: not copied with the env
+            state["_last_legal_block"] = None
         return state
 
     # ------------------------------------------------------------------ infos
     def issue(self, infos: dict, agents, selected: Optional[str]) -> None:
-        """Put a fresh lazy view of every seat in ``infos``: the decision view for the selected
-        seat, the basic one for the others. None is built until read."""
+        """Put a lazy view of every seat in ``infos``: the decision view for the selected seat,
+        the basic one for the others. None is built until read. A seat whose last info nobody
+        read or held, and of the same kind, keeps that object (see :meth:`before_change`)."""
         self._infos = infos
         issued = self._issued
+        reusable = self._reusable
         game_id = self.game_info.id
         for agent in agents:
+            info = reusable.pop(id(infos.get(agent)), None) if reusable else None
             if agent == selected:      # the selected seat is the first pending one: acting
-                info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
-                                functools.partial(self.frozen_decision_view, agent, True))
-            else:
+                if info is None or info._freeze is None:
+                    info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
+                                    functools.partial(self.frozen_decision_view, agent, True))
+            elif info is None or info._freeze is not None:
                 info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
             infos[agent] = info
             issued.append(info)
+        if reusable:
+            for info in reusable.values():
+                info.drop()
+            reusable.clear()
 
     def basic_info(self, agent: str) -> dict:
         state = self.machine.state
@@ -167,12 +188,26 @@ class Views:
         """The builder of the decision view of now that no later change can alter: the parts
         read from the state are taken now, the grammar's derived lists (legal actions, schema,
         enumeration) are built from the grammar of now only when read."""
-        view, grammar, instructions = self._decision_parts(agent, acting)
+        view, grammar, instructions = self._decision_parts(agent, acting, frozen=True)
         if grammar is not None:
             grammar.enumerate_now()    # a spec's check may read the live state
         return functools.partial(_complete_decision_view, view, grammar, instructions)
 
-    def _decision_parts(self, agent: str, acting: Optional[bool]) -> tuple:
+    def _new_messages_later(self, agent: str):
+        """``new_messages(agent)`` of now, rendered only when called: messages are immutable
+        and only appended, so the board's length now says which they are."""
+        machine = self.machine
+        state, seen, upto = machine.state, machine.seen_upto[agent], len(machine.state.messages)
+
+        def render() -> list:
+            if self._state is state and machine.state is state:      # the shared lines
+                lines, indices = self.seat_history(agent)
+                return lines[bisect.bisect_left(indices, seen):bisect.bisect_left(indices, upto)]
+            return [render_message(message, state, message.receivers[0])
+                    for message in state.messages[seen:upto] if agent in message.receivers]
+        return render
+
+    def _decision_parts(self, agent: str, acting: Optional[bool], frozen: bool = False) -> tuple:
         machine = self.machine
         state = machine.state
         seat = state.seat[agent]
@@ -182,7 +217,7 @@ class Views:
         view = {
             "game": self.game_info.id, "agent": agent, "name": seat.name, "role": role, "team": team, "alive": seat.alive,
             "phase": state.phase, "round": state.round, "step": state.step,
-            "acting": acting, "new_messages": self.new_messages(agent),
+            "acting": acting, "new_messages": self._new_messages_later(agent) if frozen else self.new_messages(agent),
             "invalid_action": machine.last_invalid[agent],
             "game_state": self.game.public_data(state, agent),
         }
@@ -202,7 +237,7 @@ class Views:
         grammar = self._grammars.get(agent)
         if grammar is None:
             state = self.machine.state
-            grammar = self._grammars[agent] = Grammar(self.game.phase(state.phase).grammar(state, agent))
+            grammar = self._grammars[agent] = Grammar(self.machine.phase().grammar(state, agent))
         return grammar
 
     def instructions(self, agent: str) -> str:
@@ -211,7 +246,7 @@ class Views:
         text = self._instruction_texts.get(agent)
         if text is None:
             state = self.machine.state
-            text = self.game.phase(state.phase).instructions
+            text = self.machine.phase().instructions
             text = self._instruction_texts[agent] = text(state, agent) if callable(text) else text
         return text
 
@@ -237,8 +272,22 @@ class Views:
             self._seat_lines[agent] = (lines, indices, len(messages))
         return lines, indices
 
+    def _legal_block(self, grammar: Grammar) -> str:
+        """The observation's legal-action lines; kept while decisions share a list of specs
+        (equal pure specs: the same lines)."""
+        facts = grammar._facts
+        last = self._last_legal_block
+        if last is not None and last[0] is facts:
+            return last[1]
+        block = sanitize("Legal actions:\n- " + "\n- ".join(grammar.legal_actions()))
+        if facts.shared:
+            # only the last one: holding every list's facts would outlive their bounded cache
+            self._last_legal_block = (facts, block)
+        return block
+
     def _clean_history(self, agent: str) -> list:
-        """The seat's history lines sanitised (each line once, when first shown)."""
+        """The seat's history lines sanitised (each line once, when first shown; a line with
+        nothing to replace is the same string object, so this list costs no text of its own)."""
         lines = self.seat_history(agent)[0]
         clean = self._seat_clean[agent]
         if len(clean) < len(lines):
@@ -271,36 +320,45 @@ class Views:
         return text
 
     def render_observation(self, agent: str) -> str:
+        # Built from a few blocks, each sanitised as a whole (sanitising works character by
+        # character, so this equals sanitising every line); the legal-action block is kept
+        # while decisions share their specs; history lines are sanitised once, when first shown.
         state = self.machine.state
         game = self.game
         seat = state.seat[agent]
-        lines = [sanitize(f"=== {self.game_info.name} ===\n{game.description(state)}\n"),
-                 sanitize(f"You are {seat.name} ({agent})."
-                          + (f" Your role: {game.known_role(state, agent)[0]}." if self.game_info.roles else "")
-                          + ("" if seat.alive else " You have been eliminated and only watch.")),
-                 sanitize(f"Your goal: {game.goal(state, agent)}")]
+        info = self.game_info
+        if self._state is not state:
+            self._caches()
+        # the head in three memoised pieces: the first is every seat's, the others few
+        blocks = [sanitize(f"=== {info.name} ===\n{game.description(state)}\n"),
+                  sanitize(f"You are {seat.name} ({agent})."
+                           + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
+                           + ("" if seat.alive else " You have been eliminated and only watch.")),
+                  sanitize(f"Your goal: {game.goal(state, agent)}")]
         secret = game.secret(state, agent)
-        if secret:
-            lines.append("Your private information:")
-            lines.extend(sanitize(f"- {line}") for line in secret)
         status = game.status(state, agent)
-        if status:
-            lines.append("Status:")
-            lines.extend(sanitize(f"- {line}") for line in status)
-        lines.append("--- What you have seen ---")
-        lines.extend(self._clean_history(agent) or ["(nothing yet)"])
-        lines.append("--- Now ---")
+        if secret or status:
+            middle = []
+            if secret:
+                middle.append("Your private information:")
+                middle.extend(f"- {line}" for line in secret)
+            if status:
+                middle.append("Status:")
+                middle.extend(f"- {line}" for line in status)
+            # not memoised: status lines change every round, the memo would fill with them
+            blocks.append(_OUTSIDE_CHARSET.sub("?", "\n".join(middle)))
+        blocks.append("--- What you have seen ---")
+        blocks.extend(self._clean_history(agent) or ["(nothing yet)"])
         if self.acting(agent):
             grammar = self.grammar(agent)
-            lines.append(sanitize(f"Phase: {state.phase}. {self.instructions(agent)}".rstrip()))
-            lines.append("Legal actions:")
-            lines.extend(sanitize(f"- {line}") for line in grammar.legal_actions())
-            lines.append(ANSWER_FORMAT)
+            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
+            blocks.append(self._legal_block(grammar))
+            blocks.append(ANSWER_FORMAT)
         elif state.result is not None:
-            lines.append(sanitize(f"The game is over: {state.result.reason}."))
+            blocks.append(sanitize(f"--- Now ---\nThe game is over: {state.result.reason}."))
         else:
-            lines.append(sanitize(f"Phase: {state.phase}. You have no decision to make now."))
-        text = "\n".join(lines)
+            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. You have no decision to make now."))
+        text = "\n".join(blocks)
         if len(text) > MAX_OBSERVATION_CHARS:
             # Keep the newest history: drop from the front with a marker.
             text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]

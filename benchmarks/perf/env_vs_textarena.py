@@ -98,6 +98,8 @@ def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
     while not episodes or time.perf_counter() - start < seconds:     # at least one episode
         episode_seed = seed + episodes
         env = socialgym_env.make(game, log_observations=mode == "render")
+        if mode == "index" and not hasattr(env, "step_index"):
+            return {"unsupported": "this engine has no step_index"}     # an older engine
         env.reset(seed=episode_seed)
         episodes += 1
         if mode != "reset":
@@ -341,10 +343,9 @@ def measure(contenders, games, modes, reps: int, seconds: float) -> dict:
                     for contender in contenders:
                         if contender.kind == "textarena" and game not in TEXTARENA_GAMES:
                             continue
-                        if mode == "index" and contender.label == "before":
-                            continue       # an older engine may predate step_index
                         out = contender.run(game=game, mode=mode, seconds=seconds, seed=1000 * rep)
-                        results.setdefault((mode, game, contender.label), []).append(out)
+                        if "unsupported" not in out:       # an older engine may predate step_index
+                            results.setdefault((mode, game, contender.label), []).append(out)
     finally:
         for contender in contenders:
             contender.close()

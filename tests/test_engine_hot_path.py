@@ -1,0 +1,116 @@
+"""The engine's hot-path shortcuts (issue 32) behave like the plain code they replace: the
+hand-written constructors of the frozen dataclasses, the inlined enumeration and its renderer,
+infos issued again when nobody read them, and Text spaces that share their character tables."""
+import dataclasses
+import random
+
+import pytest
+
+import socialgym_env
+from socialgym_env.actions import Action, ActionError, ActionSpec, Choice, Grammar, Int, Player
+from socialgym_env.game import Phase
+from socialgym_env.state import Message
+
+
+def test_hand_written_constructors_keep_the_dataclass_contract():
+    spec = ActionSpec("vote", (Choice(("a", "b")),), help="x")
+    assert spec == ActionSpec("vote", (Choice(("a", "b")),), "x") and hash(spec) == hash(ActionSpec("vote", (Choice(("a", "b")),), "x"))
+    assert spec != ActionSpec("vote", (Choice(("a", "b")),), help="y")
+    assert ActionSpec("pass").schema_extra == {} and ActionSpec("pass").schema_extra is not ActionSpec("pass").schema_extra
+    assert [f.name for f in dataclasses.fields(ActionSpec)] == list(vars(spec))    # no hidden fields
+    assert Action("vote", ("a",), "vote a") == Action("vote", ("a",), "vote a") and Action("pass").values == ()
+    message = Message(0, 1, 2, "day", None, "hi", "public", ("player_0",))
+    assert message.to_dict()["receivers"] == ["player_0"] and message == dataclasses.replace(message)
+    phase = Phase("p", list, list, print)
+    assert (phase.simultaneous, phase.on_action, phase.fallback, phase.instructions, phase.allow_eliminated) == \
+        (False, None, "random", "", False)
+    for frozen in (spec, Action("pass"), message, phase):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            frozen.type = "changed"
+
+
+def _plain_enumeration(spec):
+    """What ``ActionSpec.enumerate`` did before it was inlined: validate every combination."""
+    import itertools
+    options = [slot.options() for slot in spec.slots]
+    combos = itertools.combinations(options[0], spec.repeat) if spec.repeat > 1 and spec.unordered \
+        else itertools.product(*options)
+    legal = []
+    for values in combos:
+        try:
+            legal.append(spec.validate(tuple(values)))
+        except ActionError:
+            continue
+    return legal
+
+
+def _raises_on_twos(values):
+    if 2 in values:
+        raise ActionError("no twos")
+    return "odd sum" if sum(values) % 2 else None
+
+
+PLAYERS = Player((("player_0", "Ana"), ("player_1", "Bo"), ("player_2", "Cy"), ("player_3", "Di")))
+
+
+@pytest.mark.parametrize("spec", [
+    ActionSpec("bid", (Int(1, 6), Int(1, 6)), check=_raises_on_twos),
+    ActionSpec("pick", (Int(1, 3), Int(1, 3)), distinct=True),
+    ActionSpec("propose", (PLAYERS,), repeat=3, distinct=True, unordered=True),
+    ActionSpec("order", (PLAYERS,), repeat=2, distinct=True),
+    ActionSpec("vote", (PLAYERS,)),
+    ActionSpec("pass"),
+])
+def test_enumeration_and_its_texts_equal_the_plain_loop(spec):
+    legal = spec.enumerate()
+    assert legal == _plain_enumeration(spec) and legal
+    assert spec.render_all(legal) == [spec.render(values) for values in legal]
+
+
+def _plain_sample(specs, rng):
+    """What ``Grammar.sample`` did before it returned listed Actions: shuffle the specs, draw
+    from the first one's enumeration, render the text."""
+    order = list(range(len(specs)))
+    rng.shuffle(order)
+    spec = specs[order[0]]
+    values = rng.choice(spec.enumerate())
+    return Action(spec.type, values, spec.render(values))
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_grammar_samples_what_the_plain_draw_gives(listed):
+    for seed in range(30):
+        # a help text of its own: a list of specs no other test has listed (its facts are new)
+        specs = [ActionSpec("vote", (PLAYERS,), help=f"{listed} {seed}"), ActionSpec("pass")]
+        grammar = Grammar(specs)
+        if listed:
+            grammar.actions()      # the shared facts now hold the Actions: sample returns one
+        assert grammar.sample(random.Random(seed)) == _plain_sample(specs, random.Random(seed))
+
+
+def test_an_unread_info_is_issued_again_and_reads_the_state_when_read():
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=4)
+    watcher = next(a for a in env.agents if a != env.agent_selection)
+    info_id = id(env.infos[watcher])
+    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
+    assert id(env.infos[watcher]) == info_id and not env.infos[watcher].built     # nobody read or held it
+    fresh = env._basic_info(watcher) if watcher != env.agent_selection else env.decision_view(watcher)
+    assert env.infos[watcher] == fresh
+    held = env.infos[watcher]                  # read now: the next state gets a new object
+    env.step(env.grammar(env.agent_selection).sample(env.state.rng).text)
+    assert env.infos[watcher] is not held and held == fresh
+
+
+def test_text_spaces_share_their_tables_but_not_their_rng():
+    a, b = socialgym_env.make("prisoners_dilemma"), socialgym_env.make("prisoners_dilemma")
+    space_a, space_b = a.action_space("player_0"), b.action_space("player_0")
+    assert space_a is a.action_space("player_0") and space_a is not space_b
+    assert a.observation_space("player_0") is not b.observation_space("player_0")
+    assert space_a.character_set is space_b.character_set
+    space_a.seed(7)
+    first = space_a.sample()
+    space_b.seed(8)
+    space_b.sample()                           # moving b's RNG leaves a's where it was
+    space_a.seed(7)
+    assert space_a.sample() == first and space_a.contains(first)
