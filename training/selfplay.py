@@ -58,7 +58,8 @@ from typing import Callable, Optional, Sequence
 
 import socialgym_env
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
-from training.multiturn import ChatAssembler, Episode, compact_first_text, compact_news_text, news_text
+from training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
+                                make_layout, news_text, policy_options)
 
 
 def _help(default, text: str):
@@ -84,8 +85,12 @@ class Config:
     lora_r: int = _help(8, "LoRA rank")
     lora_alpha: int = _help(16, "LoRA alpha")
     temperature: float = _help(1.0, "sampling temperature of the softmax over legal replies")
-    prompt: str = _help("compact", "the seat's view: compact (short first view) or full (the observation text)")
-    reply_prefix: str = _help('{"action_type": "', "forced start of every reply (never in the loss)")
+    prompt: str = _help("turns", "the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint "
+                                 "reads) or the env-text layouts no policy plays: compact (short first view), full")
+    policy_options: str = _help("", "turns: LLM options of the spec that will rate the checkpoints, e.g. "
+                                    "'context=2048' (they set its trimming budget)")
+    reply_prefix: str = _help('{"action_type": "', "compact / full: forced start of every reply (never in the "
+                                                   "loss); turns prefills the policy's (the legal replies' common prefix)")
     max_new_tokens: int = _help(24, "reply budget for free-text phases (generated, not scored)")
     max_turns: int = _help(24, "decisions per seat before an episode is cut (scored 0)")
     eval_episodes: int = _help(100, "episodes per evaluation matchup (seats alternated)")
@@ -99,37 +104,46 @@ class Config:
 
 # ------------------------------------------------------------------ one seat's chat
 class SeatChat:
-    """The token sequence one seat's policy reads: the first view, then its replies and the news
-    before each later decision; ``env_mask`` 1 on its replies (the :mod:`training.multiturn`
-    layout, one chat per seat)."""
+    """The token sequence one seat's policy reads and its training row (``row``: the first view,
+    then its replies and the news before each later decision; ``env_mask`` 1 on its replies).
+    ``layout`` (``prompt=turns``): the LLM policy's prompts (:class:`training.multiturn.PolicySeat`,
+    append-only up to a restart of the policy's chat); else the env-text layouts (``compact`` /
+    ``full``) with the fixed ``reply_prefix``."""
 
-    def __init__(self, assembler: ChatAssembler, prompt: str, prefix_ids: list, game_name: str):
-        self.assembler, self.prompt, self.prefix_ids, self.game_name = assembler, prompt, prefix_ids, game_name
+    def __init__(self, tokenizer, config: Config, layout=None, key: tuple = ("", ""), seed: Optional[int] = None):
         self.row = Episode(spec=None)
-        self.context: list = []
+        self.prompt, self.layout = config.prompt, layout
+        if layout is not None:
+            self.seat = layout.seat(self.row, key, seed)
+        else:
+            self.seat = _EnvTextSeat(ChatAssembler(tokenizer), tokenizer, config.reply_prefix, self.row)
 
-    def observe(self, env, agent: str) -> list:
-        """Add the seat's view now (first view or news) and return the context to decide on."""
+    def observe(self, env, agent: str) -> tuple:
+        """Add the seat's view now (first view or news); return (context ids, reply prefix)."""
         info = env.infos[agent]
-        if not self.context:
+        if self.layout is not None:
+            return self.seat.prompt(info, env.prompt_parts(agent))
+        if not self.row.prompt_ids:
             text = env.observe(agent)["text"] if self.prompt == "full" else \
                 compact_first_text(env.prompt_parts(agent), info, env.game_info.name)
-            self.row.prompt_ids = self.assembler.first(text) + self.prefix_ids
-            self.context = list(self.row.prompt_ids)
         else:
             text = news_text(env.observe(agent)["text"], info) if self.prompt == "full" else compact_news_text(info)
-            ids = self.assembler.env_turn(text, self.row.completion_ids[-1:]) + self.prefix_ids
-            self.row.completion_ids += ids
-            self.row.env_mask += [0] * len(ids)
-            self.context += ids
-        return self.context
+        return self.seat.prompt(text)
 
     def reply(self, reply_ids: list, text: str, action: str) -> None:
-        self.row.completion_ids += list(reply_ids)
-        self.row.env_mask += [1] * len(reply_ids)
-        self.context += list(reply_ids)
-        self.row.replies.append(text)
-        self.row.actions.append(action)
+        self.seat.reply(list(reply_ids), text, action)
+
+    def close(self) -> None:
+        """Forget the seat's conversation in the layout's policy (an episode's end)."""
+        if self.layout is not None:
+            self.layout.policy.release(self.seat.key)
+
+
+def layout_options(config: Config) -> str:
+    """The LLM options of the policy that plays a checkpoint as trained: scoring mode at the
+    trainer's temperature (with ``adapter=`` added, the tournament spec)."""
+    return (policy_options(config.max_new_tokens, True, config.policy_options)
+            + f"&mode=score&temperature={config.temperature}")
 
 
 # ------------------------------------------------------------------ scoring-mode decisions
@@ -145,15 +159,16 @@ def candidates(info: dict, reply_prefix: str) -> Optional[list]:
     return [c[len(reply_prefix):] for c in finite]
 
 
-def score_replies(model, tokenizer, contexts: list, options: list) -> list:
-    """Per context, the log-probability of each option's tokens plus EOS after it (one batched
-    forward pass, right-padded)."""
+def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
+    """Per context, the log-probability of each option's tokens (plus EOS after it with
+    ``with_eos``: the env-text layouts; the policy's scoring mode, which ``prompt=turns`` plays,
+    scores the reply text alone) in one batched forward pass, right-padded."""
     import torch
     eos = tokenizer.eos_token_id
     rows, owners = [], []
     for i, (context, texts) in enumerate(zip(contexts, options)):
         for text in texts:
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [eos]
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
             rows.append((list(context), ids))
             owners.append(i)
     width = max(len(c) + len(r) for c, r in rows)
@@ -184,29 +199,33 @@ def softmax_draw(scores: list, temperature: float, rng: random.Random) -> int:
     return rng.choices(range(len(scores)), weights=weights)[0]
 
 
-def make_decider(model, tokenizer, config: Config, rng: random.Random):
-    """``decide(contexts, infos) -> [(reply ids, reply text, action)]`` for one model state:
-    scoring mode over the legal list, constrained generation where the list is not finite."""
+def make_decider(model, tokenizer, config: Config, rng: random.Random, layout=None):
+    """``decide(contexts, infos, prefixes) -> [(reply ids, reply text, action)]`` for one model
+    state: scoring mode over the legal list, constrained generation where the list is not
+    finite; each reply continues its decision's prefix."""
     from training.multiturn import hf_generate_fn, reply_to_action
     eos = tokenizer.eos_token_id
+    with_eos = layout is None
 
-    def decide(contexts: list, infos: list) -> list:
+    def decide(contexts: list, infos: list, prefixes: list) -> list:
         out: list = [None] * len(contexts)
-        options = [candidates(info, config.reply_prefix) for info in infos]
+        options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
         finite = [i for i, o in enumerate(options) if o]
         if finite:
-            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite])
+            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite],
+                                   with_eos)
             for i, row in zip(finite, scores):
                 pick = options[i][softmax_draw(row, config.temperature, rng)]
-                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + [eos]
-                text = config.reply_prefix + pick
+                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
+                text = prefixes[i] + pick
                 out[i] = (ids, text, reply_to_action(text, infos[i]))
         free = [i for i, o in enumerate(options) if not o]
         if free:
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                      seed=rng.getrandbits(31), constrained=True, reply_prefix=config.reply_prefix)
+                                      seed=rng.getrandbits(31), constrained=True,
+                                      reply_prefix=layout.reply_prefix if layout else config.reply_prefix)
             for i, ids in zip(free, generate([contexts[i] for i in free], [infos[i] for i in free])):
-                text = config.reply_prefix + tokenizer.decode(ids, skip_special_tokens=True)
+                text = prefixes[i] + tokenizer.decode(ids, skip_special_tokens=True)
                 out[i] = (ids, text, reply_to_action(text, infos[i]))
         return out
 
@@ -252,18 +271,18 @@ def seat_roles(env) -> tuple:
     return [env.state.team(a) for a in env.possible_agents], bool(info.roles)
 
 
-def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None) -> list:
+def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None,
+         layout=None) -> list:
     """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep; player names are
     :data:`CURRENT`, ``step<N>`` (pool checkpoints, played through ``swap``) or a policy spec of
     :class:`agents.runner.PolicyPool` (``scripted:heuristic``). Returns per episode
     ``{"seed", "seats", "env", "chats": {agent: SeatChat}}`` after the end."""
-    assembler = ChatAssembler(tokenizer)
-    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
     games = []
-    for seed, seats in episodes:
+    for index, (seed, seats) in enumerate(episodes):
         env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
         env.reset(seed=seed)
-        chats = {a: SeatChat(assembler, config.prompt, prefix_ids, env.game_info.name) for a in env.possible_agents}
+        chats = {a: SeatChat(tokenizer, config, layout, (f"selfplay-{index}-{seed}", a), seed)
+                 for a in env.possible_agents}
         games.append({"seed": seed, "seats": seats, "env": env, "chats": chats, "turns": 0, "reset": set()})
     while True:
         pending: dict = {}
@@ -282,11 +301,11 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         for player, group in pending.items():
             agents = [g["env"].agent_selection for g in group]
             if player == CURRENT or player.startswith("step"):
-                contexts = [g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)]
+                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)])
                 infos = [g["env"].infos[a] for g, a in zip(group, agents)]
                 weights = None if player == CURRENT else pool.get(player)
                 with (swap.loaded(weights) if swap is not None else _nothing()):
-                    decisions = deciders["model"](contexts, infos)
+                    decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
                 for g, a, (ids, text, action) in zip(group, agents, decisions):
                     g["chats"][a].reply(ids, text, action)
                     g["env"].step(action)
@@ -303,6 +322,9 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                                                          g["env"].prompt_parts(a))])[0]
                     g["env"].step(decision.action)
                     g["turns"] += 1
+    for g in games:
+        for chat in g["chats"].values():
+            chat.close()
     return games
 
 
@@ -409,7 +431,7 @@ class StepLog:
 
 
 def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: CheckpointPool, log: StepLog,
-                      rng: random.Random, policies):
+                      rng: random.Random, policies, layout=None):
     from training.multiturn import rollout_output
 
     def rollout(prompts, trainer):
@@ -421,8 +443,8 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
         while len(rows) < len(prompts):
             plan = plan_episodes(config, step * 100 + len(plan_all), pool, rng)
             plan_all += plan
-            games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
-                         tokenizer, config, swap=swap, pool=pool)
+            games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                         tokenizer, config, swap=swap, pool=pool, layout=layout)
             rows += collect_rows(games, config, len(prompts) - len(rows))
         before = dict(baseline.values)
         advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
@@ -437,7 +459,7 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
 
 
 # ------------------------------------------------------------------ evaluation
-def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None):
+def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None, layout=None):
     """The model's action distribution at a decision, for :mod:`agents.openspiel_bridge`: the
     softmax over the legal replies' log-probabilities after the seat's chat so far
     (:func:`_seat_context`). :func:`policy_table` is the same for every state at once."""
@@ -446,9 +468,10 @@ def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = N
 
     def fn(env, agent):
         info = env.infos[agent]
-        options = candidates(info, config.reply_prefix)
-        scores = score_replies(model, tokenizer, [_seat_context(env, agent, tokenizer, config)], [options])[0]
-        return softmax({reply_word(config.reply_prefix + o, info): x for o, x in zip(options, scores)}, temp)
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        options = candidates(info, prefix)
+        scores = score_replies(model, tokenizer, [context], [options], layout is None)[0]
+        return softmax({reply_word(prefix + o, info): x for o, x in zip(options, scores)}, temp)
 
     return fn
 
@@ -461,11 +484,11 @@ def _reply_for(info: dict, action: str, reply_prefix: str) -> str:
     raise ValueError(f"{action!r} is not one of the legal replies")
 
 
-def policy_table(model, tokenizer, config: Config, game_id: str) -> dict:
+def policy_table(model, tokenizer, config: Config, game_id: str, layout=None) -> dict:
     """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
     ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
     from agents import openspiel_bridge as bridge
-    chats, keys, infos = [], [], []
+    chats, prefixes, keys, infos = [], [], [], []
     for state, ranks, words in bridge.walk(game_id):
         if state.is_terminal():
             continue
@@ -476,37 +499,39 @@ def policy_table(model, tokenizer, config: Config, game_id: str) -> dict:
             continue
         keys.append(key)
         infos.append(env.infos[agent])
-        chats.append(_seat_context(env, agent, tokenizer, config))
-    options = [candidates(info, config.reply_prefix) for info in infos]
-    scores = score_replies(model, tokenizer, chats, options)
-    return {key: bridge.softmax({bridge.reply_word(config.reply_prefix + o, info): x for o, x in zip(opts, row)},
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        chats.append(context)
+        prefixes.append(prefix)
+    options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
+    scores = score_replies(model, tokenizer, chats, options, layout is None)
+    return {key: bridge.softmax({bridge.reply_word(prefix + o, info): x for o, x in zip(opts, row)},
                                 config.temperature)
-            for key, info, opts, row in zip(keys, infos, options, scores)}
+            for key, info, prefix, opts, row in zip(keys, infos, prefixes, options, scores)}
 
 
-def _seat_context(env, agent: str, tokenizer, config: Config) -> list:
-    """The chat ``agent`` reads at its decision now, rebuilt by replaying the env's turns (its
-    own earlier replies being the legal replies it took)."""
+def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tuple:
+    """(context ids, reply prefix) that ``agent`` reads at its decision now, rebuilt by replaying
+    the env's turns (its own earlier replies being the legal replies it took)."""
     from agents.openspiel_bridge import BRIDGE_SEED
-    assembler = ChatAssembler(tokenizer)
-    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
-    eos = tokenizer.eos_token_id
+    eos = [tokenizer.eos_token_id] if layout is None else []
     turns = [(t["agent"], t["action"]) for t in env.episode_record()["turns"]]
     replay = socialgym_env.make(env.game_info.id, log_observations=False,
                                 **{k: v for k, v in env.config.items() if k in ("deal", "num_players")})
     replay.reset(seed=BRIDGE_SEED)
-    chat = SeatChat(assembler, config.prompt, prefix_ids, replay.game_info.name)
+    chat = SeatChat(tokenizer, config, layout, ("bridge", agent), BRIDGE_SEED)
     for actor, action in turns:
         if actor == agent:
-            chat.observe(replay, agent)
-            reply = _reply_for(replay.infos[agent], action, config.reply_prefix)
-            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + [eos], reply, action)
+            _, prefix = chat.observe(replay, agent)
+            reply = _reply_for(replay.infos[agent], action, prefix)
+            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + eos, prefix + reply, action)
         replay.step(action)
-    return chat.observe(replay, agent)
+    context, prefix = chat.observe(replay, agent)
+    chat.close()
+    return list(context), prefix
 
 
 def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
-             seed_offset: int, rng: random.Random) -> list:
+             seed_offset: int, rng: random.Random, layout=None) -> list:
     """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
     plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
     batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
@@ -522,8 +547,8 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
             seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
             plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
             owners.append(p)
-    games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
-                 tokenizer, config, swap=swap, pool=pool)
+    games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                 tokenizer, config, swap=swap, pool=pool, layout=layout)
     results = []
     for p, (mine, theirs) in enumerate(pairs):
         wins, rewards, records = 0, 0.0, []
@@ -543,18 +568,25 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from agents.runner import PolicyPool
-    from training.common import grpo_args, load_base, lora_config, parse_config, write_json
+    from training.common import fail, grpo_args, load_base, lora_config, parse_config, write_json
     config = parse_config(Config, argv)
-    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("compact", "full"):
-        raise SystemExit("error: --reward must be auto, score or outcome and --prompt compact or full")
-    info = socialgym_env.game_class(config.game).info
+    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
+        fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
+    if config.policy_options and config.prompt != "turns":
+        fail("--policy_options sets the policy's layout: it needs --prompt turns")
+    try:
+        options = layout_options(config)
+        info = socialgym_env.game_class(config.game).info
+    except (KeyError, ValueError) as err:
+        fail(str(err).strip("'\""))
     if info.num_players != 2 and not info.team_game and not config.num_players == 2:
-        raise SystemExit(f"error: {config.game} is neither a two-player game nor a team game")
+        fail(f"{config.game} is neither a two-player game nor a team game")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     rng = random.Random(config.seed)
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
+    layout = make_layout(config.prompt, tokenizer, model, options)      # turns: the policy's own prompts
     policies = PolicyPool(seed=config.seed)
     baseline = RoleBaseline(config.baseline_rate)
     pool = CheckpointPool(config.pool_size, config.self_play)
@@ -571,7 +603,8 @@ def main(argv=None, preloaded=None) -> dict:
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
-                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies))
+                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies,
+                                                         layout))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     swap = LoraSwap(peft_model)
     pool.add(0, swap.snapshot())
@@ -594,6 +627,7 @@ def main(argv=None, preloaded=None) -> dict:
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     peft_model.save_pretrained(str(out / "adapter"))
     final = f"step{config.steps}"
     saved[final] = swap.snapshot()
@@ -604,9 +638,10 @@ def main(argv=None, preloaded=None) -> dict:
         eval_pool.add(int(name[4:]), weights)
     heuristic = "scripted:heuristic"
     metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
-               "train_seconds": round(train_seconds, 1)}
+               "train_seconds": round(train_seconds, 1), "loss": losses}
     pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
-    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng)
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
+                       layout)
     metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
                              for (mine, theirs), r in zip(pairs, results)}
     if config.game in ("kuhn_poker", "leduc_poker"):
@@ -614,13 +649,13 @@ def main(argv=None, preloaded=None) -> dict:
         metrics["exploitability"] = {}
         for name, weights in saved.items():
             with swap.loaded(weights):
-                table = policy_table(peft_model, tokenizer, config, config.game)
+                table = policy_table(peft_model, tokenizer, config, config.game, layout)
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
     if config.tournament_episodes:
         entrants = list(saved) + [heuristic]
         pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
         results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
-                           config.tournament_episodes, 100_000, rng)
+                           config.tournament_episodes, 100_000, rng, layout)
         with open(out / "tournament.jsonl", "w") as handle:
             for r in results:
                 for record in r["records"]:
@@ -628,6 +663,11 @@ def main(argv=None, preloaded=None) -> dict:
         metrics["tournament"] = {"entrants": [_label(n) for n in entrants],
                                  "episodes": sum(len(r["records"]) for r in results),
                                  "log": str(out / "tournament.jsonl")}
+    if layout is not None:      # the agent specs that play each checkpoint on the prompts it was trained on
+        base = "smollm2" if config.model == "smollm2" else "hf:" + config.model.removeprefix("hf:")
+        folders = {name: out / ("adapter" if name == final else f"checkpoints/{name}") for name in saved}
+        metrics["rate_as"] = {name: f"{base}?{options}" if name == "step0" else f"{base}?adapter={folder}&{options}"
+                              for name, folder in folders.items()}
     metrics["total_seconds"] = round(time.time() - started, 1)
     write_json(out / "metrics.json", metrics)
     print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))

@@ -5,51 +5,14 @@ own prompt assembly (:meth:`HFBackend._prompt_ids`, prefilled reply prefix inclu
 import pytest
 
 import socialgym_env
-from agents.llm.backend import Reply
 from agents.llm.config import parse_options
 from agents.llm.constraint import reply_grammar
-from agents.llm.guided import common_prefix, forced_prefix
-from agents.llm.hf_backend import HFBackend
 from agents.llm.policy import LLMPolicy
 from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
 from training.multiturn import Episode, EpisodeSpec, PolicyLayout, play_episodes
 
-MODEL_CONTEXT = 8192      # SmolLM2's (the layout gets it from the model config in the scripts)
 SEED = 5
-
-
-def pick(k: int, finite: list) -> str:
-    """The k-th decision's reply: a legal one that changes from decision to decision."""
-    return finite[(7 * k + 3) % len(finite)]
-
-
-class RecordingBackend(HFBackend):
-    """The HF backend's own prompt assembly and budget (its ``_prompt_ids`` / ``fits``), without a
-    model: records the ids of every request and answers with :func:`pick`."""
-
-    def __init__(self, tokenizer, config):
-        self.tokenizer, self.config, self.model_name = tokenizer, config, "smollm2"
-        self.context = config.context or MODEL_CONTEXT
-        self.seen = []
-
-    def release(self, key):
-        pass
-
-    def complete(self, items):
-        out = []
-        for item in items:
-            self.seen.append(self._prompt_ids(item, forced_prefix(item.grammar))[0])
-            out.append(Reply(pick(len(self.seen) - 1, item.grammar.finite)))
-        return out
-
-    def score(self, items, candidates):
-        out = []
-        for item, cands in zip(items, candidates):
-            common = common_prefix(cands) if len(cands) > 1 else cands[0]
-            self.seen.append(self._prompt_ids(item, common)[0])
-            chosen = pick(len(self.seen) - 1, cands)
-            out.append([0.0 if c == chosen else -50.0 for c in cands])
-        return out
 
 
 def policy_side(tokenizer, game, config, options):
