@@ -149,6 +149,8 @@ def check_config(config: Config) -> None:
         fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
     if config.prompt == "turns" and config.use_vllm:
         fail("--use_vllm plays the env-text layouts: add --prompt full (or compact)")
+    if config.env_server and (config.eval_actors or config.prompt != "full"):
+        fail("--env_server plays the full prompt in process: drop --eval_actors, add --prompt full")
     if config.prompt != "turns" and config.policy_options:
         fail("--policy_options sets the policy's layout: it needs --prompt turns")
     try:
@@ -287,8 +289,6 @@ def env_server_vec(config: Config):
     if not config.env_server:
         yield None
         return
-    if config.eval_actors or config.prompt != "full":
-        raise SystemExit("--env_server plays the full prompt in process: drop --eval_actors, add --prompt full")
     from agents.serve.client import RemoteVecEnv
     with contextlib.ExitStack() as stack:
         url = config.env_server

@@ -99,6 +99,8 @@ class Config:
     threads: int = _help(2, "torch CPU threads")
     device: str = _help("auto", "auto (a GPU when one is visible), cpu or cuda")
     progress: bool = _help(True, "show a progress bar (steps, ETA) and each step's logged loss")
+    evaluate: str = _help("", "folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base "
+                              "model as step0) with this config, without training; the results go to --out")
     out: str = _help("runs/selfplay", "output folder")
 
 
@@ -159,10 +161,15 @@ def candidates(info: dict, reply_prefix: str) -> Optional[list]:
     return [c[len(reply_prefix):] for c in finite]
 
 
+SCORE_TOKENS = 4096      # padded tokens per scoring forward pass: its float32 logits take ~0.8 GB
+
+
 def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
     """Per context, the log-probability of each option's tokens (plus EOS after it with
     ``with_eos``: the env-text layouts; the policy's scoring mode, which ``prompt=turns`` plays,
-    scores the reply text alone) in one batched forward pass, right-padded."""
+    scores the reply text alone). Rows (context + option) are right-padded into forward passes
+    of at most ``SCORE_TOKENS`` padded tokens, longest first: an evaluation batch of hundreds of
+    hands would otherwise need its whole vocabulary-wide logits at once."""
     import torch
     eos = tokenizer.eos_token_id
     rows, owners = [], []
@@ -171,24 +178,37 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
             ids = tokenizer(text, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
             rows.append((list(context), ids))
             owners.append(i)
-    width = max(len(c) + len(r) for c, r in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    for j, (context, reply) in enumerate(rows):
-        ids = context + reply
-        input_ids[j, :len(ids)] = torch.tensor(ids)
-        mask[j, :len(ids)] = 1
+    device = model.get_input_embeddings().weight.device
+    order = sorted(range(len(rows)), key=lambda j: -(len(rows[j][0]) + len(rows[j][1])))
+    values = [0.0] * len(rows)
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(input_ids=input_ids, attention_mask=mask).logits.float(), dim=-1)
+    start = 0
+    while start < len(order):
+        width = len(rows[order[start]][0]) + len(rows[order[start]][1])
+        chunk = order[start:start + max(1, SCORE_TOKENS // width)]
+        start += len(chunk)
+        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(input_ids)
+        for k, j in enumerate(chunk):
+            ids = rows[j][0] + rows[j][1]
+            input_ids[k, :len(ids)] = torch.tensor(ids)
+            mask[k, :len(ids)] = 1
+        with torch.no_grad():
+            logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+        for k, j in enumerate(chunk):
+            context, reply = rows[j]
+            if reply:
+                picked = torch.log_softmax(logits[k, len(context) - 1:len(context) + len(reply) - 1].float(), dim=-1)
+                values[j] = float(picked[torch.arange(len(reply), device=picked.device),
+                                       torch.tensor(reply, device=picked.device)].sum())
+        del logits
     if was_training:
         model.train()
     out = [[] for _ in contexts]
-    for j, (context, reply) in enumerate(rows):
-        positions = torch.arange(len(context) - 1, len(context) + len(reply) - 1)
-        out[owners[j]].append(float(logprobs[j, positions, torch.tensor(reply)].sum()))
+    for j in range(len(rows)):
+        out[owners[j]].append(values[j])
     return out
 
 
@@ -568,7 +588,7 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from agents.runner import PolicyPool
-    from training.common import fail, grpo_args, load_base, lora_config, parse_config, write_json
+    from training.common import fail, grpo_args, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
@@ -589,6 +609,11 @@ def main(argv=None, preloaded=None) -> dict:
     layout = make_layout(config.prompt, tokenizer, model, options)      # turns: the policy's own prompts
     policies = PolicyPool(seed=config.seed)
     baseline = RoleBaseline(config.baseline_rate)
+    if config.evaluate:
+        peft_model, saved, final = load_checkpoints(model, config)
+        metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}}
+        return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                    metrics, started)
     pool = CheckpointPool(config.pool_size, config.self_play)
     log = StepLog(out)
 
@@ -632,13 +657,38 @@ def main(argv=None, preloaded=None) -> dict:
     final = f"step{config.steps}"
     saved[final] = swap.snapshot()
 
-    # 2. evaluation: before (the base = step0) / after (final) vs the heuristic and each other
+    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+               "train_seconds": round(train_seconds, 1), "loss": losses}
+    return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                metrics, started)
+
+
+def load_checkpoints(model, config: Config) -> tuple:
+    """``--evaluate``: (PEFT model, {name: LoRA weights}, last name) of an earlier run's
+    ``checkpoints/step<N>`` folders, with the base model (a zero LoRA) as ``step0``."""
+    from peft import get_peft_model
+    from peft.utils import load_peft_weights
+    from training.common import fail, lora_config
+    folders = sorted(Path(config.evaluate).glob("checkpoints/step*"), key=lambda f: int(f.name[4:]))
+    if not folders:
+        fail(f"{config.evaluate} holds no checkpoints/step<N> folders (a training run's --out)")
+    peft_model = get_peft_model(model, lora_config(config.lora_r, config.lora_alpha))
+    saved = {"step0": LoraSwap(peft_model).snapshot()}
+    for folder in folders:
+        saved[folder.name] = load_peft_weights(str(folder), device="cpu")
+    return peft_model, saved, folders[-1].name
+
+
+def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, final: str, layout, policies, rng,
+                         out: Path, options: str, metrics: dict, started: float) -> dict:
+    """Before (the base = step0) / after (``final``) against the heuristic and each other, the
+    exploitability of every checkpoint (poker), the closing tournament; writes metrics.json."""
+    from training.common import write_json
+    swap = LoraSwap(peft_model)
     eval_pool = CheckpointPool(len(saved), 0.0)
     for name, weights in saved.items():
         eval_pool.add(int(name[4:]), weights)
     heuristic = "scripted:heuristic"
-    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
-               "train_seconds": round(train_seconds, 1), "loss": losses}
     pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
     results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
                        layout)
@@ -665,7 +715,9 @@ def main(argv=None, preloaded=None) -> dict:
                                  "log": str(out / "tournament.jsonl")}
     if layout is not None:      # the agent specs that play each checkpoint on the prompts it was trained on
         base = "smollm2" if config.model == "smollm2" else "hf:" + config.model.removeprefix("hf:")
-        folders = {name: out / ("adapter" if name == final else f"checkpoints/{name}") for name in saved}
+        run = Path(config.evaluate) if config.evaluate else out
+        folders = {name: run / ("adapter" if name == final and not config.evaluate else f"checkpoints/{name}")
+                   for name in saved}
         metrics["rate_as"] = {name: f"{base}?{options}" if name == "step0" else f"{base}?adapter={folder}&{options}"
                               for name, folder in folders.items()}
     metrics["total_seconds"] = round(time.time() - started, 1)

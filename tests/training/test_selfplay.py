@@ -159,7 +159,9 @@ def lora_weights(folder):
 def test_two_step_smoke_run(tmp_path, tiny_llama):
     """The real trainer (TRL's GRPO with the RAE advantages, PEFT), 2 steps of one episode on a
     tiny model: the adapter moved, the loss is finite, only the seats' replies are in the loss."""
+    import copy
     import math
+    untrained = copy.deepcopy(tiny_llama[0])
     metrics = selfplay.main(["--steps", "2", "--episodes_per_step", "1", "--rows_per_step", "2",
                              "--snapshot_every", "2", "--eval_episodes", "1", "--tournament_episodes", "1",
                              "--learning_rate", "0.01", "--threads", "1", "--out", str(tmp_path)],
@@ -189,6 +191,11 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
         "selfplay:step0", "selfplay:step2", "scripted:heuristic"}
     assert metrics["rate_as"]["step2"] == f"smollm2?adapter={tmp_path / 'adapter'}&" + selfplay.layout_options(
         selfplay.Config()) and metrics["rate_as"]["step0"] == "smollm2?" + selfplay.layout_options(selfplay.Config())
+    # --evaluate rates the saved checkpoints again, without training: the same policies
+    again = selfplay.main(["--evaluate", str(tmp_path), "--eval_episodes", "1", "--tournament_episodes", "0",
+                           "--threads", "1", "--out", str(tmp_path / "again")], preloaded=(untrained, tiny_llama[1]))
+    assert again["exploitability"] == pytest.approx(metrics["exploitability"], abs=1e-9)
+    assert (tmp_path / "again" / "metrics.json").is_file() and "loss" not in again
 
 
 def test_team_game_one_step_trains_the_team_s_seats(tmp_path, tiny_llama, vote_spy):
