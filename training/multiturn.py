@@ -1,9 +1,11 @@
 """Whole-episode rollouts of one learner seat as single token sequences, for multi-turn GRPO.
 
-An episode is one chat: the learner's first observation (the game's prompt-ready text) is the
-user prompt; each of the learner's replies is an assistant turn; between two replies the env's
-news (new messages since the learner last acted plus the "--- Now ---" block with the legal
-actions) is a new user turn. The episode becomes
+An episode is one chat: the learner's first prompt is the user prompt; each of the learner's
+replies is an assistant turn; between two replies the env's news is a new user turn. With
+``prompt="turns"`` every prompt is the LLM policy's own (:class:`PolicyLayout`: its layout,
+trimming and prefilled reply prefix, so a rated adapter reads what it was trained on); the
+env-text layouts ``full`` (the observation text, then the new messages and the "--- Now ---"
+block) and ``compact`` are kept for the env server and vLLM paths. The episode becomes
 
     prompt_ids      = chat template of the first user turn, with the assistant header
     completion_ids  = reply 1 | env turn 2 | reply 2 | env turn 3 | ... | reply k

@@ -15,10 +15,12 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    moves are made by the same model with those weights loaded, then the current ones are put
    back (:class:`LoraSwap`).
 2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
-   (its first view, then each reply and the news before its next decision) as one token
-   sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`, the layout of
-   :mod:`training.multiturn`), so the loss covers the learner's own tokens and every seat's turns
-   are training data. Rows past ``rows_per_step`` are dropped (the last episode may fill the
+   as one token sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`),
+   so the loss covers the learner's own tokens and every seat's turns are training data. With
+   ``prompt=turns`` (the default) the chat is the LLM policy's own (:class:`training.multiturn.PolicyLayout`:
+   the prompts a tournament gives a checkpoint rated as ``metrics.json``'s ``rate_as`` spec;
+   the row stops where the policy restarts its chat); ``compact`` / ``full`` are env-text
+   layouts that no policy plays. Rows past ``rows_per_step`` are dropped (the last episode may fill the
    step only partly), rows of checkpoint seats are never kept.
 3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
    the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
@@ -28,8 +30,10 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
    clipping and optimiser are TRL's.
 4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
-   list of the grammar of legal replies, after ``reply_prefix``, with the end-of-turn token) is
-   computed and the reply is drawn from ``softmax(log p / temperature)``. That is the
+   list of the grammar of legal replies after the prefix: with ``prompt=turns`` their common
+   prefix and the reply text alone, as the policy's ``mode=score`` scores them; else after
+   ``reply_prefix`` and with the end-of-turn token) is computed and the reply is drawn from
+   ``softmax(log p / temperature)``. That is the
    distribution the OpenSpiel bridge measures (:func:`policy_fn`), so the exploitability
    reported is the trained policy's. Phases without a finite list (free talk) are generated
    under the grammar instead (:func:`training.multiturn.hf_generate_fn`).
@@ -40,10 +44,13 @@ Reward (``reward``): ``score`` (chips in poker: what exploitability is measured 
 Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
 adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
 baseline, rows kept), ``mask_example.json`` (one row as (text, in_loss) spans),
-``metrics.json`` (config, before/after evaluation with 95% intervals, exploitability per
-checkpoint for poker), ``tournament.jsonl`` (every checkpoint and the heuristic against each
+``metrics.json`` (config, loss per step, exploitability per checkpoint for poker, before/after
+evaluation with 95% intervals, ``rate_as``; written as each part is measured),
+``evaluation.jsonl`` (the evaluation's episodes: step0, the final checkpoint and the heuristic
+in a round robin), ``tournament.jsonl`` (every checkpoint and the heuristic against each
 other, as log records: ``socialgym benchmarks leaderboard <out>/tournament.jsonl`` rates them
-together, an Elo curve over training steps).
+together, an Elo curve over training steps). ``--evaluate <run>`` rates an earlier run's saved
+checkpoints the same way without training (a run stopped early keeps its ``checkpoints/``).
 """
 from __future__ import annotations
 
@@ -689,27 +696,27 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
     for name, weights in saved.items():
         eval_pool.add(int(name[4:]), weights)
     heuristic = "scripted:heuristic"
-    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
-    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
-                       layout)
-    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
-                             for (mine, theirs), r in zip(pairs, results)}
-    if config.game in ("kuhn_poker", "leduc_poker"):
+    if config.game in ("kuhn_poker", "leduc_poker"):      # first: exact and cheap
         from agents import openspiel_bridge as bridge
         metrics["exploitability"] = {}
         for name, weights in saved.items():
             with swap.loaded(weights):
                 table = policy_table(peft_model, tokenizer, config, config.game, layout)
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
+        write_json(out / "metrics.json", metrics)        # each part as it is measured
+    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
+                       layout)
+    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
+                             for (mine, theirs), r in zip(pairs, results)}
+    _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
+    write_json(out / "metrics.json", metrics)
     if config.tournament_episodes:
         entrants = list(saved) + [heuristic]
         pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
         results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
                            config.tournament_episodes, 100_000, rng, layout)
-        with open(out / "tournament.jsonl", "w") as handle:
-            for r in results:
-                for record in r["records"]:
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        _write_records(out / "tournament.jsonl", results)
         metrics["tournament"] = {"entrants": [_label(n) for n in entrants],
                                  "episodes": sum(len(r["records"]) for r in results),
                                  "log": str(out / "tournament.jsonl")}
@@ -724,6 +731,13 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
     write_json(out / "metrics.json", metrics)
     print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))
     return metrics
+
+
+def _write_records(path: Path, results: list) -> None:
+    with open(path, "w") as handle:
+        for r in results:
+            for record in r["records"]:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _label(player: str) -> str:
