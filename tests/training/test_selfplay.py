@@ -217,3 +217,12 @@ def test_bad_arguments_exit_with_code_2(capsys):
     with pytest.raises(SystemExit) as raised:
         selfplay.main(["--no_such_option", "1"])
     assert raised.value.code == 2 and "--baseline_rate" in capsys.readouterr().err
+
+
+def test_layout_exploitability_probe_reaches_uniform_play_at_a_high_temperature(tiny_llama):
+    from training import kuhn_llm_exploitability as probe
+    out = probe.main(["--prompts", "turns,compact", "--temperatures", "1,1e6"], preloaded=tiny_llama)
+    for prompt in ("turns", "compact"):
+        assert out[f"{prompt} T=1e+06"]["exploitability"] == pytest.approx(0.4583, abs=1e-3)   # uniform play
+        assert out[f"{prompt} T=1e+06"]["likelier_reply_probability"] == pytest.approx(0.5, abs=1e-3)
+        assert 0.5 < out[f"{prompt} T=1"]["likelier_reply_probability"] <= 1.0
