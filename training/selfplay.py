@@ -511,29 +511,43 @@ def _reply_for(info: dict, action: str, reply_prefix: str) -> str:
     raise ValueError(f"{action!r} is not one of the legal replies")
 
 
-def policy_table(model, tokenizer, config: Config, game_id: str, layout=None) -> dict:
-    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
-    ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
+def information_states(game_id: str) -> list:
+    """(key, env, agent) at every distinct information state of a bridged game, the env replayed
+    to it (:func:`agents.openspiel_bridge.replay`)."""
     from agents import openspiel_bridge as bridge
-    chats, prefixes, keys, infos = [], [], [], []
+    states, keys = [], set()
     for state, ranks, words in bridge.walk(game_id):
         if state.is_terminal():
             continue
         env = bridge.replay(game_id, ranks, words)
         agent = env.agent_selection
         key = bridge.info_key(env.infos[agent])
-        if key in keys:
-            continue
-        keys.append(key)
-        infos.append(env.infos[agent])
+        if key not in keys:
+            keys.add(key)
+            states.append((key, env, agent))
+    return states
+
+
+def state_scores(model, tokenizer, config: Config, game_id: str, layout=None) -> list:
+    """Per information state, ``(key, {word: log-probability})`` of the legal replies after the
+    seat's chat there (:func:`_seat_context`), all scored in one batch."""
+    from agents import openspiel_bridge as bridge
+    rows = []
+    for key, env, agent in information_states(game_id):
+        info = env.infos[agent]
         context, prefix = _seat_context(env, agent, tokenizer, config, layout)
-        chats.append(context)
-        prefixes.append(prefix)
-    options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
-    scores = score_replies(model, tokenizer, chats, options, layout is None)
-    return {key: bridge.softmax({bridge.reply_word(prefix + o, info): x for o, x in zip(opts, row)},
-                                config.temperature)
-            for key, info, prefix, opts, row in zip(keys, infos, prefixes, options, scores)}
+        rows.append((key, info, prefix, candidates(info, prefix), context))
+    scores = score_replies(model, tokenizer, [r[4] for r in rows], [r[3] for r in rows], layout is None)
+    return [(key, {bridge.reply_word(prefix + o, info): x for o, x in zip(options, row)})
+            for (key, info, prefix, options, _), row in zip(rows, scores)]
+
+
+def policy_table(model, tokenizer, config: Config, game_id: str, layout=None) -> dict:
+    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
+    ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
+    from agents.openspiel_bridge import softmax
+    return {key: softmax(scores, config.temperature)
+            for key, scores in state_scores(model, tokenizer, config, game_id, layout)}
 
 
 def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tuple:
