@@ -113,7 +113,8 @@ def seat_assignment(agents: Sequence[str], teams: Sequence[str], team_game: bool
     if opponent == CURRENT:
         return {a: CURRENT for a in agents}
     if team_game:
-        order = sorted(set(teams), key=list(teams).index)
+        # by team name, not by seat: the seats' teams change with the deal, the turn order must not
+        order = sorted(set(teams))
         mine = order[episode_index % len(order)]
         return {a: CURRENT if t == mine else opponent for a, t in zip(agents, teams)}
     mine = agents[episode_index % len(agents)]

@@ -39,9 +39,9 @@ GRPO=(training/grpo_games.py --game rock_paper_scissors --seat player_0 --oppone
 check cuda_visible "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print(torch.cuda.get_device_name(0))"
 check policy_on_cuda "$PY" -c "from agents.registry import make_policy; p = make_policy('smollm2?device=cuda'); \
 assert p.backend.device.type == 'cuda', p.backend.device; print('smollm2 on', p.backend.device)"
-check grpo_hf "$PY" "${GRPO[@]}" --reply_prefix '{"action_type": "' --out "$OUT/grpo_hf"
+check grpo_hf "$PY" "${GRPO[@]}" --out "$OUT/grpo_hf"          # the policy's own prompts (--prompt turns)
 if [ -n "${DRY_RUN:-}" ] || "$PY" -c "import vllm" > /dev/null 2>&1; then
-    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --out "$OUT/grpo_vllm"
+    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --prompt full --out "$OUT/grpo_vllm"
 else
     echo "SKIP grpo_vllm (the vllm package is not installed: pip install vllm)"
 fi

@@ -308,10 +308,12 @@ def grpo_args(out: Path, device: str = "auto", progress: bool = True, **override
 
 
 def finish_run(out: Path, config, before, after=None, trainer=None, started: float = 0.0,
-               train_seconds: float = 0.0, curve_columns: Sequence[str] = (), title: str = "") -> dict:
-    """Save the reward curves (when a trainer ran) and ``metrics.json``; return the metrics."""
+               train_seconds: float = 0.0, curve_columns: Sequence[str] = (), title: str = "",
+               extra: Optional[dict] = None) -> dict:
+    """Save the reward curves (when a trainer ran) and ``metrics.json`` (with ``extra``'s fields);
+    return the metrics."""
     import time
-    metrics = {"config": config_dict(config), "before": before}
+    metrics = {"config": config_dict(config), "before": before, **(extra or {})}
     if trainer is not None:
         save_curves(trainer.state.log_history, out, curve_columns, title)
         metrics.update(after=after, train_seconds=round(train_seconds, 1))

@@ -12,8 +12,16 @@ sampled replies: advantages compare like with like. The rollout function
 by :class:`agents.single_agent.SingleAgentVecEnv`) and returns each episode as one sequence
 whose ``env_mask`` marks the learner's reply tokens: TRL takes the loss on those only, across
 every turn. Reward: the terminal outcome (+1 / 0 / -1) minus ``invalid_penalty`` per invalid
-learner action. ``--prompt compact`` shows the learner a short first view instead of the full
-observation text (:func:`training.multiturn.compact_first_text`).
+learner action.
+
+Prompts (``--prompt``): ``turns`` (the default) builds every prompt with the LLM policy's own
+code (:class:`training.multiturn.PolicyLayout`: the Appendix-E first prompt, the turn messages,
+trimming and the reply prefix the policy prefills), so the adapter is trained on the tokens it
+reads when rated as ``metrics.json``'s ``rate_as`` spec (``socialgym tournament --agents
+"<rate_as>,..."``); ``--policy_options`` gives that spec's other options (``context=``,
+``max_retries=``: they set the trimming budget). ``full`` (the env's observation text) and
+``compact`` (:func:`training.multiturn.compact_first_text`, a short first view) are env-text
+layouts that no policy plays: an adapter trained on them reads other tokens when rated.
 
 Writes to ``--out``:
 
@@ -44,8 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
-from training.multiturn import (episode_specs, hf_generate_fn, play_episodes, role_summary, rollout_output,
-                                vllm_generate_fn)
+from training.multiturn import (episode_specs, hf_generate_fn, make_layout, play_episodes, policy_options,
+                                role_summary, rollout_output, vllm_generate_fn)
 
 
 @dataclass
@@ -78,10 +86,15 @@ class Config:
     """LoRA scaling (alpha / r multiplies the update)"""
     max_new_tokens: int = 24
     """Per learner reply"""
-    prompt: str = "full"
-    """Learner's view: full observation text, or compact (~half the tokens)"""
+    prompt: str = "turns"
+    """Learner's view: turns (the LLM policy's own prompts: what a rated adapter reads), or the
+    env-text layouts full (observation text) / compact (~half the tokens), which no policy plays"""
+    policy_options: str = ""
+    """With --prompt turns: LLM options of the spec that will rate the adapter, e.g. 'context=2048&max_retries=0'
+    (they set its trimming budget; the reply budget and constraint come from --max_new_tokens / --constrained)"""
     reply_prefix: str = ""
-    """Forced start of every reply, e.g. '{"action_type": "' (not in the loss)"""
+    """full / compact: forced start of every reply, e.g. '{"action_type": "' (not in the loss); turns
+    prefills what the policy's backend does (the grammar's forced prefix)"""
     temperature: float = 1.0
     """Sampling temperature of the learner's replies"""
     constrained: bool = True
@@ -131,8 +144,20 @@ def check_config(config: Config) -> None:
     from agents.registry import check_spec
     from agents.single_agent import make_single_agent_env
     from training.common import fail
-    if config.prompt not in ("full", "compact"):
-        fail(f"--prompt must be full or compact, got {config.prompt!r}")
+    if config.prompt not in ("turns", "full", "compact"):
+        fail(f"--prompt must be turns, full or compact, got {config.prompt!r}")
+    if config.prompt == "turns" and config.reply_prefix:
+        fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
+    if config.prompt == "turns" and config.use_vllm:
+        fail("--use_vllm plays the env-text layouts: add --prompt full (or compact)")
+    if config.env_server and (config.eval_actors or config.prompt != "full"):
+        fail("--env_server plays the full prompt in process: drop --eval_actors, add --prompt full")
+    if config.prompt != "turns" and config.policy_options:
+        fail("--policy_options sets the policy's layout: it needs --prompt turns")
+    try:
+        policy_options(config.max_new_tokens, config.constrained, config.policy_options)
+    except ValueError as err:
+        fail(str(err))
     if config.use_vllm and config.constrained and config.reply_prefix:
         fail("--use_vllm with --constrained takes no --reply_prefix (vLLM's schema constrains whole replies)")
     try:
@@ -193,7 +218,13 @@ def mask_spans(episode, tokenizer) -> list:
     return spans
 
 
-def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, make_vec=None):
+def layout_of(config: Config, tokenizer, model):
+    """The policy's layout (``--prompt turns``), else None."""
+    return make_layout(config.prompt, tokenizer, model,
+                       policy_options(config.max_new_tokens, config.constrained, config.policy_options))
+
+
+def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, make_vec=None, layout=None):
     """TRL ``rollout_func(prompts, trainer)``: ``prompts`` is the per-process batch, each episode
     spec already repeated ``num_generations`` times (TRL's RepeatSampler); one episode each."""
     from training.multiturn import EpisodeSpec
@@ -206,16 +237,18 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, mak
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
                                       seed=config.seed * 1_000_003 + trainer.state.global_step,
-                                      constrained=config.constrained, reply_prefix=config.reply_prefix)
+                                      constrained=config.constrained,
+                                      reply_prefix=layout.reply_prefix if layout else config.reply_prefix)
         episodes = play_episodes(specs, generate, tokenizer, pool=pool, max_turns=config.max_turns,
-                                 prompt=config.prompt, reply_prefix=config.reply_prefix, make_vec=make_vec)
+                                 prompt=config.prompt, reply_prefix=config.reply_prefix, make_vec=make_vec,
+                                 layout=layout)
         log.add(trainer.state.global_step, episodes, tokenizer)
         return rollout_output(episodes, config.invalid_penalty)
 
     return rollout
 
 
-def evaluate(model, tokenizer, config: Config, pool=None, adapter=None, make_vec=None) -> dict:
+def evaluate(model, tokenizer, config: Config, pool=None, adapter=None, make_vec=None, layout=None) -> dict:
     """Win / draw / loss rates over ``eval_episodes`` held-out seeds, with 95% intervals. Shards of
     ``eval_batch`` episodes; with ``eval_actors`` they run on Ray actors that load the base model
     plus ``adapter`` (same sampling seeds per shard, so the same episodes as in process)."""
@@ -228,16 +261,16 @@ def evaluate(model, tokenizer, config: Config, pool=None, adapter=None, make_vec
         episodes = ray_play_episodes(specs, config.model, adapter, config.eval_actors, config.eval_batch,
                                      config.max_new_tokens, config.temperature, seed=config.seed + 777,
                                      prompt=config.prompt, reply_prefix=config.reply_prefix,
-                                     constrained=config.constrained)
+                                     constrained=config.constrained, options=layout.options if layout else "")
     else:
         episodes = []
         for shard, start in enumerate(range(0, len(specs), config.eval_batch)):
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
                                       seed=config.seed + 777 + shard, constrained=config.constrained,
-                                      reply_prefix=config.reply_prefix)
+                                      reply_prefix=layout.reply_prefix if layout else config.reply_prefix)
             episodes += play_episodes(specs[start:start + config.eval_batch], generate, tokenizer, pool=pool,
                                       max_turns=config.max_turns, prompt=config.prompt,
-                                      reply_prefix=config.reply_prefix, make_vec=make_vec)
+                                      reply_prefix=config.reply_prefix, make_vec=make_vec, layout=layout)
     n = len(episodes)
     return {"win": rate_with_interval(sum(e.reward > 0 for e in episodes), n),
             "draw": rate_with_interval(sum(e.reward == 0 for e in episodes), n),
@@ -256,8 +289,6 @@ def env_server_vec(config: Config):
     if not config.env_server:
         yield None
         return
-    if config.eval_actors or config.prompt != "full":
-        raise SystemExit("--env_server plays the full prompt in process: drop --eval_actors and --prompt compact")
     from agents.serve.client import RemoteVecEnv
     with contextlib.ExitStack() as stack:
         url = config.env_server
@@ -288,9 +319,10 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     started = time.time()
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
     pool = PolicyPool(seed=config.seed)          # opponents, built once (a frozen model loads once)
+    layout = layout_of(config, tokenizer, model)
 
     # 1. the base policy's win rate
-    before = evaluate(model, tokenizer, config, pool, make_vec=make_vec) if config.eval_before else None
+    before = evaluate(model, tokenizer, config, pool, make_vec=make_vec, layout=layout) if config.eval_before else None
     if before:
         print("before:", json.dumps({k: before[k] for k in ("win", "mean_reward")}))
     if config.steps == 0:                          # evaluation only
@@ -307,7 +339,7 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
-                          rollout_func=make_rollout_func(config, tokenizer, log, pool, make_vec))
+                          rollout_func=make_rollout_func(config, tokenizer, log, pool, make_vec, layout))
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
@@ -315,11 +347,19 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     # 3. the trained policy's win rate; adapter, curves, metrics
     with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
         trainer.model.save_pretrained(folder)
-    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"), make_vec=make_vec)
+    after = evaluate(trainer.model, tokenizer, config, pool, adapter=str(out / "adapter"), make_vec=make_vec,
+                     layout=layout)
     print("after:", json.dumps({k: after[k] for k in ("win", "mean_reward")}))
     return finish_run(out, config, before, after, trainer, started, train_seconds,
                       ["reward", "rewards/episode_reward/mean"],
-                      f"GRPO {config.game} as {config.seat} vs {config.opponents}")
+                      f"GRPO {config.game} as {config.seat} vs {config.opponents}",
+                      extra={"rate_as": rating_spec(config, layout)} if layout else None)
+
+
+def rating_spec(config: Config, layout) -> str:
+    """The agent spec that plays the trained adapter on the prompts it was trained on."""
+    base = "smollm2" if config.model == "smollm2" else "hf:" + config.model.removeprefix("hf:")
+    return f"{base}?adapter={Path(config.out) / 'adapter'}&temperature={config.temperature}&{layout.options}"
 
 
 if __name__ == "__main__":

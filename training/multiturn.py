@@ -1,9 +1,11 @@
 """Whole-episode rollouts of one learner seat as single token sequences, for multi-turn GRPO.
 
-An episode is one chat: the learner's first observation (the game's prompt-ready text) is the
-user prompt; each of the learner's replies is an assistant turn; between two replies the env's
-news (new messages since the learner last acted plus the "--- Now ---" block with the legal
-actions) is a new user turn. The episode becomes
+An episode is one chat: the learner's first prompt is the user prompt; each of the learner's
+replies is an assistant turn; between two replies the env's news is a new user turn. With
+``prompt="turns"`` every prompt is the LLM policy's own (:class:`PolicyLayout`: its layout,
+trimming and prefilled reply prefix, so a rated adapter reads what it was trained on); the
+env-text layouts ``full`` (the observation text, then the new messages and the "--- Now ---"
+block) and ``compact`` are kept for the env server and vLLM paths. The episode becomes
 
     prompt_ids      = chat template of the first user turn, with the assistant header
     completion_ids  = reply 1 | env turn 2 | reply 2 | env turn 3 | ... | reply k
@@ -177,30 +179,181 @@ class Episode:
     learner: str = ""
     truncated: bool = False
     logprobs: Optional[list] = None     # per completion token (vLLM's sampling log-probs; env tokens 0.0)
+    outside_row: int = 0                # decisions played but not in the row (policy layout: see PolicySeat)
 
     def shaped_reward(self, invalid_penalty: float) -> float:
         return self.reward - invalid_penalty * self.invalid_actions
 
 
+class PolicyLayout:
+    """Prompts exactly as the LLM policy lays them out (``prompt=turns``, :mod:`agents.llm.policy`)
+    for a local model with ``options`` (the ``?key=value`` options of a ``smollm2`` / ``hf:`` spec):
+    the Appendix-E first prompt with the chat template's system message, each later decision's
+    user message with only what is new, the oldest history trimmed and the conversation
+    restarted when it outgrows ``context`` (minus the room the options keep for the reply and
+    re-asks), and the reply prefix the policy's backend prefills: the grammar's forced prefix
+    when generating (``constrained``), the legal replies' common prefix in ``mode=score``. An
+    adapter trained on these rows and rated as ``smollm2?adapter=...&<options>`` reads the same
+    tokens in both (``tests/training/test_policy_layout.py`` checks it id for id)."""
+
+    def __init__(self, tokenizer, context: int, options: str = ""):
+        from agents.llm.config import parse_options
+        from agents.llm.transcript import prompt_policy
+        self.config = parse_options(options)
+        if self.config.prompt != "turns":
+            raise ValueError("training needs the policy's prompt=turns layout: prompt=single re-sends the whole "
+                             "prompt at every decision, so a seat's episode is no single token sequence")
+        if self.config.think:
+            raise ValueError("think= is not trained here (its reasoning note is not laid out by the trainer)")
+        self.tokenizer, self.context, self.options = tokenizer, context, options
+        self.policy = prompt_policy(tokenizer, context, self.config, "smollm2?" + options)
+
+    def grammar(self, info: dict):
+        from agents.llm.constraint import reply_grammar
+        if not (self.config.constrained or self.config.mode == "score"):
+            return None
+        try:
+            return reply_grammar(info)
+        except ValueError:                 # no action schema: free text, no prefix
+            return None
+
+    def candidates(self, info: dict) -> Optional[list]:
+        """The legal replies the policy scores (``mode=score`` and a finite list), else None."""
+        grammar = self.grammar(info)
+        return list(grammar.finite) if self.config.mode == "score" and grammar is not None and grammar.finite \
+            else None
+
+    def reply_prefix(self, info: dict) -> str:
+        """The reply text the policy's backend prefills after the prompt for this decision."""
+        from agents.llm.guided import common_prefix, forced_prefix
+        finite = self.candidates(info)
+        if finite:
+            return common_prefix(finite) if len(finite) > 1 else finite[0]
+        grammar = self.grammar(info)
+        return forced_prefix(grammar) if grammar is not None and self.config.constrained else ""
+
+    def seat(self, episode: "Episode", key: tuple, seed: Optional[int] = None) -> "PolicySeat":
+        self.policy.reset(key, seed)
+        return PolicySeat(self, episode, key)
+
+
+def policy_options(max_new_tokens: int, constrained: bool, extra: str = "") -> str:
+    """The LLM options a trainer's layout uses: its reply budget and constraint, then ``extra``
+    (``context=``, ``max_retries=``, ... as the rating spec will give them). ``extra`` may not
+    set what the trainer itself decides (how replies are made, how long they are)."""
+    from agents.llm.config import parse_options
+    from urllib.parse import parse_qsl
+    owned = {"max_new_tokens", "constrained", "mode", "prompt", "think", "adapter"} & {k for k, _ in parse_qsl(extra)}
+    if owned:
+        raise ValueError(f"--policy_options may not set {', '.join(sorted(owned))} (the trainer's own settings)")
+    options = f"max_new_tokens={max_new_tokens}&constrained={int(constrained)}" + (f"&{extra}" if extra else "")
+    parse_options(options)                 # a bad key or value: ValueError naming what is valid
+    return options
+
+
+def make_layout(prompt: str, tokenizer, model, options: str) -> Optional[PolicyLayout]:
+    """The policy's layout for ``prompt=turns`` (``model``'s context length), else None."""
+    if prompt != "turns":
+        return None
+    from agents.llm.hf_backend import model_context
+    return PolicyLayout(tokenizer, model_context(model.config), options)
+
+
+class PolicySeat:
+    """One seat played on the policy's prompts, and its training row in ``episode``.
+
+    :meth:`prompt` returns the ids the policy's model reads before this decision's reply
+    (:func:`agents.llm.hf_backend.prompt_ids` of the policy's chat, prefix included): that is
+    the context to generate or score on. The row is append-only: the first prompt is
+    ``prompt_ids``; each later prompt must start with the row so far, and what it adds is the
+    reply (in the loss) and the env's turn (outside it). The reply's tokens in the row are those
+    the next prompt holds: the chat template re-encodes the reply text, which gives the sampled
+    ids unless the model picked a non-canonical split of the same text, and then the re-encoded
+    ids are kept (what the policy reads from then on; with vLLM log-probs, which belong to the
+    sampled ids, the row stops there instead). The row also stops when the policy restarts the
+    conversation (the static part changed, or it outgrew the context: the oldest history is
+    dropped, so the new prompt no longer extends the old). The later decisions are still played
+    on the policy's prompts but are not in the row; ``episode.outside_row`` counts them."""
+
+    def __init__(self, layout: PolicyLayout, episode: "Episode", key: tuple):
+        self.layout, self.episode, self.key = layout, episode, key
+        self.context: Optional[list] = None
+        self.reply_start = 0                  # index in completion_ids where the last reply starts
+        self.stopped = False
+
+    def prompt(self, info: dict, parts: dict) -> tuple:
+        """(context ids, reply prefix text) of the seat's decision now."""
+        from agents.base import Request
+        from agents.llm.hf_backend import prompt_ids
+        layout = self.layout
+        messages = layout.policy.next_prompt(Request(self.key, None, info, parts))
+        prefix = layout.reply_prefix(info)
+        ids, _ = prompt_ids(layout.tokenizer, messages, prefix, layout.context, layout.config.max_new_tokens,
+                            layout.config.constrained and layout.grammar(info) is not None)
+        self._extend(ids)
+        self.context = ids
+        return ids, prefix
+
+    def reply(self, reply_ids: Sequence[int], text: str, action, logprobs=None) -> None:
+        self.layout.policy.answered(self.key, text)
+        if self.stopped:
+            self.episode.replies.append(text)
+            self.episode.actions.append(action)
+            return
+        self.reply_start = len(self.episode.completion_ids)
+        _add_reply(self.episode, text, action, reply_ids, logprobs)
+
+    def _extend(self, ids: list) -> None:
+        episode = self.episode
+        if not episode.prompt_ids:
+            episode.prompt_ids = list(ids)
+            return
+        if self.stopped:
+            episode.outside_row += 1
+            return
+        before = episode.prompt_ids + episode.completion_ids[:self.reply_start]    # the last context
+        eos = self.layout.tokenizer.eos_token_id
+        start = len(before)
+        end = ids.index(eos, start) if ids[:start] == before and eos in ids[start:] else -1
+        sampled = episode.completion_ids[self.reply_start:]
+        ended = bool(sampled) and sampled[-1] == eos
+        canonical = ids[start:end] + ([eos] if ended else [])
+        if end < 0 or (canonical != sampled and episode.logprobs is not None):
+            self.stopped = True
+            episode.outside_row += 1
+            return
+        del episode.completion_ids[self.reply_start:], episode.env_mask[self.reply_start:]
+        episode.completion_ids += canonical
+        episode.env_mask += [1] * len(canonical)
+        _add_env_turn(episode, ids[start + len(canonical):])
+
+
 def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list], list], tokenizer, pool=None,
-                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "", make_vec=None) -> list:
+                  max_turns: int = 64, prompt: str = "full", reply_prefix: str = "", make_vec=None,
+                  layout: Optional[PolicyLayout] = None) -> list:
     """Play every spec to the end; ``generate(context ids, infos) -> reply ids`` (one of each per
     live episode; ``infos`` are the learner's info dicts, whose legal actions a constrained
     generator follows) makes the learner's replies for all live episodes at once; it may return
-    (replies, per-token log-probs) instead (vLLM), which the episode keeps. ``prompt``: ``full`` (the observation text,
-    then news and the "Now" block) or ``compact`` (:func:`compact_first_text`). Returns one
-    :class:`Episode` per spec. ``reply_prefix`` (e.g. ``{"action_type": "``) starts every reply: its
-    tokens follow each assistant header as env tokens (never in the loss), the model continues it,
-    and the action is parsed from prefix + continuation. ``make_vec`` builds each group's vector
-    env with :class:`~agents.single_agent.SingleAgentVecEnv`'s signature and shape (default: that
-    class; ``functools.partial(agents.serve.client.RemoteVecEnv, url)`` plays through an env server,
-    full prompts only: the compact view reads the local engine's prompt parts)."""
-    if prompt not in ("full", "compact"):
-        raise ValueError(f"prompt must be full or compact, got {prompt!r}")
+    (replies, per-token log-probs) instead (vLLM), which the episode keeps. Returns one
+    :class:`Episode` per spec.
+
+    ``prompt``: ``turns`` (the LLM policy's own layout, built by ``layout``: see
+    :class:`PolicyLayout`; the reply prefix is the one the policy's backend prefills, so
+    ``reply_prefix`` must be empty) or one of two env-text layouts that no policy plays: ``full``
+    (the observation text, then news and the "Now" block) or ``compact``
+    (:func:`compact_first_text`). With those, ``reply_prefix`` (e.g. ``{"action_type": "``) starts
+    every reply: its tokens follow each assistant header as env tokens (never in the loss), the
+    model continues it, and the action is parsed from prefix + continuation. ``make_vec`` builds
+    each group's vector env with :class:`~agents.single_agent.SingleAgentVecEnv`'s signature and
+    shape (default: that class; ``functools.partial(agents.serve.client.RemoteVecEnv, url)`` plays
+    through an env server, full prompts only: the other layouts read the local engine's prompt parts)."""
+    if prompt not in ("turns", "full", "compact"):
+        raise ValueError(f"prompt must be turns, full or compact, got {prompt!r}")
     if make_vec is not None and prompt != "full":
-        raise ValueError("a remote vector env serves the full prompt only (compact reads local prompt parts)")
+        raise ValueError("a remote vector env serves the full prompt only (turns and compact read local prompt parts)")
+    if prompt == "turns" and (layout is None or reply_prefix):
+        raise ValueError("prompt=turns needs the policy's layout and takes its reply prefix from it")
     assembler = ChatAssembler(tokenizer)
-    prefix_ids = tokenizer(reply_prefix, add_special_tokens=False)["input_ids"] if reply_prefix else []
     episodes = [Episode(spec) for spec in specs]
     groups: dict = defaultdict(list)
     for index, spec in enumerate(specs):
@@ -212,37 +365,72 @@ def play_episodes(specs: Sequence[EpisodeSpec], generate: Callable[[list, list],
         # Each episode's outcome comes from the info and truncation of the step that ended it
         # (or of the reset, when the game was over before the learner's first move).
         final = {slot: (infos[slot], False) for slot, done in enumerate(vec.dones) if done}
-        contexts = []
-        for slot, index in enumerate(indices):
-            episodes[index].prompt_ids = assembler.first(_first_text(vec, slot, observations, infos, prompt)) + prefix_ids
-            contexts.append(list(episodes[index].prompt_ids))
+        seats = [layout.seat(episodes[index], ("grpo", index), specs[index].seed) if prompt == "turns" else
+                 _EnvTextSeat(assembler, tokenizer, reply_prefix, episodes[index]) for index in indices]
+        contexts, prefixes = [None] * len(indices), [""] * len(indices)
+
+        def ask(slot):
+            contexts[slot], prefixes[slot] = _prompt(seats[slot], vec, slot, observations, infos, prompt)
+
+        for slot in range(len(indices)):
+            ask(slot)
         for _ in range(max_turns):
             live = [slot for slot, done in enumerate(vec.dones) if not done]
             if not live:
                 break
-            out = generate([contexts[slot] for slot in live], [infos[slot] for slot in live])
+            out = generate([list(contexts[slot]) for slot in live], [infos[slot] for slot in live])
             replies, logprobs = out if isinstance(out, tuple) else (out, [None] * len(live))
             actions: list = [None] * len(indices)
             for slot, reply_ids, reply_logprobs in zip(live, replies, logprobs):
-                text = reply_prefix + tokenizer.decode(reply_ids, skip_special_tokens=True)
+                text = prefixes[slot] + tokenizer.decode(reply_ids, skip_special_tokens=True)
                 actions[slot] = reply_to_action(text, infos[slot])
-                _add_reply(episodes[indices[slot]], text, actions[slot], reply_ids, reply_logprobs)
-                contexts[slot] += list(reply_ids)
+                seats[slot].reply(reply_ids, text, actions[slot], reply_logprobs)
             observations, rewards, terminated, truncated, infos = vec.step(actions)
             dones = vec.dones
             for slot in live:
                 if dones[slot]:
                     final[slot] = (infos[slot], truncated[slot])
-                    continue
-                news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else \
-                    compact_news_text(infos[slot])
-                env_ids = assembler.env_turn(news, episodes[indices[slot]].completion_ids[-1:]) + prefix_ids
-                _add_env_turn(episodes[indices[slot]], env_ids)
-                contexts[slot] += env_ids
+                else:
+                    ask(slot)
         for slot, index in enumerate(indices):
             _settle(episodes[index], final.get(slot))
         vec.close()
     return episodes
+
+
+class _EnvTextSeat:
+    """A seat on the env-text layouts (``full`` / ``compact``), with a fixed reply prefix."""
+
+    def __init__(self, assembler: ChatAssembler, tokenizer, reply_prefix: str, episode: "Episode"):
+        self.assembler, self.reply_prefix, self.episode = assembler, reply_prefix, episode
+        self.prefix_ids = tokenizer(reply_prefix, add_special_tokens=False)["input_ids"] if reply_prefix else []
+        self.context: list = []
+
+    def prompt(self, text: str) -> tuple:
+        episode = self.episode
+        if not episode.prompt_ids:
+            episode.prompt_ids = self.assembler.first(text) + self.prefix_ids
+            self.context = list(episode.prompt_ids)
+        else:
+            env_ids = self.assembler.env_turn(text, episode.completion_ids[-1:]) + self.prefix_ids
+            _add_env_turn(episode, env_ids)
+            self.context += env_ids
+        return self.context, self.reply_prefix
+
+    def reply(self, reply_ids, text: str, action, logprobs=None) -> None:
+        _add_reply(self.episode, text, action, reply_ids, logprobs)
+        self.context += list(reply_ids)
+
+
+def _prompt(seat, vec, slot: int, observations, infos, prompt: str) -> tuple:
+    """(context ids, reply prefix) of the learner's decision now, in its layout."""
+    if prompt == "turns":
+        env = vec.envs[slot]
+        return seat.prompt(infos[slot], env.game.prompt_parts(env.learner))
+    if not seat.episode.prompt_ids:
+        return seat.prompt(_first_text(vec, slot, observations, infos, prompt))
+    news = news_text(observations[slot]["text"], infos[slot]) if prompt == "full" else compact_news_text(infos[slot])
+    return seat.prompt(news)
 
 
 def _first_text(vec, slot: int, observations, infos, prompt: str) -> str:
@@ -289,11 +477,12 @@ def _settle(episode: "Episode", final) -> None:
 
 
 def hf_generate_fn(model, tokenizer, max_new_tokens: int, temperature: float = 1.0, seed: Optional[int] = None,
-                   constrained: bool = False, reply_prefix: str = ""):
+                   constrained: bool = False, reply_prefix="") -> Callable:
     """A ``generate`` for :func:`play_episodes` from a transformers (or PEFT) model: left-padded
     batch, sampling at ``temperature`` (0 = greedy), stop at EOS; reply ids include the EOS.
     ``constrained``: each row is sampled under the grammar of its legal replies (the runner's
-    :class:`agents.llm.guided.Guide`, started after ``reply_prefix``), so every reply is a legal
+    :class:`agents.llm.guided.Guide`, started after ``reply_prefix``: a string, or a function of
+    the row's info such as :meth:`PolicyLayout.reply_prefix`), so every reply is a legal
     action and a GRPO group differs only in *which* legal action it took; the loss still uses
     the model's unconstrained log-probabilities (TRL recomputes them), as usual for
     grammar-constrained RL."""
@@ -355,7 +544,9 @@ class _GrammarProcessor:
                  max_new_tokens: int):
         from agents.llm.constraint import reply_grammar
         from agents.llm.hf_backend import CLOSE_RESERVE
-        self.tokenizer, self.infos, self.reply_prefix = tokenizer, infos, reply_prefix
+        self.tokenizer, self.infos = tokenizer, infos
+        # per row: a fixed prefix, or the one the policy's layout prefills for that decision
+        self.prefixes = [reply_prefix(info) if callable(reply_prefix) else reply_prefix for info in infos]
         self.prompt_width, self.eos = prompt_width, eos
         self.close_at = max(0, max_new_tokens - CLOSE_RESERVE)
         self.grammars = []
@@ -370,8 +561,8 @@ class _GrammarProcessor:
         from agents.llm.guided import Guide, vocab_for
         vocab = vocab_for(self.tokenizer, vocab_size)
         self.guides = []
-        for grammar in self.grammars:
-            guide = Guide(grammar, vocab, prefix=self.reply_prefix) if grammar is not None else None
+        for grammar, prefix in zip(self.grammars, self.prefixes):
+            guide = Guide(grammar, vocab, prefix=prefix) if grammar is not None else None
             self.guides.append(guide if guide is not None and guide.state else None)
 
     def __call__(self, input_ids, scores):

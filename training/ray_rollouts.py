@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from training.multiturn import EpisodeSpec, hf_generate_fn, play_episodes
+from training.multiturn import EpisodeSpec, hf_generate_fn, make_layout, play_episodes
 
 
 class RolloutActor:
     """One learner copy and its opponents' policy pool; plays shards of specs."""
 
     def __init__(self, model: str, adapter: Optional[str], max_new_tokens: int, temperature: float,
-                 prompt: str = "full", reply_prefix: str = "", threads: int = 1, constrained: bool = False):
+                 prompt: str = "full", reply_prefix: str = "", threads: int = 1, constrained: bool = False,
+                 options: str = ""):
         from agents.runner import PolicyPool
         from training.common import load_base
         self.model, self.tokenizer = load_base(model, threads)
@@ -36,13 +37,15 @@ class RolloutActor:
         self.prompt = prompt
         self.reply_prefix = reply_prefix
         self.constrained = constrained
+        self.layout = make_layout(prompt, self.tokenizer, self.model, options)    # prompt=turns: the policy's
         self.pool = PolicyPool()
 
     def play(self, prompts: Sequence[str], seed: int) -> list:
         generate = hf_generate_fn(self.model, self.tokenizer, self.max_new_tokens, self.temperature, seed=seed,
-                                  constrained=self.constrained, reply_prefix=self.reply_prefix)
+                                  constrained=self.constrained,
+                                  reply_prefix=self.layout.reply_prefix if self.layout else self.reply_prefix)
         return play_episodes([EpisodeSpec.from_prompt(p) for p in prompts], generate, self.tokenizer, pool=self.pool,
-                             prompt=self.prompt, reply_prefix=self.reply_prefix)
+                             prompt=self.prompt, reply_prefix=self.reply_prefix, layout=self.layout)
 
 
 def _ensure_ray(address: Optional[str], num_cpus: int):
@@ -62,14 +65,17 @@ def _ensure_ray(address: Optional[str], num_cpus: int):
 def ray_play_episodes(specs: Sequence[EpisodeSpec], model: str = "smollm2", adapter: Optional[str] = None,
                       num_actors: int = 2, shard_size: int = 16, max_new_tokens: int = 24,
                       temperature: float = 1.0, seed: int = 0, address: Optional[str] = None,
-                      prompt: str = "full", reply_prefix: str = "", constrained: bool = False) -> list:
+                      prompt: str = "full", reply_prefix: str = "", constrained: bool = False,
+                      options: str = "") -> list:
     """Play ``specs`` on ``num_actors`` Ray actors (a running cluster at ``address``, else a local
     instance); returns one Episode per spec, in order. Shard ``i`` samples with seed ``seed + i``,
-    so the result does not depend on which actor ran which shard."""
+    so the result does not depend on which actor ran which shard. ``options``: the policy layout's
+    LLM options with ``prompt="turns"`` (:func:`training.multiturn.policy_options`)."""
     ray = _ensure_ray(address, num_actors)
     from ray.util import ActorPool
     actor_cls = ray.remote(num_cpus=1)(RolloutActor)
-    actors = [actor_cls.remote(model, adapter, max_new_tokens, temperature, prompt, reply_prefix, 1, constrained)
+    actors = [actor_cls.remote(model, adapter, max_new_tokens, temperature, prompt, reply_prefix, 1, constrained,
+                               options)
               for _ in range(max(1, num_actors))]
     shards = [[s.prompt() for s in specs[i:i + shard_size]] for i in range(0, len(specs), shard_size)]
     try:

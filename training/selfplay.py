@@ -15,10 +15,12 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    moves are made by the same model with those weights loaded, then the current ones are put
    back (:class:`LoraSwap`).
 2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
-   (its first view, then each reply and the news before its next decision) as one token
-   sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`, the layout of
-   :mod:`training.multiturn`), so the loss covers the learner's own tokens and every seat's turns
-   are training data. Rows past ``rows_per_step`` are dropped (the last episode may fill the
+   as one token sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`),
+   so the loss covers the learner's own tokens and every seat's turns are training data. With
+   ``prompt=turns`` (the default) the chat is the LLM policy's own (:class:`training.multiturn.PolicyLayout`:
+   the prompts a tournament gives a checkpoint rated as ``metrics.json``'s ``rate_as`` spec;
+   the row stops where the policy restarts its chat); ``compact`` / ``full`` are env-text
+   layouts that no policy plays. Rows past ``rows_per_step`` are dropped (the last episode may fill the
    step only partly), rows of checkpoint seats are never kept.
 3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
    the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
@@ -28,8 +30,10 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
    clipping and optimiser are TRL's.
 4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
-   list of the grammar of legal replies, after ``reply_prefix``, with the end-of-turn token) is
-   computed and the reply is drawn from ``softmax(log p / temperature)``. That is the
+   list of the grammar of legal replies after the prefix: with ``prompt=turns`` their common
+   prefix and the reply text alone, as the policy's ``mode=score`` scores them; else after
+   ``reply_prefix`` and with the end-of-turn token) is computed and the reply is drawn from
+   ``softmax(log p / temperature)``. That is the
    distribution the OpenSpiel bridge measures (:func:`policy_fn`), so the exploitability
    reported is the trained policy's. Phases without a finite list (free talk) are generated
    under the grammar instead (:func:`training.multiturn.hf_generate_fn`).
@@ -40,10 +44,13 @@ Reward (``reward``): ``score`` (chips in poker: what exploitability is measured 
 Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
 adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
 baseline, rows kept), ``mask_example.json`` (one row as (text, in_loss) spans),
-``metrics.json`` (config, before/after evaluation with 95% intervals, exploitability per
-checkpoint for poker), ``tournament.jsonl`` (every checkpoint and the heuristic against each
+``metrics.json`` (config, loss per step, exploitability per checkpoint for poker, before/after
+evaluation with 95% intervals, ``rate_as``; written as each part is measured),
+``evaluation.jsonl`` (the evaluation's episodes: step0, the final checkpoint and the heuristic
+in a round robin), ``tournament.jsonl`` (every checkpoint and the heuristic against each
 other, as log records: ``socialgym benchmarks leaderboard <out>/tournament.jsonl`` rates them
-together, an Elo curve over training steps).
+together, an Elo curve over training steps). ``--evaluate <run>`` rates an earlier run's saved
+checkpoints the same way without training (a run stopped early keeps its ``checkpoints/``).
 """
 from __future__ import annotations
 
@@ -58,7 +65,8 @@ from typing import Callable, Optional, Sequence
 
 import socialgym_env
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
-from training.multiturn import ChatAssembler, Episode, compact_first_text, compact_news_text, news_text
+from training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
+                                make_layout, news_text, policy_options)
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 
 
@@ -85,8 +93,12 @@ class Config:
     lora_r: int = _help(8, "LoRA rank")
     lora_alpha: int = _help(16, "LoRA alpha")
     temperature: float = _help(1.0, "sampling temperature of the softmax over legal replies")
-    prompt: str = _help("compact", "the seat's view: compact (short first view) or full (the observation text)")
-    reply_prefix: str = _help('{"action_type": "', "forced start of every reply (never in the loss)")
+    prompt: str = _help("turns", "the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint "
+                                 "reads) or the env-text layouts no policy plays: compact (short first view), full")
+    policy_options: str = _help("", "turns: LLM options of the spec that will rate the checkpoints, e.g. "
+                                    "'context=2048' (they set its trimming budget)")
+    reply_prefix: str = _help('{"action_type": "', "compact / full: forced start of every reply (never in the "
+                                                   "loss); turns prefills the policy's (the legal replies' common prefix)")
     max_new_tokens: int = _help(24, "reply budget for free-text phases (generated, not scored)")
     max_turns: int = _help(24, "decisions per seat before an episode is cut (scored 0)")
     eval_episodes: int = _help(100, "episodes per evaluation matchup (seats alternated)")
@@ -95,42 +107,53 @@ class Config:
     threads: int = _help(2, "torch CPU threads")
     device: str = _help("auto", "auto (a GPU when one is visible), cpu or cuda")
     progress: bool = _help(True, "show a progress bar (steps, ETA) and each step's logged loss")
+    evaluate: str = _help("", "folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base "
+                              "model as step0) with this config, without training; the results go to --out")
     out: str = _help("runs/selfplay", "output folder")
 
 
 # ------------------------------------------------------------------ one seat's chat
 class SeatChat:
-    """The token sequence one seat's policy reads: the first view, then its replies and the news
-    before each later decision; ``env_mask`` 1 on its replies (the :mod:`training.multiturn`
-    layout, one chat per seat)."""
+    """The token sequence one seat's policy reads and its training row (``row``: the first view,
+    then its replies and the news before each later decision; ``env_mask`` 1 on its replies).
+    ``layout`` (``prompt=turns``): the LLM policy's prompts (:class:`training.multiturn.PolicySeat`,
+    append-only up to a restart of the policy's chat); else the env-text layouts (``compact`` /
+    ``full``) with the fixed ``reply_prefix``."""
 
-    def __init__(self, assembler: ChatAssembler, prompt: str, prefix_ids: list, game_name: str):
-        self.assembler, self.prompt, self.prefix_ids, self.game_name = assembler, prompt, prefix_ids, game_name
+    def __init__(self, tokenizer, config: Config, layout=None, key: tuple = ("", ""), seed: Optional[int] = None):
         self.row = Episode(spec=None)
-        self.context: list = []
+        self.prompt, self.layout = config.prompt, layout
+        if layout is not None:
+            self.seat = layout.seat(self.row, key, seed)
+        else:
+            self.seat = _EnvTextSeat(ChatAssembler(tokenizer), tokenizer, config.reply_prefix, self.row)
 
-    def observe(self, env, agent: str) -> list:
-        """Add the seat's view now (first view or news) and return the context to decide on."""
+    def observe(self, env, agent: str) -> tuple:
+        """Add the seat's view now (first view or news); return (context ids, reply prefix)."""
         info = env.infos[agent]
-        if not self.context:
+        if self.layout is not None:
+            return self.seat.prompt(info, env.prompt_parts(agent))
+        if not self.row.prompt_ids:
             text = env.observe(agent)["text"] if self.prompt == "full" else \
                 compact_first_text(env.prompt_parts(agent), info, env.game_info.name)
-            self.row.prompt_ids = self.assembler.first(text) + self.prefix_ids
-            self.context = list(self.row.prompt_ids)
         else:
             text = news_text(env.observe(agent)["text"], info) if self.prompt == "full" else compact_news_text(info)
-            ids = self.assembler.env_turn(text, self.row.completion_ids[-1:]) + self.prefix_ids
-            self.row.completion_ids += ids
-            self.row.env_mask += [0] * len(ids)
-            self.context += ids
-        return self.context
+        return self.seat.prompt(text)
 
     def reply(self, reply_ids: list, text: str, action: str) -> None:
-        self.row.completion_ids += list(reply_ids)
-        self.row.env_mask += [1] * len(reply_ids)
-        self.context += list(reply_ids)
-        self.row.replies.append(text)
-        self.row.actions.append(action)
+        self.seat.reply(list(reply_ids), text, action)
+
+    def close(self) -> None:
+        """Forget the seat's conversation in the layout's policy (an episode's end)."""
+        if self.layout is not None:
+            self.layout.policy.release(self.seat.key)
+
+
+def layout_options(config: Config) -> str:
+    """The LLM options of the policy that plays a checkpoint as trained: scoring mode at the
+    trainer's temperature (with ``adapter=`` added, the tournament spec)."""
+    return (policy_options(config.max_new_tokens, True, config.policy_options)
+            + f"&mode=score&temperature={config.temperature}")
 
 
 # ------------------------------------------------------------------ scoring-mode decisions
@@ -146,35 +169,54 @@ def candidates(info: dict, reply_prefix: str) -> Optional[list]:
     return [c[len(reply_prefix):] for c in finite]
 
 
-def score_replies(model, tokenizer, contexts: list, options: list) -> list:
-    """Per context, the log-probability of each option's tokens plus EOS after it (one batched
-    forward pass, right-padded)."""
+SCORE_TOKENS = 4096      # padded tokens per scoring forward pass: its float32 logits take ~0.8 GB
+
+
+def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
+    """Per context, the log-probability of each option's tokens (plus EOS after it with
+    ``with_eos``: the env-text layouts; the policy's scoring mode, which ``prompt=turns`` plays,
+    scores the reply text alone). Rows (context + option) are right-padded into forward passes
+    of at most ``SCORE_TOKENS`` padded tokens, longest first: an evaluation batch of hundreds of
+    hands would otherwise need its whole vocabulary-wide logits at once."""
     import torch
     eos = tokenizer.eos_token_id
     rows, owners = [], []
     for i, (context, texts) in enumerate(zip(contexts, options)):
         for text in texts:
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [eos]
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
             rows.append((list(context), ids))
             owners.append(i)
-    width = max(len(c) + len(r) for c, r in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    for j, (context, reply) in enumerate(rows):
-        ids = context + reply
-        input_ids[j, :len(ids)] = torch.tensor(ids)
-        mask[j, :len(ids)] = 1
+    device = model.get_input_embeddings().weight.device
+    order = sorted(range(len(rows)), key=lambda j: -(len(rows[j][0]) + len(rows[j][1])))
+    values = [0.0] * len(rows)
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(input_ids=input_ids, attention_mask=mask).logits.float(), dim=-1)
+    start = 0
+    while start < len(order):
+        width = len(rows[order[start]][0]) + len(rows[order[start]][1])
+        chunk = order[start:start + max(1, SCORE_TOKENS // width)]
+        start += len(chunk)
+        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(input_ids)
+        for k, j in enumerate(chunk):
+            ids = rows[j][0] + rows[j][1]
+            input_ids[k, :len(ids)] = torch.tensor(ids)
+            mask[k, :len(ids)] = 1
+        with torch.no_grad():
+            logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+        for k, j in enumerate(chunk):
+            context, reply = rows[j]
+            if reply:
+                picked = torch.log_softmax(logits[k, len(context) - 1:len(context) + len(reply) - 1].float(), dim=-1)
+                values[j] = float(picked[torch.arange(len(reply), device=picked.device),
+                                       torch.tensor(reply, device=picked.device)].sum())
+        del logits
     if was_training:
         model.train()
     out = [[] for _ in contexts]
-    for j, (context, reply) in enumerate(rows):
-        positions = torch.arange(len(context) - 1, len(context) + len(reply) - 1)
-        out[owners[j]].append(float(logprobs[j, positions, torch.tensor(reply)].sum()))
+    for j in range(len(rows)):
+        out[owners[j]].append(values[j])
     return out
 
 
@@ -185,29 +227,33 @@ def softmax_draw(scores: list, temperature: float, rng: random.Random) -> int:
     return rng.choices(range(len(scores)), weights=weights)[0]
 
 
-def make_decider(model, tokenizer, config: Config, rng: random.Random):
-    """``decide(contexts, infos) -> [(reply ids, reply text, action)]`` for one model state:
-    scoring mode over the legal list, constrained generation where the list is not finite."""
+def make_decider(model, tokenizer, config: Config, rng: random.Random, layout=None):
+    """``decide(contexts, infos, prefixes) -> [(reply ids, reply text, action)]`` for one model
+    state: scoring mode over the legal list, constrained generation where the list is not
+    finite; each reply continues its decision's prefix."""
     from training.multiturn import hf_generate_fn, reply_to_action
     eos = tokenizer.eos_token_id
+    with_eos = layout is None
 
-    def decide(contexts: list, infos: list) -> list:
+    def decide(contexts: list, infos: list, prefixes: list) -> list:
         out: list = [None] * len(contexts)
-        options = [candidates(info, config.reply_prefix) for info in infos]
+        options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
         finite = [i for i, o in enumerate(options) if o]
         if finite:
-            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite])
+            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite],
+                                   with_eos)
             for i, row in zip(finite, scores):
                 pick = options[i][softmax_draw(row, config.temperature, rng)]
-                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + [eos]
-                text = config.reply_prefix + pick
+                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
+                text = prefixes[i] + pick
                 out[i] = (ids, text, reply_to_action(text, infos[i]))
         free = [i for i, o in enumerate(options) if not o]
         if free:
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
-                                      seed=rng.getrandbits(31), constrained=True, reply_prefix=config.reply_prefix)
+                                      seed=rng.getrandbits(31), constrained=True,
+                                      reply_prefix=layout.reply_prefix if layout else config.reply_prefix)
             for i, ids in zip(free, generate([contexts[i] for i in free], [infos[i] for i in free])):
-                text = config.reply_prefix + tokenizer.decode(ids, skip_special_tokens=True)
+                text = prefixes[i] + tokenizer.decode(ids, skip_special_tokens=True)
                 out[i] = (ids, text, reply_to_action(text, infos[i]))
         return out
 
@@ -253,18 +299,18 @@ def seat_roles(env) -> tuple:
     return [env.state.team(a) for a in env.possible_agents], bool(info.roles)
 
 
-def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None) -> list:
+def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None,
+         layout=None) -> list:
     """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep; player names are
     :data:`CURRENT`, ``step<N>`` (pool checkpoints, played through ``swap``) or a policy spec of
     :class:`agents.runner.PolicyPool` (``scripted:heuristic``). Returns per episode
     ``{"seed", "seats", "env", "chats": {agent: SeatChat}}`` after the end."""
-    assembler = ChatAssembler(tokenizer)
-    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
     games = []
-    for seed, seats in episodes:
+    for index, (seed, seats) in enumerate(episodes):
         env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
         env.reset(seed=seed)
-        chats = {a: SeatChat(assembler, config.prompt, prefix_ids, env.game_info.name) for a in env.possible_agents}
+        chats = {a: SeatChat(tokenizer, config, layout, (f"selfplay-{index}-{seed}", a), seed)
+                 for a in env.possible_agents}
         games.append({"seed": seed, "seats": seats, "env": env, "chats": chats, "turns": 0, "reset": set()})
     while True:
         pending: dict = {}
@@ -283,11 +329,11 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         for player, group in pending.items():
             agents = [g["env"].agent_selection for g in group]
             if player == CURRENT or player.startswith("step"):
-                contexts = [g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)]
+                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)])
                 infos = [g["env"].infos[a] for g, a in zip(group, agents)]
                 weights = None if player == CURRENT else pool.get(player)
                 with (swap.loaded(weights) if swap is not None else _nothing()):
-                    decisions = deciders["model"](contexts, infos)
+                    decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
                 for g, a, (ids, text, action) in zip(group, agents, decisions):
                     g["chats"][a].reply(ids, text, action)
                     g["env"].step(action)
@@ -304,6 +350,9 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                                                          g["env"].prompt_parts(a))])[0]
                     g["env"].step(decision.action)
                     g["turns"] += 1
+    for g in games:
+        for chat in g["chats"].values():
+            chat.close()
     return games
 
 
@@ -408,7 +457,7 @@ class StepLog:
 
 
 def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: CheckpointPool, log: StepLog,
-                      rng: random.Random, policies):
+                      rng: random.Random, policies, layout=None):
     from training.multiturn import rollout_output
 
     def rollout(prompts, trainer):
@@ -420,8 +469,8 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
         while len(rows) < len(prompts):
             plan = plan_episodes(config, step * 100 + len(plan_all), pool, rng)
             plan_all += plan
-            games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
-                         tokenizer, config, swap=swap, pool=pool)
+            games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                         tokenizer, config, swap=swap, pool=pool, layout=layout)
             rows += collect_rows(games, config, len(prompts) - len(rows))
         before = dict(baseline.values)
         advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
@@ -436,7 +485,7 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
 
 
 # ------------------------------------------------------------------ evaluation
-def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None):
+def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None, layout=None):
     """The model's action distribution at a decision, for :mod:`agents.openspiel_bridge`: the
     softmax over the legal replies' log-probabilities after the seat's chat so far
     (:func:`_seat_context`). :func:`policy_table` is the same for every state at once."""
@@ -445,9 +494,10 @@ def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = N
 
     def fn(env, agent):
         info = env.infos[agent]
-        options = candidates(info, config.reply_prefix)
-        scores = score_replies(model, tokenizer, [_seat_context(env, agent, tokenizer, config)], [options])[0]
-        return softmax({reply_word(config.reply_prefix + o, info): x for o, x in zip(options, scores)}, temp)
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        options = candidates(info, prefix)
+        scores = score_replies(model, tokenizer, [context], [options], layout is None)[0]
+        return softmax({reply_word(prefix + o, info): x for o, x in zip(options, scores)}, temp)
 
     return fn
 
@@ -460,52 +510,68 @@ def _reply_for(info: dict, action: str, reply_prefix: str) -> str:
     raise ValueError(f"{action!r} is not one of the legal replies")
 
 
-def policy_table(model, tokenizer, config: Config, game_id: str) -> dict:
-    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
-    ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
+def information_states(game_id: str) -> list:
+    """(key, env, agent) at every distinct information state of a bridged game, the env replayed
+    to it (:func:`agents.openspiel_bridge.replay`)."""
     from agents import openspiel_bridge as bridge
-    chats, keys, infos = [], [], []
+    states, keys = [], set()
     for state, ranks, words in bridge.walk(game_id):
         if state.is_terminal():
             continue
         env = bridge.replay(game_id, ranks, words)
         agent = env.agent_selection
         key = bridge.info_key(env.infos[agent])
-        if key in keys:
-            continue
-        keys.append(key)
-        infos.append(env.infos[agent])
-        chats.append(_seat_context(env, agent, tokenizer, config))
-    options = [candidates(info, config.reply_prefix) for info in infos]
-    scores = score_replies(model, tokenizer, chats, options)
-    return {key: bridge.softmax({bridge.reply_word(config.reply_prefix + o, info): x for o, x in zip(opts, row)},
-                                config.temperature)
-            for key, info, opts, row in zip(keys, infos, options, scores)}
+        if key not in keys:
+            keys.add(key)
+            states.append((key, env, agent))
+    return states
 
 
-def _seat_context(env, agent: str, tokenizer, config: Config) -> list:
-    """The chat ``agent`` reads at its decision now, rebuilt by replaying the env's turns (its
-    own earlier replies being the legal replies it took)."""
+def state_scores(model, tokenizer, config: Config, game_id: str, layout=None) -> list:
+    """Per information state, ``(key, {word: log-probability})`` of the legal replies after the
+    seat's chat there (:func:`_seat_context`), all scored in one batch."""
+    from agents import openspiel_bridge as bridge
+    rows = []
+    for key, env, agent in information_states(game_id):
+        info = env.infos[agent]
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        rows.append((key, info, prefix, candidates(info, prefix), context))
+    scores = score_replies(model, tokenizer, [r[4] for r in rows], [r[3] for r in rows], layout is None)
+    return [(key, {bridge.reply_word(prefix + o, info): x for o, x in zip(options, row)})
+            for (key, info, prefix, options, _), row in zip(rows, scores)]
+
+
+def policy_table(model, tokenizer, config: Config, game_id: str, layout=None) -> dict:
+    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
+    ``{info_key: {word: probability}}`` for :func:`agents.openspiel_bridge.from_table`."""
+    from agents.openspiel_bridge import softmax
+    return {key: softmax(scores, config.temperature)
+            for key, scores in state_scores(model, tokenizer, config, game_id, layout)}
+
+
+def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tuple:
+    """(context ids, reply prefix) that ``agent`` reads at its decision now, rebuilt by replaying
+    the env's turns (its own earlier replies being the legal replies it took)."""
     from agents.openspiel_bridge import BRIDGE_SEED
-    assembler = ChatAssembler(tokenizer)
-    prefix_ids = tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"] if config.reply_prefix else []
-    eos = tokenizer.eos_token_id
+    eos = [tokenizer.eos_token_id] if layout is None else []
     turns = [(t["agent"], t["action"]) for t in env.episode_record()["turns"]]
     replay = socialgym_env.make(env.game_info.id, log_observations=False,
                                 **{k: v for k, v in env.config.items() if k in ("deal", "num_players")})
     replay.reset(seed=BRIDGE_SEED)
-    chat = SeatChat(assembler, config.prompt, prefix_ids, replay.game_info.name)
+    chat = SeatChat(tokenizer, config, layout, ("bridge", agent), BRIDGE_SEED)
     for actor, action in turns:
         if actor == agent:
-            chat.observe(replay, agent)
-            reply = _reply_for(replay.infos[agent], action, config.reply_prefix)
-            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + [eos], reply, action)
+            _, prefix = chat.observe(replay, agent)
+            reply = _reply_for(replay.infos[agent], action, prefix)
+            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + eos, prefix + reply, action)
         replay.step(action)
-    return chat.observe(replay, agent)
+    context, prefix = chat.observe(replay, agent)
+    chat.close()
+    return list(context), prefix
 
 
 def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
-             seed_offset: int, rng: random.Random) -> list:
+             seed_offset: int, rng: random.Random, layout=None) -> list:
     """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
     plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
     batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
@@ -521,8 +587,8 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
             seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
             plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
             owners.append(p)
-    games = play(plan, {"model": make_decider(model, tokenizer, config, rng), "pool": policies},
-                 tokenizer, config, swap=swap, pool=pool)
+    games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                 tokenizer, config, swap=swap, pool=pool, layout=layout)
     results = []
     for p, (mine, theirs) in enumerate(pairs):
         wins, rewards, records = 0, 0.0, []
@@ -542,20 +608,32 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from agents.runner import PolicyPool
-    from training.common import grpo_args, load_base, lora_config, parse_config, write_json
+    from training.common import fail, grpo_args, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
-    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("compact", "full"):
-        raise SystemExit("error: --reward must be auto, score or outcome and --prompt compact or full")
-    info = socialgym_env.game_class(config.game).info
+    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
+        fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
+    if config.policy_options and config.prompt != "turns":
+        fail("--policy_options sets the policy's layout: it needs --prompt turns")
+    try:
+        options = layout_options(config)
+        info = socialgym_env.game_class(config.game).info
+    except (KeyError, ValueError) as err:
+        fail(str(err).strip("'\""))
     if info.num_players != 2 and not info.team_game and not config.num_players == 2:
-        raise SystemExit(f"error: {config.game} is neither a two-player game nor a team game")
+        fail(f"{config.game} is neither a two-player game nor a team game")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     rng = random.Random(config.seed)
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
+    layout = make_layout(config.prompt, tokenizer, model, options)      # turns: the policy's own prompts
     policies = PolicyPool(seed=config.seed)
     baseline = RoleBaseline(config.baseline_rate)
+    if config.evaluate:
+        peft_model, saved, final = load_checkpoints(model, config)
+        metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}}
+        return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                    metrics, started)
     pool = CheckpointPool(config.pool_size, config.self_play)
     log = StepLog(out)
 
@@ -570,7 +648,8 @@ def main(argv=None, preloaded=None) -> dict:
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
-                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies))
+                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies,
+                                                         layout))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     swap = LoraSwap(peft_model)
     pool.add(0, swap.snapshot())
@@ -594,45 +673,86 @@ def main(argv=None, preloaded=None) -> dict:
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
         peft_model.save_pretrained(str(folder))
     final = f"step{config.steps}"
     saved[final] = swap.snapshot()
 
-    # 2. evaluation: before (the base = step0) / after (final) vs the heuristic and each other
+    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+               "train_seconds": round(train_seconds, 1), "loss": losses}
+    return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                metrics, started)
+
+
+def load_checkpoints(model, config: Config) -> tuple:
+    """``--evaluate``: (PEFT model, {name: LoRA weights}, last name) of an earlier run's
+    ``checkpoints/step<N>`` folders, with the base model (a zero LoRA) as ``step0``."""
+    from peft import get_peft_model
+    from peft.utils import load_peft_weights
+    from training.common import fail, lora_config
+    folders = sorted(Path(config.evaluate).glob("checkpoints/step*"), key=lambda f: int(f.name[4:]))
+    if not folders:
+        fail(f"{config.evaluate} holds no checkpoints/step<N> folders (a training run's --out)")
+    peft_model = get_peft_model(model, lora_config(config.lora_r, config.lora_alpha))
+    saved = {"step0": LoraSwap(peft_model).snapshot()}
+    for folder in folders:
+        saved[folder.name] = load_peft_weights(str(folder), device="cpu")
+    return peft_model, saved, folders[-1].name
+
+
+def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, final: str, layout, policies, rng,
+                         out: Path, options: str, metrics: dict, started: float) -> dict:
+    """Before (the base = step0) / after (``final``) against the heuristic and each other, the
+    exploitability of every checkpoint (poker), the closing tournament; writes metrics.json."""
+    from training.common import write_json
+    swap = LoraSwap(peft_model)
     eval_pool = CheckpointPool(len(saved), 0.0)
     for name, weights in saved.items():
         eval_pool.add(int(name[4:]), weights)
     heuristic = "scripted:heuristic"
-    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
-               "train_seconds": round(train_seconds, 1)}
-    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
-    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng)
-    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
-                             for (mine, theirs), r in zip(pairs, results)}
-    if config.game in ("kuhn_poker", "leduc_poker"):
+    if config.game in ("kuhn_poker", "leduc_poker"):      # first: exact and cheap
         from agents import openspiel_bridge as bridge
         metrics["exploitability"] = {}
         for name, weights in saved.items():
             with swap.loaded(weights):
-                table = policy_table(peft_model, tokenizer, config, config.game)
+                table = policy_table(peft_model, tokenizer, config, config.game, layout)
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
+        write_json(out / "metrics.json", metrics)        # each part as it is measured
+    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
+                       layout)
+    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
+                             for (mine, theirs), r in zip(pairs, results)}
+    _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
+    write_json(out / "metrics.json", metrics)
     if config.tournament_episodes:
         entrants = list(saved) + [heuristic]
         pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
         results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
-                           config.tournament_episodes, 100_000, rng)
-        with atomic_file(out / "tournament.jsonl", "w") as handle:
-            for r in results:
-                for record in r["records"]:
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                           config.tournament_episodes, 100_000, rng, layout)
+        _write_records(out / "tournament.jsonl", results)
         metrics["tournament"] = {"entrants": [_label(n) for n in entrants],
                                  "episodes": sum(len(r["records"]) for r in results),
                                  "log": str(out / "tournament.jsonl")}
+    if layout is not None:      # the agent specs that play each checkpoint on the prompts it was trained on
+        base = "smollm2" if config.model == "smollm2" else "hf:" + config.model.removeprefix("hf:")
+        run = Path(config.evaluate) if config.evaluate else out
+        folders = {name: run / ("adapter" if name == final and not config.evaluate else f"checkpoints/{name}")
+                   for name in saved}
+        metrics["rate_as"] = {name: f"{base}?{options}" if name == "step0" else f"{base}?adapter={folder}&{options}"
+                              for name, folder in folders.items()}
     metrics["total_seconds"] = round(time.time() - started, 1)
     write_json(out / "metrics.json", metrics)
     print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))
     return metrics
+
+
+def _write_records(path: Path, results: list) -> None:
+    with atomic_file(path, "w") as handle:
+        for r in results:
+            for record in r["records"]:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _label(player: str) -> str:

@@ -96,6 +96,19 @@ def chat_ids(tokenizer, messages: list) -> list:
     return list(out)
 
 
+def prompt_ids(tokenizer, messages: list, prefix: str, context: int, max_new_tokens: int,
+               guided: bool) -> tuple[list, int]:
+    """The ids the model reads before a reply: the chat's (:func:`chat_ids`) followed by those of
+    ``prefix`` (text the reply is known to start with), and the number of prefix tokens. A
+    trainer playing the policy's seat builds its contexts with this too (:mod:`training.multiturn`)."""
+    ids = chat_ids(tokenizer, messages)
+    prefix_ids = tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+    limit = context - max_new_tokens - len(prefix_ids) - (GUIDED_EXTRA if guided else 0)
+    if len(ids) > limit:          # last guard; the policy already trimmed history
+        ids = ids[-limit:]
+    return ids + prefix_ids, len(prefix_ids)
+
+
 def model_context(model_config) -> int:
     """A model's context length from its config (2048 when it names none)."""
     return int(getattr(model_config, "max_position_embeddings", 2048) or 2048)
@@ -179,13 +192,8 @@ class HFBackend:
     def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
         """The prompt's token ids followed by those of ``prefix`` (text the reply is known to
         start with), and the number of prefix tokens."""
-        ids = self.encode(item.messages)
-        prefix_ids = self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
-        limit = self.context - self.config.max_new_tokens - len(prefix_ids)
-        limit -= GUIDED_EXTRA if item.grammar is not None else 0
-        if len(ids) > limit:          # last guard; the policy already trimmed history
-            ids = ids[-limit:]
-        return ids + prefix_ids, len(prefix_ids)
+        return prompt_ids(self.tokenizer, item.messages, prefix, self.context, self.config.max_new_tokens,
+                          item.grammar is not None)
 
     def _rows(self, items: list, reuse_cache: bool = True) -> list:
         rows = []

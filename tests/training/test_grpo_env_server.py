@@ -47,7 +47,7 @@ def test_grpo_games_one_step_through_the_env_server(tmp_path, smollm2_copy):
     with BackgroundServer(create_openenv_app(idle_timeout_s=None)) as url:
         metrics = grpo_games.main(["--rounds", "1", "--steps", "1", "--episodes_per_step", "1",
                                    "--num_generations", "2", "--eval_before", "false", "--eval_episodes", "1",
-                                   "--eval_batch", "1", "--max_new_tokens", "4", "--env_server", url,
+                                   "--eval_batch", "1", "--max_new_tokens", "4", "--env_server", url, "--prompt", "full",
                                    "--out", str(tmp_path)], preloaded=smollm2_copy)
         opened = httpx.get(url + "/health").json()["sessions_opened"]
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()

@@ -70,7 +70,7 @@ def test_grpo_hrd_two_step_smoke_run(tmp_path, smollm2_copy):
 
 
 def test_grpo_games_two_step_smoke_run(tmp_path, smollm2_copy):
-    metrics = grpo_games.main(["--rounds", "1", "--prompt", "compact", "--reply_prefix", '{"action_type": "',
+    metrics = grpo_games.main(["--rounds", "1", "--policy_options", "max_retries=0",      # the policy's layout
                                "--steps", "2", "--episodes_per_step", "1", "--num_generations", "2",
                                "--eval_episodes", "2", "--eval_batch", "2", "--max_new_tokens", "4",
                                "--out", str(tmp_path)], preloaded=smollm2_copy)
@@ -80,8 +80,11 @@ def test_grpo_games_two_step_smoke_run(tmp_path, smollm2_copy):
     assert rollouts[0].startswith("step,role") and len(rollouts) == 3                  # one role, 2 steps
     spans = json.loads((tmp_path / "mask_example.json").read_text())
     assert [s["in_loss"] for s in spans] == [False, True]                # prompt (with the reply prefix), reply
-    assert spans[0]["text"].endswith('assistant\n{"action_type": "')
+    assert spans[0]["text"].endswith('assistant\n{"action_type": "')       # the prefix the policy prefills
+    assert "Here is the description of the game" in spans[0]["text"]           # its Appendix-E prompt
     assert metrics["before"]["win"]["n"] == 2
+    assert metrics["rate_as"] == (f"smollm2?adapter={tmp_path / 'adapter'}&temperature=1.0"
+                                  "&max_new_tokens=4&constrained=1&max_retries=0")
     _loads_as_policy(tmp_path / "adapter")
 
 

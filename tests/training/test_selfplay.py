@@ -42,17 +42,54 @@ def vote_spy():
     socialgym_env.unregister_game("vote_spy")
 
 
-def first_legal(tokenizer):
-    """A model stand-in: always the first legal reply; returns what the real decider returns."""
-    def decide(contexts, infos):
+def first_legal(tokenizer, choose=lambda k, options: options[0], seen=None):
+    """A model stand-in: the legal reply ``choose`` picks (default the first) for the k-th
+    decision; returns what the real decider returns (``seen`` collects the contexts)."""
+    seen = [] if seen is None else seen
+
+    def decide(contexts, infos, prefixes):
         out = []
-        for info in infos:
-            option = selfplay.candidates(info, '{"action_type": "')[0]
-            ids = tokenizer(option, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-            text = '{"action_type": "' + option
-            out.append((ids, text, reply_to_action(text, info)))
+        for context, info, prefix in zip(contexts, infos, prefixes):
+            seen.append(list(context))
+            option = choose(len(seen) - 1, selfplay.candidates(info, prefix))
+            ids = tokenizer(option, add_special_tokens=False)["input_ids"]
+            out.append((ids, prefix + option, reply_to_action(prefix + option, info)))
         return out
     return decide
+
+
+def test_self_play_prompts_are_the_scoring_policy_s_token_for_token(tokenizer):
+    """Both Kuhn seats played by the trainer and by the LLM policy in scoring mode (the options
+    of ``layout_options``), same deal and replies: every decision's ids are the same, and each
+    seat's row holds them (its replies in the loss, the rest outside)."""
+    from agents.llm.config import parse_options
+    from agents.llm.policy import LLMPolicy
+    from agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
+    from training.multiturn import PolicyLayout
+    config = selfplay.Config(game="kuhn_poker")
+    options = selfplay.layout_options(config)
+    backend = RecordingBackend(tokenizer, parse_options(options))
+    policy = LLMPolicy(backend, backend.config, "rec")
+    record = run_jobs([EpisodeJob("kuhn_poker", 3, ["rec", "rec"])], PolicyPool(prebuilt={"rec": policy}),
+                      log_path=None)[0]
+    seen = []
+    games = selfplay.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
+                          {"model": first_legal(tokenizer, pick, seen), "pool": None}, tokenizer, config,
+                          layout=PolicyLayout(tokenizer, MODEL_CONTEXT, options))
+    env = games[0]["env"]
+    assert [t["action"] for t in env.episode_record()["turns"]] == [t["action"] for t in record["turns"]] == \
+        ["check", "bet", "call"]
+    assert seen == backend.seen
+    rows = selfplay.collect_rows(games, config, limit=10)
+    assert [r.learner for r in rows] == ["player_0", "player_1"]
+    # player_0 decided twice (seen[0], seen[2]), player_1 once (seen[1])
+    whole = rows[0].prompt_ids + rows[0].completion_ids
+    assert rows[0].prompt_ids == seen[0] and whole[:len(seen[2])] == seen[2] and rows[1].prompt_ids == seen[1]
+    assert "Here is the description of the game" in tokenizer.decode(rows[0].prompt_ids)
+    # the loss covers player_0's two replies ("check", "call") and nothing else
+    in_loss = [t for t, m in zip(rows[0].completion_ids, rows[0].env_mask) if m]
+    assert tokenizer.decode(in_loss) == 'check", "argument": ""}' + 'call", "argument": ""}'
 
 
 def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, tokenizer):
@@ -76,7 +113,7 @@ def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, toke
 
 
 def test_two_player_rows_hold_each_seat_s_whole_chat(tokenizer):
-    config = selfplay.Config(game="kuhn_poker")
+    config = selfplay.Config(game="kuhn_poker", prompt="compact")
     games = selfplay.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
                           {"model": first_legal(tokenizer), "pool": None}, tokenizer, config)
     env = games[0]["env"]
@@ -90,34 +127,59 @@ def test_two_player_rows_hold_each_seat_s_whole_chat(tokenizer):
     assert f"Your card: {card}." in text and "Legal actions: check | bet" in text
 
 
-def test_scoring_mode_distribution_matches_the_bridge(smollm2_base):
-    """The decider and the bridge's policy_fn score the same candidates in the same context."""
+def test_scoring_mode_distribution_is_the_policy_s_and_the_bridge_s(smollm2_base):
+    """The distribution the bridge measures (policy_fn) is the one the rated policy samples
+    from: the LLM policy in scoring mode, through the real local backend, at the same decision."""
     from agents import openspiel_bridge as bridge
+    from agents.llm.config import parse_options
+    from agents.llm.hf_backend import HFBackend
+    from agents.llm.policy import LLMPolicy
+    from training.multiturn import PolicyLayout
     model, tokenizer = smollm2_base
     config = selfplay.Config(game="kuhn_poker")
+    options = selfplay.layout_options(config)
+    layout = PolicyLayout(tokenizer, model.config.max_position_embeddings, options)
     env = bridge.replay("kuhn_poker", ["K", "J"], ["check"])
-    probs = selfplay.policy_fn(model, tokenizer, config)(env, "player_1")
+    probs = selfplay.policy_fn(model, tokenizer, config, layout=layout)(env, "player_1")
     assert set(probs) == {"check", "bet"} and sum(probs.values()) == pytest.approx(1.0)
-    chat = selfplay.SeatChat(selfplay.ChatAssembler(tokenizer), "compact",
-                             tokenizer(config.reply_prefix, add_special_tokens=False)["input_ids"], "Kuhn Poker")
-    context = chat.observe(env, "player_1")
-    options = selfplay.candidates(env.infos["player_1"], config.reply_prefix)
-    scores = selfplay.score_replies(model, tokenizer, [context], [options])[0]
-    assert bridge.softmax(dict(zip(["check", "bet"], scores)))["bet"] == pytest.approx(probs["bet"], abs=1e-6)
+    policy = LLMPolicy(HFBackend("smollm2", parse_options(options)), parse_options(options), "smollm2")
+    policy.reset(("e", "player_1"), 0)
+    decision = policy.act(env.observe("player_1"), env.infos["player_1"], ("e", "player_1"),
+                          env.prompt_parts("player_1"))
+    scores = dict(decision.meta["attempts"][0]["scores"])
+    theirs = bridge.softmax({bridge.reply_word(c, env.infos["player_1"]): x for c, x in scores.items()})
+    assert theirs["bet"] == pytest.approx(probs["bet"], abs=2e-3)
 
 
-def test_two_step_smoke_run(tmp_path, smollm2_copy):
+def lora_weights(folder):
+    from safetensors.torch import load_file
+    return load_file(str(folder / "adapter_model.safetensors"))
+
+
+def test_two_step_smoke_run(tmp_path, tiny_llama):
+    """The real trainer (TRL's GRPO with the RAE advantages, PEFT), 2 steps of one episode on a
+    tiny model: the adapter moved, the loss is finite, only the seats' replies are in the loss."""
+    import copy
+    import math
+    untrained = copy.deepcopy(tiny_llama[0])
     metrics = selfplay.main(["--steps", "2", "--episodes_per_step", "1", "--rows_per_step", "2",
                              "--snapshot_every", "2", "--eval_episodes", "1", "--tournament_episodes", "1",
-                             "--out", str(tmp_path)], preloaded=smollm2_copy)
+                             "--learning_rate", "0.01", "--threads", "1", "--out", str(tmp_path)],
+                            preloaded=tiny_llama)
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["step2"]
+    trained = lora_weights(tmp_path / "adapter")
+    lora_b = [w for name, w in trained.items() if "lora_B" in name]
+    assert lora_b and any(float(w.abs().max()) > 0 for w in lora_b)      # B starts at zero: it moved
+    assert len(metrics["loss"]) == 2 and all(math.isfinite(x) for x in metrics["loss"])
     rollouts = (tmp_path / "rollouts.csv").read_text().splitlines()
     assert rollouts[0].startswith("step,role,rows") and {line.split(",")[0] for line in rollouts[1:]} == {"0", "1"}
     assert sum(int(line.split(",")[2]) for line in rollouts[1:]) == 4                # 2 rows per step
     spans = json.loads((tmp_path / "mask_example.json").read_text())
-    assert spans[0]["in_loss"] is False and spans[1]["in_loss"] is True
-    assert spans[0]["text"].endswith('assistant\n{"action_type": "')
+    assert spans[0]["in_loss"] is False and spans[0]["text"].endswith('assistant\n{"action_type": "')
+    assert "Here is the description of the game" in spans[0]["text"]            # the policy's own prompt
+    replies = {'check", "argument": ""}', 'bet", "argument": ""}', 'call", "argument": ""}', 'fold", "argument": ""}'}
+    assert all(s["text"] in replies for s in spans if s["in_loss"]) and any(s["in_loss"] for s in spans)
     assert set(metrics["exploitability"]) == {"step0", "step2"}
     assert all(0 < value < 2 for value in metrics["exploitability"].values())
     assert set(metrics["evaluation"]) == {"step0 vs scripted:heuristic", "step2 vs scripted:heuristic",
@@ -127,9 +189,40 @@ def test_two_step_smoke_run(tmp_path, smollm2_copy):
     assert len(records) == 3                                       # 3 entrants: 3 pairs x 1 episode
     assert {s["policy"] for r in records for s in r["roster"]} == {
         "selfplay:step0", "selfplay:step2", "scripted:heuristic"}
+    assert metrics["rate_as"]["step2"] == f"smollm2?adapter={tmp_path / 'adapter'}&" + selfplay.layout_options(
+        selfplay.Config()) and metrics["rate_as"]["step0"] == "smollm2?" + selfplay.layout_options(selfplay.Config())
+    # --evaluate rates the saved checkpoints again, without training: the same policies
+    again = selfplay.main(["--evaluate", str(tmp_path), "--eval_episodes", "1", "--tournament_episodes", "0",
+                           "--threads", "1", "--out", str(tmp_path / "again")], preloaded=(untrained, tiny_llama[1]))
+    assert again["exploitability"] == pytest.approx(metrics["exploitability"], abs=1e-9)
+    assert (tmp_path / "again" / "metrics.json").is_file() and "loss" not in again
+
+
+def test_team_game_one_step_trains_the_team_s_seats(tmp_path, tiny_llama, vote_spy):
+    """A hidden-role team game through the real trainer: against a checkpoint the policy plays
+    one whole team, and its rows are that team's seats, keyed by role."""
+    metrics = selfplay.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "2", "--rows_per_step", "3",
+                             "--self_play", "0", "--snapshot_every", "5", "--eval_episodes", "1",
+                             "--tournament_episodes", "0", "--eval_before", "false", "--learning_rate", "0.01",
+                             "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
+    rows = [line.split(",") for line in (tmp_path / "rollouts.csv").read_text().splitlines()[1:]]
+    # episode 0: the spies' team (1 spy) is the policy's, episode 1 the town (2 civilians)
+    assert sorted((r[1], int(r[2])) for r in rows) == [("civilian", 2), ("spy", 1)]
+    assert {r[6] for r in rows} == {"step0"}
+    assert len(metrics["loss"]) == 1 and any(float(w.abs().max()) > 0 for name, w in
+                                             lora_weights(tmp_path / "adapter").items() if "lora_B" in name)
 
 
 def test_bad_arguments_exit_with_code_2(capsys):
     with pytest.raises(SystemExit) as raised:
         selfplay.main(["--no_such_option", "1"])
     assert raised.value.code == 2 and "--baseline_rate" in capsys.readouterr().err
+
+
+def test_layout_exploitability_probe_reaches_uniform_play_at_a_high_temperature(tiny_llama):
+    from training import kuhn_llm_exploitability as probe
+    out = probe.main(["--prompts", "turns,compact", "--temperatures", "1,1e6"], preloaded=tiny_llama)
+    for prompt in ("turns", "compact"):
+        assert out[f"{prompt} T=1e+06"]["exploitability"] == pytest.approx(0.4583, abs=1e-3)   # uniform play
+        assert out[f"{prompt} T=1e+06"]["likelier_reply_probability"] == pytest.approx(0.5, abs=1e-3)
+        assert 0.5 < out[f"{prompt} T=1"]["likelier_reply_probability"] <= 1.0
