@@ -153,6 +153,14 @@ SOCIALGYM = [
     ("serve-bad-opponent", ["serve-env", "--opponents", "bogus"], 2, "unknown policy spec 'bogus'"),
     ("serve-remote-host", ["serve-env", "--host", "0.0.0.0"], 2, "--allow-remote"),
     ("serve-port-not-int", ["serve-env", "--port", "x"], 2, "should be a valid integer"),
+    ("serve-port-out-of-range", ["serve-env", "--port", "70000"], 2, "less than or equal to 65535"),
+    # arena (never starts a server)
+    ("arena-remote-host", ["arena", "--host", "0.0.0.0"], 2, "--allow-remote"),
+    ("arena-bad-model", ["arena", "--models", "nosuch:x"], 2, "unknown policy spec 'nosuch:x'"),
+    ("arena-zero-games", ["arena", "--max-games", "0"], 2, "max_sessions must be >= 1"),
+    ("arena-negative-idle", ["arena", "--idle-timeout", "-1"], 2, "idle_timeout_s must be > 0"),
+    ("arena-port-out-of-range", ["arena", "--port", "70000"], 2, "less than or equal to 65535"),
+    ("arena-log-dir-is-a-file", ["arena", "--log-dir", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
     # export and detect
     ("export-unknown-kind", ["export", "bogus", "{in}/good.jsonl", "--out", "o"], 2, "unknown export 'bogus'"),
     ("export-missing-logs", ["export", "sft", "/no/such.jsonl", "--out", "o"], 2, "/no/such.jsonl"),

@@ -10,7 +10,7 @@ from ..registry import PolicySpecError
 
 
 def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)"),
-              port: int = typer.Option(8000, help="TCP port"),
+              port: int = typer.Option(8000, min=1, max=65535, help="TCP port"),
               allow_remote: bool = typer.Option(False, help="allow binding an address other machines can reach"),
               game: str = typer.Option("prisoners_dilemma", help="default game of a session (a reset may name another)"),
               seat: str = typer.Option("0", help="default seat: index, seat id or role"),
@@ -42,7 +42,7 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
 
 
 def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)"),
-          port: int = typer.Option(8080, help="TCP port"),
+          port: int = typer.Option(8080, min=1, max=65535, help="TCP port"),
           allow_remote: bool = typer.Option(False, help="allow binding an address other machines can reach"),
           models: str = typer.Option("smollm2", help="model specs the lobby may seat, comma-separated (smollm2, "
                                      "hf:..., openai:...; empty: none); scripted specs are always offered"),
@@ -55,9 +55,12 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
           log_level: str = typer.Option("warning", help="uvicorn log level")):
     """Play any game in the browser against people and policies; finished games are logged for
     `socialgym leaderboard <log-dir>` (people as human:<name>)."""
+    from socialgym_env.cli_errors import check_output_folder
+
     from .app import check_host, serve
     from .arena import create_arena_app
 
+    check_output_folder(log_dir, "--log-dir")       # before serving: finished games must have a place
     try:
         check_host(host, allow_remote)
         specs = tuple(s.strip() for s in models.split(",") if s.strip())
