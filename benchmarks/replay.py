@@ -186,22 +186,19 @@ def write_replay(log_path, episode_id: Optional[str], out_html, index: int = 0) 
 
 
 def check_replayable(record: dict, log_path) -> None:
-    """UnknownGameError for a game not registered here, LogFormatError for a roster or turn of
-    the wrong shape: a page of blanks would be a silent wrong replay."""
+    """UnknownGameError for a game not registered here, LogFormatError for a turn by a seat not
+    in the roster or without an action: a page of blanks would be a silent wrong replay."""
     where = f"{log_path}: episode {record.get('episode_id')!r}"
     game = record.get("game")
     if not isinstance(game, str) or game not in game_ids():
         raise UnknownGameError(f"{where} is of game {game!r}, which is not registered here (--game-module "
                                f"PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
-    roster = record.get("roster")
-    if not isinstance(roster, list) or not all(isinstance(s, dict) and isinstance(s.get("agent"), str) for s in roster):
-        raise LogFormatError(f"{where}: roster must be a list of seats, each with an 'agent' id")
-    seats = {s["agent"] for s in roster}
-    for number, turn in enumerate(record.get("turns") or []):
-        if not isinstance(turn, dict) or turn.get("agent") not in seats or "action" not in turn:
-            raise LogFormatError(f"{where}: turn {number} must be an object with an 'agent' of the roster and "
-                                 f"an 'action' (got {json.dumps(turn)[:80]})")
-
+    # The types are read_episodes' validate_record's; what it cannot know is the roster's ids.
+    seats = {s["agent"] for s in record["roster"]}
+    for number, turn in enumerate(record["turns"]):
+        if turn["agent"] not in seats or "action" not in turn:
+            raise LogFormatError(f"{where}: turn {number} must have an 'agent' of the roster and an 'action' "
+                                 f"(got {json.dumps(turn)[:80]})")
 
 def write_record_replay(record: dict, out_html) -> Path:
     out = Path(out_html)

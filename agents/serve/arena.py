@@ -522,25 +522,9 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
     def page():
         return FileResponse(STATIC / "arena.html", media_type="text/html", headers=PAGE_HEADERS)
 
-    @app.get("/", include_in_schema=False)
-    async def lobby_page():
-        return page()
-
-    @app.get("/play/{game_id}/{seat}", include_in_schema=False)
-    async def seat_page(game_id: str, seat: str):
-        return page()
-
-    @app.get("/watch/{game_id}", include_in_schema=False)
-    async def watch_page(game_id: str):
-        return page()
-
-    @app.get("/hotseat/{game_id}", include_in_schema=False)
-    async def hotseat_page(game_id: str):
-        return page()
-
-    @app.get("/replay/{episode_id}", include_in_schema=False)
-    async def replay_page(episode_id: str):
-        return page()
+    # Every page is the same static file; its script reads the path and fetches the view.
+    for path in ("/", "/play/{game_id}/{seat}", "/watch/{game_id}", "/hotseat/{game_id}", "/replay/{episode_id}"):
+        app.add_api_route(path, page, methods=["GET"], include_in_schema=False)
 
     @app.get("/static/{name}", include_in_schema=False)
     async def static(name: str):
