@@ -204,7 +204,8 @@ class PolicyLayout:
             raise ValueError("training needs the policy's prompt=turns layout: prompt=single re-sends the whole "
                              "prompt at every decision, so a seat's episode is no single token sequence")
         if self.config.think:
-            raise ValueError("think= is not trained here (its reasoning note is not laid out by the trainer)")
+            raise ValueError("think= is not trained here: the trainer samples replies under the action grammar "
+                             "alone, without the think-then-act reasoning piece")
         self.tokenizer, self.context, self.options = tokenizer, context, options
         self.policy = prompt_policy(tokenizer, context, self.config, "smollm2?" + options)
 

@@ -135,8 +135,6 @@ class LLMPolicy:
         for request in requests:
             playbook = self.playbooks.get(request.key)
             messages, omitted, chat = self._messages(request, playbook)
-            if self.config.think:     # in place: the seat's kept conversation shows it as sent
-                messages[-1]["content"] += "\n" + THINK_NOTE.format(tokens=self.config.think)
             turn = self._turns.get(request.key, 0)
             self._turns[request.key] = turn + 1
             meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
@@ -226,6 +224,14 @@ class LLMPolicy:
 
     # ------------------------------------------------------------------ prompt layout
     def _messages(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:
+        """:meth:`_layout`'s chat, its last user turn ending with :data:`THINK_NOTE` in think mode:
+        one place, so a replayed or trained prompt (:meth:`next_prompt`) is the one sent."""
+        messages, omitted, chat = self._layout(request, playbook)
+        if self.config.think:     # in place: the seat's kept conversation shows it as sent
+            messages[-1]["content"] += "\n" + THINK_NOTE.format(tokens=self.config.think)
+        return messages, omitted, chat
+
+    def _layout(self, request: Request, playbook: Optional[str]) -> tuple[list, int, dict]:
         """The chat for this decision, the history lines omitted, and the seat's conversation
         record to keep. Turn layout: the seat's previous conversation + its last reply + only
         what is new, while the static part is unchanged and it fits; else the whole prompt."""

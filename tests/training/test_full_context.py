@@ -16,7 +16,7 @@ import socialgym_env
 from agents.jobs import EpisodeJob, PolicyPool
 from agents.llm.config import parse_options
 from agents.llm.hf_backend import HFBackend, chat_ids
-from agents.llm.policy import LLMPolicy
+from agents.llm.policy import THINK_NOTE, LLMPolicy
 from agents.llm.prompt import OMIT_MARKER, SAME_ACTIONS
 from agents.llm.backend import Reply
 from agents.llm.transcript import played_reply
@@ -54,8 +54,9 @@ class Routed:
 
     needs_prompt_parts = True
 
-    def __init__(self, junk_rate: float):
-        self.llm = LLMPolicy(RoutedBackend(parse_options(OPTIONS), junk_rate), parse_options(OPTIONS), LLM_SPEC)
+    def __init__(self, junk_rate: float, spec: str = LLM_SPEC):
+        options = parse_options(spec.partition("?")[2])
+        self.llm = LLMPolicy(RoutedBackend(options, junk_rate), options, spec)
         self.driver = make_policy("scripted:random", seed=3)
 
     def reset(self, key, seed=None):
@@ -72,28 +73,45 @@ class Routed:
         return self.llm.act_batch(requests)
 
 
+def play_logged(game: str, spec: str = LLM_SPEC):
+    """One episode, seat 0 logged by ``spec``'s policy, the other seats' model logs removed;
+    and the chats each seat's backend received per decision."""
+    n = len(socialgym_env.make(game).possible_agents)
+    learner, others = Routed(0.25, spec), Routed(0.0, spec)
+    pool = PolicyPool(prebuilt={spec: learner, "scripted:random": others})
+    job = EpisodeJob(game, 5, [spec] + ["scripted:random"] * (n - 1), config={"max_steps": STEPS})
+    (record,) = run_jobs([job], pool, max_concurrent_episodes=1)
+    assert record["finished"] and not record.get("failed"), (game, record.get("failure"))
+    for turn in record["turns"]:          # seats without a model log no prompts
+        if turn["agent"] != "player_0" or not turn.get("agent_meta"):
+            turn.pop("agent_meta", None)
+    return record, {**learner.llm.backend.sent, **others.llm.backend.sent}
+
+
 @pytest.fixture(scope="module")
 def played(tokenizer):
     """game -> (the episode record, the chats each seat's backend received per decision)."""
-    out = {}
-    for game in GAMES:
-        n = len(socialgym_env.make(game).possible_agents)
-        learner, others = Routed(0.25), Routed(0.0)
-        pool = PolicyPool(prebuilt={LLM_SPEC: learner, "scripted:random": others})
-        job = EpisodeJob(game, 5, [LLM_SPEC] + ["scripted:random"] * (n - 1), config={"max_steps": STEPS})
-        (record,) = run_jobs([job], pool, max_concurrent_episodes=1)
-        assert record["finished"] and not record.get("failed"), (game, record.get("failure"))
-        for turn in record["turns"]:          # seats without a model log no prompts
-            if turn["agent"] != "player_0" or not turn.get("agent_meta"):
-                turn.pop("agent_meta", None)
-        out[game] = (record, {**learner.llm.backend.sent, **others.llm.backend.sent})
-    return out
+    return {game: play_logged(game) for game in GAMES}
 
 
 @pytest.mark.parametrize("game", GAMES)
 def test_rows_are_the_chat_the_policy_was_given(game, played, tokenizer):
-    record, sent = played[game]
-    rows = decision_rows([record], as_spec=LLM_SPEC)
+    check_rows(*played[game], LLM_SPEC, tokenizer)
+
+
+def test_think_mode_rows_end_with_the_note_the_policy_sent(tokenizer):
+    """think=N appends the think-then-act note to each prompt: a logged or rebuilt row holds it."""
+    spec = LLM_SPEC + "&think=8"
+    record, sent = play_logged("prisoners_dilemma", spec)
+    check_rows(record, sent, spec, tokenizer)
+    rows = decision_rows([record], as_spec=spec)
+    assert {row["prompt_as"] for row in rows} == {"logged", spec}
+    note = "\n" + THINK_NOTE.format(tokens=8)       # a re-asked row ends with the re-ask after it
+    assert all(any(m["content"].endswith(note) for m in row["prompt"] if m["role"] == "user") for row in rows)
+
+
+def check_rows(record: dict, sent: dict, spec: str, tokenizer) -> None:
+    rows = decision_rows([record], as_spec=spec)
     assert len(rows) == len(record["turns"]) > 0
     by_seat: dict = {}
     for row in sorted(rows, key=lambda r: r["turn_index"]):
@@ -103,7 +121,7 @@ def test_rows_are_the_chat_the_policy_was_given(game, played, tokenizer):
         # the turn cap may cut a simultaneous round after a seat decided: that move is not logged
         assert 0 <= len(decisions) - len(seat_rows) <= 1, seat
         for row, attempts in zip(seat_rows, decisions):
-            assert row["prompt_as"] == ("logged" if seat == "player_0" else LLM_SPEC)
+            assert row["prompt_as"] == ("logged" if seat == "player_0" else spec)
             # the played reply was written after the last chat sent for this decision
             assert chat_ids(tokenizer, row["prompt"]) == chat_ids(tokenizer, attempts[-1]), (seat, row["turn_index"])
             assert row["prompt"][0]["content"].startswith("Here is the description of the game:") or \
