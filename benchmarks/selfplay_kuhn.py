@@ -31,39 +31,54 @@ import dataclasses
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import socialgym_env
 from agents import openspiel_bridge as bridge
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
 from socialgym_env.atomic import atomic_file, atomic_savefig
+from socialgym_env.docgen import field_help
 
 GAME = "kuhn_poker"
 
 
 @dataclass
 class Config:
-    iterations: int = field(default=800, metadata={"help": "self-play iterations (one batch of episodes and one update each)"})
-    episodes: int = field(default=256, metadata={"help": "episodes (hands) per iteration"})
-    learning_rate: float = field(default=1.0, metadata={"help": "step size on the logits"})
-    kl: float = field(default=0.1, metadata={"help": "KL penalty toward the starting (uniform) policy, as GRPO's beta: -kl x KL(pi || uniform) per decision"})
-    baseline_rate: float = field(default=0.05, metadata={"help": "RAE: per-seat EMA rate, b <- b + rate (R - b)"})
-    average: str = field(default="linear", metadata={"help": "average policy weights: linear (iterate t weighs t, as CFR+) or uniform"})
-    pool_capacity: int = field(default=8, metadata={"help": "past checkpoints kept as opponents"})
-    self_play: float = field(default=0.5, metadata={"help": "probability an episode is against the current policy itself"})
-    snapshot_every: int = field(default=10, metadata={"help": "iterations between checkpoints added to the pool"})
-    eval_every: int = field(default=10, metadata={"help": "iterations between exploitability measurements"})
-    cfr_iterations: int = field(default=200, metadata={"help": "OpenSpiel CFR iterations for the reference curve"})
-    seed: int = field(default=0, metadata={"help": "seed of deals, seating and action draws"})
-    out: str = field(default="runs/selfplay_kuhn", metadata={"help": "output folder (curve.csv, curve.png)"})
+    iterations: int = 800
+    """self-play iterations (one batch of episodes and one update each)"""
+    episodes: int = 256
+    """episodes (hands) per iteration"""
+    learning_rate: float = 1.0
+    """step size on the logits"""
+    kl: float = 0.1
+    """KL penalty toward the starting (uniform) policy, as GRPO's beta: -kl x KL(pi || uniform) per decision"""
+    baseline_rate: float = 0.05
+    """RAE: per-seat EMA rate, b <- b + rate (R - b)"""
+    average: str = "linear"
+    """average policy weights: linear (iterate t weighs t, as CFR+) or uniform"""
+    pool_capacity: int = 8
+    """past checkpoints kept as opponents"""
+    self_play: float = 0.5
+    """probability an episode is against the current policy itself"""
+    snapshot_every: int = 10
+    """iterations between checkpoints added to the pool"""
+    eval_every: int = 10
+    """iterations between exploitability measurements"""
+    cfr_iterations: int = 200
+    """OpenSpiel CFR iterations for the reference curve"""
+    seed: int = 0
+    """seed of deals, seating and action draws"""
+    out: str = "runs/selfplay_kuhn"
+    """output folder (curve.csv, curve.png)"""
 
 
 def parse(argv=None) -> Config:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    docs = field_help(Config)
     for f in dataclasses.fields(Config):
-        parser.add_argument(f"--{f.name}", type=type(f.default), default=f.default, help=f.metadata["help"])
+        parser.add_argument(f"--{f.name}", type=type(f.default), default=f.default, help=docs[f.name].replace("%", "%%"))
     return Config(**vars(parser.parse_args(argv)))
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from socialgym_env.docgen import field_help
 from socialgym_env.atomic import atomic_dir, atomic_file, atomic_savefig, atomic_write_json, atomic_write_text
 
 
@@ -18,22 +19,6 @@ def fail(message: str) -> None:
     """Bad input: one line on stderr, exit code 2 (never a library's traceback)."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
-
-
-def field_help(config_class) -> dict:
-    """Each field's help: the string literal written under it in the class (an attribute
-    docstring, which mkdocstrings shows too), for the field's ``--help`` line."""
-    import ast
-    import inspect
-    import textwrap
-    tree = ast.parse(textwrap.dedent(inspect.getsource(config_class)))
-    body = tree.body[0].body
-    docs = {}
-    for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
 
 
 def config_parser(config_class):

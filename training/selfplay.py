@@ -59,7 +59,7 @@ import json
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -70,46 +70,68 @@ from training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_fi
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 
 
-def _help(default, text: str):
-    return field(default=default, metadata={"help": text})
-
-
 @dataclass
 class Config:
-    game: str = _help("kuhn_poker", "game id; a two-player game or a team game (hidden roles allowed)")
-    num_players: int = _help(0, "players (0 = the game's default)")
-    game_config: str = _help("", "extra game config as JSON, e.g. '{\"dice\": 1}'")
-    model: str = _help("smollm2", "base model: smollm2 (embedded), hf:<folder or .gguf> or a folder")
-    seed: int = _help(0, "seed of deals, seating, pool draws and sampling")
-    steps: int = _help(20, "optimiser steps (one rollout batch each)")
-    episodes_per_step: int = _help(8, "episodes played per step (at most; stops once the rows are full)")
-    rows_per_step: int = _help(12, "training rows (learner seats) per step: TRL's batch")
-    self_play: float = _help(0.5, "probability an episode is against the current policy itself (else a pool checkpoint)")
-    pool_size: int = _help(4, "past checkpoints kept in the opponent pool (the base model is the first)")
-    snapshot_every: int = _help(5, "steps between checkpoints added to the pool (and saved for the tournament)")
-    baseline_rate: float = _help(0.05, "RAE: per-(game, role) EMA rate, b <- b + rate (R - b)")
-    reward: str = _help("auto", "row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)")
-    learning_rate: float = _help(1e-4, "AdamW learning rate of the LoRA weights")
-    lora_r: int = _help(8, "LoRA rank")
-    lora_alpha: int = _help(16, "LoRA alpha")
-    temperature: float = _help(1.0, "sampling temperature of the softmax over legal replies")
-    prompt: str = _help("turns", "the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint "
-                                 "reads) or the env-text layouts no policy plays: compact (short first view), full")
-    policy_options: str = _help("", "turns: LLM options of the spec that will rate the checkpoints, e.g. "
-                                    "'context=2048' (they set its trimming budget)")
-    reply_prefix: str = _help('{"action_type": "', "compact / full: forced start of every reply (never in the "
-                                                   "loss); turns prefills the policy's (the legal replies' common prefix)")
-    max_new_tokens: int = _help(24, "reply budget for free-text phases (generated, not scored)")
-    max_turns: int = _help(24, "decisions per seat before an episode is cut (scored 0)")
-    eval_episodes: int = _help(100, "episodes per evaluation matchup (seats alternated)")
-    tournament_episodes: int = _help(40, "episodes per pair of checkpoints in the closing tournament (0 = none)")
-    eval_before: bool = _help(True, "evaluate the base model before training")
-    threads: int = _help(2, "torch CPU threads")
-    device: str = _help("auto", "auto (a GPU when one is visible), cpu or cuda")
-    progress: bool = _help(True, "show a progress bar (steps, ETA) and each step's logged loss")
-    evaluate: str = _help("", "folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base "
-                              "model as step0) with this config, without training; the results go to --out")
-    out: str = _help("runs/selfplay", "output folder")
+    game: str = "kuhn_poker"
+    """game id; a two-player game or a team game (hidden roles allowed)"""
+    num_players: int = 0
+    """players (0 = the game's default)"""
+    game_config: str = ""
+    """extra game config as JSON, e.g. '{"dice": 1}'"""
+    model: str = "smollm2"
+    """base model: smollm2 (embedded), hf:<folder or .gguf> or a folder"""
+    seed: int = 0
+    """seed of deals, seating, pool draws and sampling"""
+    steps: int = 20
+    """optimiser steps (one rollout batch each)"""
+    episodes_per_step: int = 8
+    """episodes played per step (at most; stops once the rows are full)"""
+    rows_per_step: int = 12
+    """training rows (learner seats) per step: TRL's batch"""
+    self_play: float = 0.5
+    """probability an episode is against the current policy itself (else a pool checkpoint)"""
+    pool_size: int = 4
+    """past checkpoints kept in the opponent pool (the base model is the first)"""
+    snapshot_every: int = 5
+    """steps between checkpoints added to the pool (and saved for the tournament)"""
+    baseline_rate: float = 0.05
+    """RAE: per-(game, role) EMA rate, b <- b + rate (R - b)"""
+    reward: str = "auto"
+    """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
+    learning_rate: float = 1e-4
+    """AdamW learning rate of the LoRA weights"""
+    lora_r: int = 8
+    """LoRA rank"""
+    lora_alpha: int = 16
+    """LoRA alpha"""
+    temperature: float = 1.0
+    """sampling temperature of the softmax over legal replies"""
+    prompt: str = "turns"
+    """the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint reads) or the env-text layouts no policy plays: compact (short first view), full"""
+    policy_options: str = ""
+    """turns: LLM options of the spec that will rate the checkpoints, e.g. 'context=2048' (they set its trimming budget)"""
+    reply_prefix: str = '{"action_type": "'
+    """compact / full: forced start of every reply (never in the loss); turns prefills the policy's (the legal replies' common prefix)"""
+    max_new_tokens: int = 24
+    """reply budget for free-text phases (generated, not scored)"""
+    max_turns: int = 24
+    """decisions per seat before an episode is cut (scored 0)"""
+    eval_episodes: int = 100
+    """episodes per evaluation matchup (seats alternated)"""
+    tournament_episodes: int = 40
+    """episodes per pair of checkpoints in the closing tournament (0 = none)"""
+    eval_before: bool = True
+    """evaluate the base model before training"""
+    threads: int = 2
+    """torch CPU threads"""
+    device: str = "auto"
+    """auto (a GPU when one is visible), cpu or cuda"""
+    progress: bool = True
+    """show a progress bar (steps, ETA) and each step's logged loss"""
+    evaluate: str = ""
+    """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
+    out: str = "runs/selfplay"
+    """output folder"""
 
 
 # ------------------------------------------------------------------ one seat's chat

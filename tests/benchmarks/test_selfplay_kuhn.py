@@ -1,8 +1,11 @@
 """benchmarks/selfplay_kuhn.py: a short seeded run learns (exploitability falls well below the
 uniform policy's 0.4583), reproduces itself, writes its curve and plot, and refuses bad options."""
+import dataclasses
+
 import pytest
 
 from benchmarks import selfplay_kuhn
+from socialgym_env.docgen import field_help
 
 
 def test_short_run_learns_and_writes_the_curve(tmp_path):
@@ -28,3 +31,13 @@ def test_own_reach_multiplies_the_seat_s_earlier_moves():
 def test_bad_average_option_is_refused():
     with pytest.raises(SystemExit, match="linear or uniform"):
         selfplay_kuhn.main(["--average", "best", "--iterations", "1"])
+
+
+def test_every_option_has_a_help_line_from_its_field_docstring(capsys):
+    docs = field_help(selfplay_kuhn.Config)
+    assert sorted(docs) == sorted(f.name for f in dataclasses.fields(selfplay_kuhn.Config))
+    with pytest.raises(SystemExit):
+        selfplay_kuhn.parse(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, line in docs.items():
+        assert f"--{name}" in text and " ".join(line.split()[:4]) in text, name
