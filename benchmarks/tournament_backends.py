@@ -106,12 +106,18 @@ def _bars(total_episodes: int, total_games: int, enabled: bool, already: int = 0
     return episodes, games
 
 
+IN_PLAY_SHOWN = 3       # games named on the status line; a wide run would push the bar off the screen
+
+
 def in_play(games) -> str:
-    """``werewolves x3, coup`` -- the games of the episodes in flight, for the bar's status."""
+    """``werewolves x3, coup`` -- the games of the episodes in flight, for the bar's status:
+    the first :data:`IN_PLAY_SHOWN` games, then how many more."""
     counts: dict = {}
     for game in games:
         counts[game] = counts.get(game, 0) + 1
-    return ", ".join(f"{g} x{n}" if n > 1 else g for g, n in counts.items())
+    shown = [f"{g} x{n}" if n > 1 else g for g, n in list(counts.items())[:IN_PLAY_SHOWN]]
+    more = len(counts) - len(shown)
+    return ", ".join(shown) + (f" +{more} more" if more else "")
 
 
 def _progress_callback(ep_bar, game_bar, shards: dict):

@@ -77,6 +77,7 @@ def test_the_status_line_shows_decisions_and_the_games_in_play():
     assert ticks[-1] == ([], sum(len(r["turns"]) for r in records))
     assert all(a[1] <= b[1] for a, b in zip(ticks, ticks[1:]))              # decisions only grow
     assert backends.in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
+    assert backends.in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
 
     class Bar:
         postfix = None
