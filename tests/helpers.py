@@ -1,8 +1,14 @@
-"""Small helpers shared by the game tests (the conformance checks are public, in
-``socialgym_env.testing``)."""
+"""Small helpers shared by the tests: game helpers (the conformance checks are public, in
+``socialgym_env.testing``) and fake LLM backends. Test modules import them from here, not from a
+conftest: several folders have a ``conftest`` module, and which one ``import conftest`` finds
+depends on which tests are collected together."""
+import json
 import random
 
 import socialgym_env
+from agents.llm.backend import Reply
+from agents.llm.config import LLMConfig
+from agents.llm.policy import LLMPolicy
 from socialgym_env.testing import grammar_sample, random_junk_episode  # noqa: F401  (re-exported)
 
 
@@ -74,3 +80,61 @@ def assert_turn_cap_is_a_draw(game_id: str, seed: int):
     assert set(env.state.result.rewards.values()) == {0.0}
     assert all(env.truncations.values()) and not any(env.terminations.values())
     assert env.game_info.max_steps >= 100
+
+
+# ------------------------------------------------------------------ fake LLM backends
+class FakeBackend:
+    """Answers from a list of replies (or a function of the messages); records every call."""
+
+    kind = "fake"
+    model_name = "fake-model"
+
+    def __init__(self, replies=None, fn=None, budget_chars=0):
+        self.replies = list(replies or [])
+        self.fn = fn
+        self.calls = []          # one list of Completions per complete() call
+        self.released = []
+        self.budget_chars = budget_chars
+
+    def fits(self, messages, share=1.0):
+        return not self.budget_chars or sum(len(m["content"]) for m in messages) <= self.budget_chars * share
+
+    def release(self, key):
+        self.released.append(key)
+
+    def complete(self, items):
+        self.calls.append(list(items))
+        out = []
+        for item in items:
+            if self.fn is not None:
+                out.append(self.fn(item))
+            else:
+                reply = self.replies.pop(0) if self.replies else '{"action_type": "?"}'
+                out.append(reply if isinstance(reply, BaseException) else Reply(reply, {"new_tokens": 1}))
+        return out
+
+
+def fake_policy(replies=None, fn=None, policy_id="fake", **options):
+    config = LLMConfig(**options)
+    return LLMPolicy(FakeBackend(replies, fn), config, policy_id)
+
+
+class SeededChoiceBackend:
+    """Replies cooperate/defect (JSON) from each request's sampling seed; ~15% unusable text."""
+
+    kind = "fake"
+    model_name = "fake-model"
+
+    def complete(self, items):
+        replies = []
+        for item in items:
+            rng = random.Random(item.sample_seed)
+            if rng.random() < 0.15:
+                replies.append(Reply("I am not sure what to do."))
+            else:
+                action = rng.choice(["cooperate", "defect"])
+                replies.append(Reply(json.dumps({"action_type": action, "argument": ""})))
+        return replies
+
+
+EPISODES = 8          # episodes in the training tests' fixed Prisoner's Dilemma log (the pd_log fixture)

@@ -11,7 +11,7 @@ from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 from socialgym_env.actions import MAX_ACTION_CHARS as LONGEST_ACTION, MAX_LOG_TEXT_CHARS as LOG_TEXT_LIMIT
 from socialgym_env.logs import read_episodes
 
-from conftest import FakeBackend, fake_policy
+from helpers import FakeBackend, fake_policy
 
 GOOD = '{"action_type": "defect", "argument": ""}'
 

@@ -3,7 +3,7 @@ their id (SPaRTan names the arm in it) draw the same scripted moves and LLM samp
 from agents.base import seat_seed
 from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 
-from conftest import fake_policy
+from helpers import fake_policy
 
 GOOD = '{"action_type": "cooperate", "argument": ""}'
 

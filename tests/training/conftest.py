@@ -4,38 +4,16 @@ re-asks, against random play); scripted episodes of every detection game; and Sm
 (each test trains a deep copy: PEFT injects adapters into the model it is given)."""
 import copy
 import importlib.util
-import json
-import random
 
 import pytest
 
-from agents.llm.backend import Reply
 from agents.llm.config import LLMConfig
 from agents.llm.policy import LLMPolicy
 import socialgym_env
 from agents.runner import EpisodeJob, PolicyPool, run_jobs
 from training.detection_logs import SHORT_CONFIGS
 
-
-class SeededChoiceBackend:
-    """Replies cooperate/defect (JSON) from each request's sampling seed; ~15% unusable text."""
-
-    kind = "fake"
-    model_name = "fake-model"
-
-    def complete(self, items):
-        replies = []
-        for item in items:
-            rng = random.Random(item.sample_seed)
-            if rng.random() < 0.15:
-                replies.append(Reply("I am not sure what to do."))
-            else:
-                action = rng.choice(["cooperate", "defect"])
-                replies.append(Reply(json.dumps({"action_type": action, "argument": ""})))
-        return replies
-
-
-EPISODES = 8
+from helpers import EPISODES, SeededChoiceBackend
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def test_policy_sampled_candidates_keep_the_replies():
     from agents.llm.config import LLMConfig
     from agents.llm.policy import LLMPolicy
 
-    from conftest import SeededChoiceBackend
+    from helpers import SeededChoiceBackend
     llm = LLMPolicy(SeededChoiceBackend(), LLMConfig(max_retries=1), "fake-llm")
     pool = PolicyPool(prebuilt={"fake-llm": llm})
     env = socialgym_env.make("prisoners_dilemma", rounds=1)

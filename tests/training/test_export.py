@@ -9,7 +9,7 @@ from socialgym_env.logs import read_episodes, replay_observations
 from training.cli import register
 from training.export import ExportFilter, decision_rows, export, load_records, restore_env, sft_dataset
 
-from conftest import EPISODES
+from helpers import EPISODES
 
 
 def test_rows_match_the_log(pd_log):
