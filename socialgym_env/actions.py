@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import random
 import re
 import reprlib
@@ -497,9 +498,36 @@ _SPEC_FACTS: dict = {}
 _SPEC_FACTS_MAX = 4096
 
 
+# A spec with a check reads something besides its fields (equality ignores the check), so it is
+# memoised only when its caller says what that is: cached_spec(key, build) builds it once per
+# key and its enumeration is memoised with it. Bounded like the tables above.
+_KEYED_SPECS: dict = {}          # key -> spec
+_KEYED_FACTS: dict = {}          # id(spec) -> (spec, its facts); the spec held, so the id stays its own
+_KEYED_SPECS_MAX = 512
+
+
+def cached_spec(key, build: Callable[[], "ActionSpec"]) -> "ActionSpec":
+    """The :class:`ActionSpec` that ``build()`` makes, built once for each ``key`` and shared by
+    every decision (and env) that asks with an equal key; its enumeration and texts are
+    computed once with it, even when it has a ``check``. ``key`` is any hashable value that
+    starts with the caller's own name (the game id) and holds everything the spec depends on
+    -- its arguments, its help text and whatever its ``check`` reads (Liar's Dice: the dice in
+    play and the standing bid). A phase whose specs depend on nothing else may return such
+    specs instead of building equal ones at every decision; nothing else changes."""
+    spec = _KEYED_SPECS.get(key)
+    if spec is None:
+        if len(_KEYED_SPECS) >= _KEYED_SPECS_MAX:
+            _KEYED_SPECS.clear()
+            _KEYED_FACTS.clear()
+        spec = _KEYED_SPECS[key] = build()
+        _KEYED_FACTS[id(spec)] = (spec, {})
+    return spec
+
+
 def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
     if spec.check is not None or spec.sampler is not None:
-        return None
+        keyed = _KEYED_FACTS.get(id(spec))
+        return keyed[1] if keyed is not None and keyed[0] is spec else None
     try:
         facts = _SPEC_FACTS.get(spec)
     except TypeError:                     # an argument holding a list: not hashable, not memoised
@@ -578,7 +606,17 @@ _GRAMMAR_FACTS: dict = {}
 _GRAMMAR_FACTS_MAX = 256
 
 
+# The same facts found by the specs' identity: a phase that returns the very spec objects it
+# returned before (kept by the game, or cached_spec) skips hashing and comparing them. An entry
+# holds its specs (its value's ``specs``), so the ids in its key stay theirs.
+_FACTS_BY_IDENTITY: dict = {}
+
+
 def _facts_for(specs: tuple) -> _GrammarFacts:
+    identity = tuple(map(id, specs))
+    facts = _FACTS_BY_IDENTITY.get(identity)
+    if facts is not None:
+        return facts
     for spec in specs:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
@@ -594,7 +632,11 @@ def _facts_for(specs: tuple) -> _GrammarFacts:
     if facts is None:
         if len(_GRAMMAR_FACTS) >= _GRAMMAR_FACTS_MAX:
             _GRAMMAR_FACTS.clear()
+            _FACTS_BY_IDENTITY.clear()
         facts = _GRAMMAR_FACTS[specs] = _GrammarFacts(specs, True)
+    elif all(map(operator.is_, facts.specs, specs)):
+        # the phase returned the objects it returned before: next time found by identity
+        _FACTS_BY_IDENTITY[identity] = facts
     return facts
 
 
@@ -772,9 +814,15 @@ class Grammar:
                 actions, texts, start = [], facts.texts, 0
                 for position, spec in enumerate(self.specs):
                     legal = self._legal(position)
-                    keyword = spec.type
-                    actions.extend([Action(keyword, values, text)
-                                    for values, text in zip(legal, texts[start:start + len(legal)])])
+                    spec_facts = _pure_spec_facts(spec)
+                    listed = spec_facts.get("actions") if spec_facts is not None else None
+                    if listed is None:
+                        keyword = spec.type
+                        listed = [Action(keyword, values, text)
+                                  for values, text in zip(legal, texts[start:start + len(legal)])]
+                        if spec_facts is not None:       # the spec's own, as its texts are
+                            spec_facts["actions"] = listed
+                    actions.extend(listed)
                     start += len(legal)
                 facts.actions = actions
         return facts.actions if facts.actions is not False else None

@@ -76,8 +76,16 @@ class RepeatedMoveGame(Game):
         state.goto(self.round_start_phase(state))
 
     def status(self, state, agent):
-        totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
-        return [f"Round {state.round} of {self.config['rounds']}.", f"Scores so far: {totals}."]
+        # Every seat's status is the same and changes only with the round or the scores: the
+        # lines are kept for the state, round and scores they were made for (a new list each
+        # call, so a caller may change it).
+        key = (state, state.round, *state.scores.values())
+        kept = self.__dict__.get("_status_lines")
+        if kept is None or kept[0] != key:
+            totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
+            kept = self._status_lines = (key, (f"Round {state.round} of {self.config['rounds']}.",
+                                               f"Scores so far: {totals}."))
+        return list(kept[1])
 
     def public_data(self, state, agent):
         return {"round": state.round, "rounds": self.config["rounds"], "history": list(state.g.history),
