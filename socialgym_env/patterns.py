@@ -34,15 +34,42 @@ def rotating_from(first: Callable[[State], str]) -> Callable[[State], list[str]]
 
 
 # ------------------------------------------------------------------ grammar helpers
+_EPISODE_SPECS_MAX = 256
+
+
+def episode_specs(state: State, key, build: Callable[[], Sequence[ActionSpec]]) -> list[ActionSpec]:
+    """The specs ``build()`` makes, built once per episode for each ``key`` (a hashable value
+    holding everything they depend on besides the seats' names, which an episode never
+    changes; start it with the caller's name). A new list of the same spec objects each call,
+    so a caller may extend it; the engine then finds the decision's grammar by identity
+    instead of hashing and comparing freshly built specs."""
+    memo = state.__dict__.get("_episode_specs")
+    if memo is None:
+        memo = state._episode_specs = {}
+    specs = memo.get(key)
+    if specs is None:
+        if len(memo) >= _EPISODE_SPECS_MAX:
+            memo.clear()
+        specs = memo[key] = tuple(build())
+    return list(specs)
+
+
 def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Player:
     return Player(tuple((a, state.name(a)) for a in agents), name=name)
 
 
+_TALK_SPECS: dict = {}
+
+
 def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> list[ActionSpec]:
-    specs = [ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak")]
-    if allow_pass:
-        specs.append(ActionSpec("pass", help="stay silent"))
-    return specs
+    # the same specs for every talk turn of every game: built once per (length, pass) pair,
+    # a new list each call
+    specs = _TALK_SPECS.get((max_length, allow_pass))
+    if specs is None:
+        specs = _TALK_SPECS[max_length, allow_pass] = (
+            (ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak"),)
+            + ((ActionSpec("pass", help="stay silent"),) if allow_pass else ()))
+    return list(specs)
 
 
 # ------------------------------------------------------------------ talk phase
@@ -69,10 +96,10 @@ def talk_phase(name: str, next_phase: Callable[[State], None], *,
 # ------------------------------------------------------------------ votes
 def vote_specs(state: State, voter: str, candidates: Sequence[str], keyword: str = "vote",
                allow_abstain: bool = False, help: str = "") -> list[ActionSpec]:
-    specs = [ActionSpec(keyword, (player_arg(state, candidates),), help=help)]
-    if allow_abstain:
-        specs.append(ActionSpec("abstain", help="vote for nobody"))
-    return specs
+    candidates = tuple(candidates)
+    return episode_specs(state, ("vote_specs", keyword, candidates, allow_abstain, help),
+                         lambda: [ActionSpec(keyword, (player_arg(state, candidates),), help=help)]
+                         + ([ActionSpec("abstain", help="vote for nobody")] if allow_abstain else []))
 
 
 def tally(votes: dict) -> Counter:

@@ -104,7 +104,6 @@ class Views:
         self._issued: list = []
         self._reusable: dict = {}                 # id -> an unheld, unbuilt info of the last state
         self._infos: dict = {}                    # the dict the issued infos were put in
-        self._builders: dict = {}                 # agent -> its info builders (_seat_builders)
 
     # ------------------------------------------------------------------ invalidation
     def before_change(self, build_all: bool) -> None:
@@ -160,28 +159,20 @@ class Views:
         issued = self._issued
         reusable = self._reusable
         game_id = self.game_info.id
-        builders = self._builders
         for agent in agents:
             info = reusable.pop(id(infos.get(agent)), None) if reusable else None
             if agent == selected:      # the selected seat is the first pending one: acting
                 if info is None or info._freeze is None:
-                    seat_builders = builders.get(agent) or self._seat_builders(agent)
-                    info = LazyInfo(seat_builders[1], "game", game_id, seat_builders[2])
+                    info = LazyInfo(functools.partial(self.decision_view, agent, True), "game", game_id,
+                                    functools.partial(self.frozen_decision_view, agent, True))
             elif info is None or info._freeze is not None:
-                info = LazyInfo((builders.get(agent) or self._seat_builders(agent))[0], "agent", agent)
+                info = LazyInfo(functools.partial(self.basic_info, agent), "agent", agent)
             infos[agent] = info
             issued.append(info)
         if reusable:
             for info in reusable.values():
                 info.drop()
             reusable.clear()
-
-    def _seat_builders(self, agent: str) -> tuple:
-        """The seat's info builders (basic, decision, frozen decision), made once per seat."""
-        made = self._builders[agent] = (functools.partial(self.basic_info, agent),
-                                        functools.partial(self.decision_view, agent, True),
-                                        functools.partial(self.frozen_decision_view, agent, True))
-        return made
 
     def basic_info(self, agent: str) -> dict:
         state = self.machine.state

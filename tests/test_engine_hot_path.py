@@ -3,6 +3,7 @@ hand-written constructors of the frozen dataclasses, the inlined enumeration and
 infos issued again when nobody read them, and Text spaces that share their character tables."""
 import dataclasses
 import random
+import re
 
 import pytest
 
@@ -114,3 +115,62 @@ def test_text_spaces_share_their_tables_but_not_their_rng():
     space_b.sample()                           # moving b's RNG leaves a's where it was
     space_a.seed(7)
     assert space_a.sample() == first and space_a.contains(first)
+
+
+def _no_raise_of(standing):
+    return lambda values: None if values > standing else f"must raise {standing}"
+
+
+def test_a_cached_spec_is_built_once_per_key_and_enumerates_as_the_plain_spec():
+    from socialgym_env.actions import cached_spec
+    built = []
+
+    def build(standing):
+        built.append(standing)
+        return ActionSpec("bid", (Int(1, 4), Int(1, 3)), check=_no_raise_of(standing))
+
+    low = cached_spec(("test", "bid", (2, 1)), lambda: build((2, 1)))
+    assert cached_spec(("test", "bid", (2, 1)), lambda: build((2, 1))) is low and built == [(2, 1)]
+    high = cached_spec(("test", "bid", (3, 2)), lambda: build((3, 2)))
+    assert high is not low and high == low          # equal fields; only the key tells their checks apart
+    for spec, standing in ((low, (2, 1)), (high, (3, 2))):
+        plain = ActionSpec("bid", (Int(1, 4), Int(1, 3)), check=_no_raise_of(standing))
+        for _ in range(2):                          # the memoised second look as the first
+            grammar, reference = Grammar([spec]), Grammar([plain])
+            assert grammar.enumerate() == reference.enumerate() == [spec.render(v) for v in _plain_enumeration(plain)]
+            assert grammar.actions() == reference.actions()
+            assert grammar.sample(random.Random(5)) == reference.sample(random.Random(5))
+        with pytest.raises(ActionError, match=re.escape(f"must raise {standing}")):
+            Grammar([spec]).parse("bid 1 1")
+
+
+def test_episode_specs_are_kept_per_episode_and_handed_out_as_new_lists():
+    from socialgym_env.patterns import episode_specs, vote_specs
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=2)
+    state, voter = env.state, env.agents[0]
+    first = vote_specs(state, voter, state.others(voter), allow_abstain=True)
+    fresh = [ActionSpec("vote", (Player(tuple((a, state.name(a)) for a in state.others(voter))),)),
+             ActionSpec("abstain", help="vote for nobody")]
+    assert first == fresh
+    first.append(ActionSpec("pass"))               # the caller's list: the kept one is not changed
+    again = vote_specs(state, voter, state.others(voter), allow_abstain=True)
+    assert again == fresh and all(a is b for a, b in zip(again, first))
+    built = []
+    assert episode_specs(state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")]) == [ActionSpec("pass")]
+    episode_specs(state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")])
+    assert built == [1]
+    env.reset(seed=3)                              # a new episode (other names): built again
+    episode_specs(env.state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")])
+    assert built == [1, 1]
+
+
+def test_matrix_status_lines_follow_the_scores_within_a_round():
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    state, agent = env.state, env.agents[0]
+    before = env.game.status(state, agent)
+    before.append("changed by the caller")
+    state.scores[agent] += 5                       # the same round, other scores: new lines
+    after = env.game.status(state, agent)
+    assert after != before[:2] and f"{state.name(agent)} 5" in after[1] and len(after) == 2
