@@ -607,16 +607,16 @@ _GRAMMAR_FACTS_MAX = 256
 
 
 # The same facts found by the specs' identity: a phase that returns the very spec objects it
-# returned before (kept by the game, or cached_spec) skips hashing and comparing them. An entry
-# holds its specs (its value's ``specs``), so the ids in its key stay theirs.
-_FACTS_BY_IDENTITY: dict = {}
+# returned before (kept by the game, by patterns.episode_specs or cached_spec) skips hashing and
+# comparing them. An entry holds its specs, so the ids in its key stay theirs.
+_FACTS_BY_IDENTITY: dict = {}       # (id of each spec) -> (the specs, their shared facts)
 
 
 def _facts_for(specs: tuple) -> _GrammarFacts:
     identity = tuple(map(id, specs))
-    facts = _FACTS_BY_IDENTITY.get(identity)
-    if facts is not None:
-        return facts
+    known = _FACTS_BY_IDENTITY.get(identity)
+    if known is not None:
+        return known[1]
     for spec in specs:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
@@ -634,9 +634,10 @@ def _facts_for(specs: tuple) -> _GrammarFacts:
             _GRAMMAR_FACTS.clear()
             _FACTS_BY_IDENTITY.clear()
         facts = _GRAMMAR_FACTS[specs] = _GrammarFacts(specs, True)
-    elif all(map(operator.is_, facts.specs, specs)):
-        # the phase returned the objects it returned before: next time found by identity
-        _FACTS_BY_IDENTITY[identity] = facts
+    elif not all(map(operator.is_, facts.specs, specs)):
+        return facts        # equal specs built anew: a phase that builds them at every decision
+    # the first objects of these facts (or them again): next time found by identity
+    _FACTS_BY_IDENTITY[identity] = (facts.specs, facts)
     return facts
 
 
