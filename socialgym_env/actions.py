@@ -231,7 +231,10 @@ class Player(Arg):
         raise ActionError(f"{self.name} must be one of: {names} (got {token!r})")
 
     def render(self, value):
-        return dict(self.candidates).get(value, value)
+        for agent_id, display in reversed(self.candidates):     # the last, as a dict of them would give
+            if agent_id == value:
+                return display
+        return value
 
     def describe(self):
         return f"{self.name} one of: {', '.join(d for _, d in self.candidates)}"
@@ -401,7 +404,9 @@ class ActionSpec:
         Player's name, an Int's digits): an enumeration repeats the same values many times."""
         slots, keyword = self.slots, self.type
         try:
-            words = [{value: slot.render(value) for value in slot.options()} for slot in slots]
+            # a Player's names are its candidates' (what Player.render looks up one by one)
+            words = [dict(slot.candidates) if slot.__class__ is Player else
+                     {value: slot.render(value) for value in slot.options()} for slot in slots]
             if len(slots) == 1:
                 (first,) = words
                 return [f"{keyword} {first[a]}" for (a,) in legal]
