@@ -124,6 +124,8 @@ def clip(text: str, limit: int = MAX_LOG_TEXT_CHARS) -> str:
 def fold(text: str) -> str:
     """The form names and keywords are matched in (the shared rules in ``socialgym_env.games``): NFC, then case folding,
     so a decomposed "Björn" (o + combining diaeresis) is the composed "Björn"."""
+    if text.isascii():
+        return text.lower()         # ASCII is its own NFC form, and folds as it lowers
     return unicodedata.normalize("NFC", text).casefold()
 
 
