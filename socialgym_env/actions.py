@@ -614,9 +614,10 @@ _GRAMMAR_FACTS_MAX = 256
 
 
 # The same facts found by the specs' identity: a phase that returns the very spec objects it
-# returned before (kept by the game, by patterns.episode_specs or cached_spec) skips hashing and
+# returned before (kept by the game, as the matrix games and talk phases do, or cached_spec) skips hashing and
 # comparing them. An entry holds its specs, so the ids in its key stay theirs.
 _FACTS_BY_IDENTITY: dict = {}       # (id of each spec) -> (the specs, their shared facts)
+_FACTS_BY_IDENTITY_MAX = 64         # the lists phases keep are few (a game's moves, talk)
 
 
 def _facts_for(specs: tuple) -> _GrammarFacts:
@@ -644,6 +645,8 @@ def _facts_for(specs: tuple) -> _GrammarFacts:
     elif not all(map(operator.is_, facts.specs, specs)):
         return facts        # equal specs built anew: a phase that builds them at every decision
     # the first objects of these facts (or them again): next time found by identity
+    if len(_FACTS_BY_IDENTITY) >= _FACTS_BY_IDENTITY_MAX:
+        _FACTS_BY_IDENTITY.clear()
     _FACTS_BY_IDENTITY[identity] = (facts.specs, facts)
     return facts
 

@@ -34,26 +34,6 @@ def rotating_from(first: Callable[[State], str]) -> Callable[[State], list[str]]
 
 
 # ------------------------------------------------------------------ grammar helpers
-_EPISODE_SPECS_MAX = 256
-
-
-def episode_specs(state: State, key, build: Callable[[], Sequence[ActionSpec]]) -> list[ActionSpec]:
-    """The specs ``build()`` makes, built once per episode for each ``key`` (a hashable value
-    holding everything they depend on besides the seats' names, which an episode never
-    changes; start it with the caller's name). A new list of the same spec objects each call,
-    so a caller may extend it; the engine then finds the decision's grammar by identity
-    instead of hashing and comparing freshly built specs."""
-    memo = state.__dict__.get("_episode_specs")
-    if memo is None:
-        memo = state._episode_specs = {}
-    specs = memo.get(key)
-    if specs is None:
-        if len(memo) >= _EPISODE_SPECS_MAX:
-            memo.clear()
-        specs = memo[key] = tuple(build())
-    return list(specs)
-
-
 def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Player:
     return Player(tuple((a, state.name(a)) for a in agents), name=name)
 
@@ -96,10 +76,10 @@ def talk_phase(name: str, next_phase: Callable[[State], None], *,
 # ------------------------------------------------------------------ votes
 def vote_specs(state: State, voter: str, candidates: Sequence[str], keyword: str = "vote",
                allow_abstain: bool = False, help: str = "") -> list[ActionSpec]:
-    candidates = tuple(candidates)
-    return episode_specs(state, ("vote_specs", keyword, candidates, allow_abstain, help),
-                         lambda: [ActionSpec(keyword, (player_arg(state, candidates),), help=help)]
-                         + ([ActionSpec("abstain", help="vote for nobody")] if allow_abstain else []))
+    specs = [ActionSpec(keyword, (player_arg(state, candidates),), help=help)]
+    if allow_abstain:
+        specs.append(ActionSpec("abstain", help="vote for nobody"))
+    return specs
 
 
 def tally(votes: dict) -> Counter:

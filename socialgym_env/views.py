@@ -129,12 +129,11 @@ class Views:
             self._state = machine.state
             agents = machine.possible_agents
             self._seat_lines = {a: ([], [], 0) for a in agents}
-            self._seat_clean = {a: [] for a in agents}
+            self._seat_clean = {a: [0, None] for a in agents}
             self._board_lines: list = []
-            self._board_clean: list = []          # the same lines sanitised
+            self._board_checked = 0               # board lines sanitised so far
+            self._board_changed: dict = {}        # board index -> its sanitised line, where it differs
             self._last_legal_block: Optional[tuple] = None    # (shared grammar facts, its lines)
-            self._last_now_block: Optional[tuple] = None      # (facts, phase, instructions, block)
-            self._heads: dict = {}                            # head_key -> the observation's head
         self._epoch = machine.epoch
         self._grammars = {}
         self._observations = {}
@@ -147,7 +146,7 @@ class Views:
         state.update(_grammars={}, _observations={}, _instruction_texts={}, _issued=[], _reusable={},
                      _epoch=-1)
         if "_last_legal_block" in state:      # a shared facts object: not copied with the env
-            state["_last_legal_block"] = state["_last_now_block"] = None
+            state["_last_legal_block"] = None
         return state
 
     # ------------------------------------------------------------------ infos
@@ -289,17 +288,27 @@ class Views:
         return block
 
     def _clean_history(self, agent: str) -> list:
-        """The seat's history lines sanitised (each line once, when first shown; a line with
-        nothing to replace is the same string object, so this list costs no text of its own)."""
+        """The seat's history lines sanitised. Each board line is sanitised once, for every
+        seat, when first shown; the few that change are kept by board index. A seat none of
+        whose lines changed reads its own history list (no list of its own)."""
         lines, indices = self.seat_history(agent)
-        clean = self._seat_clean[agent]
-        if len(clean) < len(lines):
-            # each board line is sanitised once for every seat that sees it
-            board_clean, board = self._board_clean, self._board_lines
-            if len(board_clean) < len(board):
-                board_clean.extend([_OUTSIDE_CHARSET.sub("?", line) for line in board[len(board_clean):]])
-            clean.extend([board_clean[index] for index in indices[len(clean):]])
-        return clean
+        entry = self._seat_clean[agent]        # [lines checked, the clean list, or None: the lines]
+        checked, clean = entry
+        if checked < len(lines):
+            board, changed = self._board_lines, self._board_changed
+            for index in range(self._board_checked, len(board)):
+                line = board[index]
+                cleaned = _OUTSIDE_CHARSET.sub("?", line)       # the same object if nothing to replace
+                if cleaned is not line:
+                    changed[index] = cleaned
+            self._board_checked = len(board)
+            if changed:
+                if clean is None and any(index in changed for index in indices[checked:]):
+                    clean = entry[1] = lines[:checked]
+                if clean is not None:
+                    clean.extend([changed.get(index, line) for index, line in zip(indices[checked:], lines[checked:])])
+            entry[0] = len(lines)
+        return lines if clean is None else clean
 
     def new_messages(self, agent: str) -> list[str]:
         lines, indices = self.seat_history(agent)
@@ -327,25 +336,21 @@ class Views:
         return text
 
     def render_observation(self, agent: str) -> str:
-        # Joined from a few blocks, each sanitised as a whole (sanitising works character by
-        # character, so this equals sanitising every line). The head (rules, who you are, the
-        # goal) is kept per seat for as long as the hooks return the same texts, and the
-        # "Now" block while decisions share their phase, instructions and specs; history lines
-        # are sanitised once, when first shown. Only the secret and status lines, which the
-        # game may change at any step, are joined anew.
+        # Built from a few blocks, each sanitised as a whole (sanitising works character by
+        # character, so this equals sanitising every line); the legal-action block is kept
+        # while decisions share their specs; history lines are sanitised once, when first shown.
         state = self.machine.state
         game = self.game
         seat = state.seat[agent]
+        info = self.game_info
         if self._state is not state:
             self._caches()
-        role = game.known_role(state, agent)[0] if self.game_info.roles else None
-        head_key = (agent, seat.name, role, seat.alive, game.description(state), game.goal(state, agent))
-        head = self._heads.get(head_key)
-        if head is None:
-            if len(self._heads) >= 64:       # a game whose goal text changes as it goes
-                self._heads.clear()
-            head = self._heads[head_key] = self._render_head(*head_key)
-        blocks = [head]
+        # the head in three memoised pieces: the first is every seat's, the others few
+        blocks = [sanitize(f"=== {info.name} ===\n{game.description(state)}\n"),
+                  sanitize(f"You are {seat.name} ({agent})."
+                           + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
+                           + ("" if seat.alive else " You have been eliminated and only watch.")),
+                  sanitize(f"Your goal: {game.goal(state, agent)}")]
         secret = game.secret(state, agent)
         status = game.status(state, agent)
         if secret or status:
@@ -361,7 +366,10 @@ class Views:
         blocks.append("--- What you have seen ---")
         blocks.extend(self._clean_history(agent) or ["(nothing yet)"])
         if self.acting(agent):
-            blocks.append(self._now_block(state.phase, self.instructions(agent), self.grammar(agent)))
+            grammar = self.grammar(agent)
+            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
+            blocks.append(self._legal_block(grammar))
+            blocks.append(ANSWER_FORMAT)
         elif state.result is not None:
             blocks.append(sanitize(f"--- Now ---\nThe game is over: {state.result.reason}."))
         else:
@@ -371,25 +379,3 @@ class Views:
             # Keep the newest history: drop from the front with a marker.
             text = "[... earlier history dropped ...]\n" + text[-(MAX_OBSERVATION_CHARS - 40):]
         return text
-
-    def _render_head(self, agent: str, name: str, role: Optional[str], alive: bool, description: str,
-                     goal: str) -> str:
-        """The observation's first lines: the rules, who the seat is, its goal."""
-        return _OUTSIDE_CHARSET.sub("?", f"=== {self.game_info.name} ===\n{description}\n\nYou are {name} ({agent})."
-                                    + (f" Your role: {role}." if role is not None else "")
-                                    + ("" if alive else " You have been eliminated and only watch.")
-                                    + f"\nYour goal: {goal}")
-
-    def _now_block(self, phase: str, instructions: str, grammar: Grammar) -> str:
-        """The acting seat's last lines: phase and instructions, legal actions, answer format;
-        kept while decisions share them (equal pure specs: the same lines)."""
-        facts = grammar._facts
-        last = self._last_now_block
-        if last is not None and last[0] is facts and last[1] == phase and last[2] == instructions:
-            return last[3]
-        block = "\n".join((sanitize(f"--- Now ---\nPhase: {phase}. {instructions}".rstrip()),
-                           self._legal_block(grammar), ANSWER_FORMAT))
-        if facts.shared:
-            # only the last one: holding every list's facts would outlive their bounded cache
-            self._last_now_block = (facts, phase, instructions, block)
-        return block

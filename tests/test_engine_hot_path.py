@@ -144,27 +144,6 @@ def test_a_cached_spec_is_built_once_per_key_and_enumerates_as_the_plain_spec():
             Grammar([spec]).parse("bid 1 1")
 
 
-def test_episode_specs_are_kept_per_episode_and_handed_out_as_new_lists():
-    from socialgym_env.patterns import episode_specs, vote_specs
-    env = socialgym_env.make("werewolves")
-    env.reset(seed=2)
-    state, voter = env.state, env.agents[0]
-    first = vote_specs(state, voter, state.others(voter), allow_abstain=True)
-    fresh = [ActionSpec("vote", (Player(tuple((a, state.name(a)) for a in state.others(voter))),)),
-             ActionSpec("abstain", help="vote for nobody")]
-    assert first == fresh
-    first.append(ActionSpec("pass"))               # the caller's list: the kept one is not changed
-    again = vote_specs(state, voter, state.others(voter), allow_abstain=True)
-    assert again == fresh and all(a is b for a, b in zip(again, first))
-    built = []
-    assert episode_specs(state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")]) == [ActionSpec("pass")]
-    episode_specs(state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")])
-    assert built == [1]
-    env.reset(seed=3)                              # a new episode (other names): built again
-    episode_specs(env.state, ("test", 1), lambda: built.append(1) or [ActionSpec("pass")])
-    assert built == [1, 1]
-
-
 def test_matrix_status_lines_follow_the_scores_within_a_round():
     env = socialgym_env.make("prisoners_dilemma")
     env.reset(seed=0)
@@ -174,3 +153,22 @@ def test_matrix_status_lines_follow_the_scores_within_a_round():
     state.scores[agent] += 5                       # the same round, other scores: new lines
     after = env.game.status(state, agent)
     assert after != before[:2] and f"{state.name(agent)} 5" in after[1] and len(after) == 2
+
+
+def test_history_lines_are_sanitised_for_every_seat_that_sees_them():
+    env = socialgym_env.make("werewolves", invalid_action="raise")
+    env.reset(seed=5)
+    while env.state.phase != "day_talk":
+        env.skip_dead()
+        agent = env.agent_selection
+        # one night's kill and nothing else: six seats, nobody wins yet
+        env.step("pass" if env.state.phase in ("night_talk", "witch") else env.grammar(agent).sample(env.state.rng).text)
+    for text in ("plain words", "odd \u4e2d\x07 text", "plain again"):
+        env.skip_dead()
+        env.step(f"say {text}")
+    assert env.state.phase == "day_talk"
+    for agent in env.agents:
+        observation = env.observation_text(agent)
+        assert "odd ?? text" in observation and "\u4e2d" not in observation and "\x07" not in observation
+        assert "plain words" in observation and "plain again" in observation
+        assert observation.index("plain words") < observation.index("odd ?? text") < observation.index("plain again")

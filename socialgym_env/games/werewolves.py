@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ..actions import ActionSpec
 from ..game import TEAM, Game, GameInfo, Phase
-from ..patterns import (episode_specs, everyone, player_arg, plurality, role_actors, rotating_from, talk_phase,
+from ..patterns import (everyone, player_arg, plurality, role_actors, rotating_from, talk_phase,
                         team_plurality, vote_specs, vote_values)
 from ..state import State
 
@@ -74,13 +74,6 @@ def night_deaths(victim, saved: bool, poisoned) -> list:
     return deaths
 
 
-def _target_specs(state: State, keyword: str, targets: list, help: str) -> list:
-    """``keyword NAME`` on one of ``targets``: the same specs for the same targets all episode."""
-    targets = tuple(targets)
-    return episode_specs(state, ("werewolves", keyword, targets),
-                         lambda: [ActionSpec(keyword, (player_arg(state, targets),), help=help)])
-
-
 class Werewolves(Game):
     info = GameInfo(
         id="werewolves", name="Werewolves", category="hidden_role", num_players=6,
@@ -110,11 +103,12 @@ class Werewolves(Game):
                        visibility="team", team=TEAM_WOLVES,
                        instructions="Night: talk with your fellow Werewolves (only they hear you), or pass."),
             Phase("wolf_kill", actors=role_actors(WEREWOLF), simultaneous=True, resolve=self._killed,
-                  grammar=lambda s, a: _target_specs(s, "kill", s.on_team(TEAM_VILLAGE), "vote for tonight's victim"),
+                  grammar=lambda s, a: [ActionSpec("kill", (player_arg(s, s.on_team(TEAM_VILLAGE)),),
+                                                   help="vote for tonight's victim")],
                   fallback="random", instructions="Night: vote for the player the Werewolves kill tonight."),
             Phase("seer", actors=role_actors(SEER), resolve=self._inspected,
-                  grammar=lambda s, a: _target_specs(s, "inspect", s.others(a),
-                                                     "learn whether this player is a Werewolf"),
+                  grammar=lambda s, a: [ActionSpec("inspect", (player_arg(s, s.others(a)),),
+                                                   help="learn whether this player is a Werewolf")],
                   fallback="random", instructions="Night: choose a player to inspect."),
             Phase("witch", actors=role_actors(WITCH), resolve=self._witched, grammar=self._witch_grammar,
                   fallback="pass", instructions=self._witch_instructions),
@@ -165,17 +159,11 @@ class Werewolves(Game):
         state.goto("witch")
 
     def _witch_grammar(self, state, agent):
-        g = state.g
-        others = tuple(state.others(agent))
-        return episode_specs(state, ("werewolves", "witch", g.save_used, g.poison_used, g.victim, others),
-                             lambda: self._witch_specs(state, others))
-
-    def _witch_specs(self, state, others):
         specs = []
         if not state.g.save_used:
             specs.append(ActionSpec("save", help=f"save {state.name(state.g.victim)} (once per game)"))
         if not state.g.poison_used:
-            specs.append(ActionSpec("poison", (player_arg(state, others),),
+            specs.append(ActionSpec("poison", (player_arg(state, state.others(agent)),),
                                     help="kill this player too (once per game)"))
         specs.append(ActionSpec("pass", help="use no potion tonight"))
         return specs
