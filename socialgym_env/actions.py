@@ -56,6 +56,9 @@ def encodable(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+_PLAIN_SCALARS = frozenset((int, float, bool, type(None)))
+
+
 def encodable_data(value):
     """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers) with every string,
     keys included, passed through :func:`encodable`. For what callers attach to records
@@ -65,6 +68,18 @@ def encodable_data(value):
     if isinstance(value, str):
         return encodable(value) if _LONE_SURROGATE.search(value) else value
     if isinstance(value, dict):
+        # the usual case, a flat dict of ASCII keys and scalars (a config): nothing to replace
+        for key, item in value.items():
+            if key.__class__ is not str or not key.isascii():
+                break
+            kind = item.__class__
+            if kind is str:
+                if not item.isascii():
+                    break
+            elif kind not in _PLAIN_SCALARS:
+                break
+        else:
+            return value
         items = [(encodable_data(k), encodable_data(v)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
             return value

@@ -172,3 +172,12 @@ def test_history_lines_are_sanitised_for_every_seat_that_sees_them():
         assert "odd ?? text" in observation and "\u4e2d" not in observation and "\x07" not in observation
         assert "plain words" in observation and "plain again" in observation
         assert observation.index("plain words") < observation.index("odd ?? text") < observation.index("plain again")
+
+
+def test_a_flat_config_passes_through_encodable_data_as_itself_unless_it_holds_a_surrogate():
+    from socialgym_env.actions import encodable_data
+    plain = {"rounds": 5, "invalid_action": "raise", "ratio": 0.5, "flag": True, "none": None, "name": "Björn"}
+    assert encodable_data(plain) is plain
+    for bad in ({"name": "a\ud800"}, {"k\udc00": 1}, {"nested": ["\udcff"]}):
+        cleaned = encodable_data(bad)
+        assert cleaned is not bad and "\ufffd" in repr(cleaned) and "\\ud" not in repr(cleaned)
