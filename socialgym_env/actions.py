@@ -840,15 +840,9 @@ class Grammar:
                 actions, texts, start = [], facts.texts, 0
                 for position, spec in enumerate(self.specs):
                     legal = self._legal(position)
-                    spec_facts = _pure_spec_facts(spec)
-                    listed = spec_facts.get("actions") if spec_facts is not None else None
-                    if listed is None:
-                        keyword = spec.type
-                        listed = [Action(keyword, values, text)
-                                  for values, text in zip(legal, texts[start:start + len(legal)])]
-                        if spec_facts is not None:       # the spec's own, as its texts are
-                            spec_facts["actions"] = listed
-                    actions.extend(listed)
+                    keyword = spec.type
+                    actions.extend([Action(keyword, values, text)
+                                    for values, text in zip(legal, texts[start:start + len(legal)])])
                     start += len(legal)
                 facts.actions = actions
         return facts.actions if facts.actions is not False else None
