@@ -106,7 +106,7 @@ def _num(x: float) -> str:
     return text
 
 
-_CHOICE_SPECS: dict = {}       # MatrixGame subclass -> its move specs
+_CHOICE_SPECS: dict = {}       # (MatrixGame subclass, choices, help texts) -> the move specs
 
 
 class MatrixGame(RepeatedMoveGame):
@@ -118,12 +118,19 @@ class MatrixGame(RepeatedMoveGame):
     choice_help: dict = {}
 
     def move_specs(self, state, agent):
-        # The same specs at every decision of every env (choices and their help are fixed per
-        # game class): built once per class; a new list each time, so a caller may extend it.
-        cls = type(self)
-        specs = _CHOICE_SPECS.get(cls)
+        # The same specs at every decision of every env with the same choices and help (the
+        # engine then finds them by identity): kept per game object, shared between objects
+        # through a table keyed by them; a new list each time, so a caller may extend it.
+        specs = self.__dict__.get("_choice_specs")
         if specs is None:
-            specs = _CHOICE_SPECS[cls] = tuple(ActionSpec(c, help=self.choice_help.get(c, "")) for c in self.choices)
+            help_texts = tuple(self.choice_help.get(c, "") for c in self.choices)
+            key = (type(self), tuple(self.choices), help_texts)
+            specs = _CHOICE_SPECS.get(key)
+            if specs is None:
+                if len(_CHOICE_SPECS) >= 256:
+                    _CHOICE_SPECS.clear()
+                specs = _CHOICE_SPECS[key] = tuple(ActionSpec(c, help=h) for c, h in zip(self.choices, help_texts))
+            self._choice_specs = specs
         return list(specs)
 
     def payoffs(self, state, moves):

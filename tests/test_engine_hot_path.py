@@ -181,3 +181,21 @@ def test_a_flat_config_passes_through_encodable_data_as_itself_unless_it_holds_a
     for bad in ({"name": "a\ud800"}, {"k\udc00": 1}, {"nested": ["\udcff"]}):
         cleaned = encodable_data(bad)
         assert cleaned is not bad and "\ufffd" in repr(cleaned) and "\\ud" not in repr(cleaned)
+
+
+def test_matrix_move_specs_are_shared_only_between_games_with_the_same_choices():
+    from socialgym_env.games.prisoners_dilemma import PrisonersDilemma
+    first, second = (socialgym_env.make("prisoners_dilemma") for _ in range(2))
+    specs = first.game.move_specs(None, "player_0")
+    assert all(a is b for a, b in zip(specs, second.game.move_specs(None, "player_0")))
+    specs.append(ActionSpec("pass"))                     # the caller's list only
+    assert len(first.game.move_specs(None, "player_0")) == 2
+
+    class Wider(PrisonersDilemma):                        # a variant whose choices its config sets
+        def __init__(self, config):
+            self.choices = tuple(config.get("choices", self.choices))
+            super().__init__(config)
+
+    wide = Wider({"rounds": 1, "choices": ("cooperate", "defect", "abstain")})
+    assert [s.type for s in wide.move_specs(None, "player_0")] == ["cooperate", "defect", "abstain"]
+    assert [s.type for s in Wider({"rounds": 1}).move_specs(None, "player_0")] == ["cooperate", "defect"]
