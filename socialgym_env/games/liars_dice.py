@@ -136,8 +136,8 @@ class LiarsDice(Game):
         g = state.g
         standing = tuple(g.bid) if g.bid else None
         in_play = self.dice_in_play(state)
-        # the bid spec depends on the dice in play and the standing bid alone: built (and its up
-        # to 120 legal bids enumerated) once per pair, not at every decision
+        # the bid spec depends on the dice in play and the standing bid alone: built (and its
+        # legal bids, up to 6 per die in play, enumerated) once per pair, not at every decision
         specs = [cached_spec(("liars_dice", "bid", in_play, standing), lambda: _bid_spec(in_play, standing))]
         if standing is not None:
             specs.append(ActionSpec("liar", help=f"challenge {state.name(g.bidder)}'s bid of "
