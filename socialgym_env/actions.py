@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import random
 import re
 import reprlib
@@ -55,6 +56,9 @@ def encodable(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+_PLAIN_SCALARS = frozenset((int, float, bool, type(None)))
+
+
 def encodable_data(value):
     """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers) with every string,
     keys included, passed through :func:`encodable`. For what callers attach to records
@@ -64,6 +68,18 @@ def encodable_data(value):
     if isinstance(value, str):
         return encodable(value) if _LONE_SURROGATE.search(value) else value
     if isinstance(value, dict):
+        # the usual case, a flat dict of ASCII keys and scalars (a config): nothing to replace
+        for key, item in value.items():
+            if key.__class__ is not str or not key.isascii():
+                break
+            kind = item.__class__
+            if kind is str:
+                if not item.isascii():
+                    break
+            elif kind not in _PLAIN_SCALARS:
+                break
+        else:
+            return value
         items = [(encodable_data(k), encodable_data(v)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
             return value
@@ -123,6 +139,8 @@ def clip(text: str, limit: int = MAX_LOG_TEXT_CHARS) -> str:
 def fold(text: str) -> str:
     """The form names and keywords are matched in (the shared rules in ``socialgym_env.games``): NFC, then case folding,
     so a decomposed "Björn" (o + combining diaeresis) is the composed "Björn"."""
+    if text.isascii():
+        return text.lower()         # ASCII is its own NFC form, and folds as it lowers
     return unicodedata.normalize("NFC", text).casefold()
 
 
@@ -230,7 +248,10 @@ class Player(Arg):
         raise ActionError(f"{self.name} must be one of: {names} (got {token!r})")
 
     def render(self, value):
-        return dict(self.candidates).get(value, value)
+        for agent_id, display in reversed(self.candidates):     # the last, as a dict of them would give
+            if agent_id == value:
+                return display
+        return value
 
     def describe(self):
         return f"{self.name} one of: {', '.join(d for _, d in self.candidates)}"
@@ -400,7 +421,9 @@ class ActionSpec:
         Player's name, an Int's digits): an enumeration repeats the same values many times."""
         slots, keyword = self.slots, self.type
         try:
-            words = [{value: slot.render(value) for value in slot.options()} for slot in slots]
+            # a Player's names are its candidates' (what Player.render looks up one by one)
+            words = [dict(slot.candidates) if slot.__class__ is Player else
+                     {value: slot.render(value) for value in slot.options()} for slot in slots]
             if len(slots) == 1:
                 (first,) = words
                 return [f"{keyword} {first[a]}" for (a,) in legal]
@@ -497,9 +520,36 @@ _SPEC_FACTS: dict = {}
 _SPEC_FACTS_MAX = 4096
 
 
+# A spec with a check reads something besides its fields (equality ignores the check), so it is
+# memoised only when its caller says what that is: cached_spec(key, build) builds it once per
+# key and its enumeration is memoised with it. Bounded like the tables above.
+_KEYED_SPECS: dict = {}          # key -> spec
+_KEYED_FACTS: dict = {}          # id(spec) -> (spec, its facts); the spec held, so the id stays its own
+_KEYED_SPECS_MAX = 512
+
+
+def cached_spec(key, build: Callable[[], "ActionSpec"]) -> "ActionSpec":
+    """The :class:`ActionSpec` that ``build()`` makes, built once for each ``key`` and shared by
+    every decision (and env) that asks with an equal key; its enumeration and texts are
+    computed once with it, even when it has a ``check``. ``key`` is any hashable value that
+    starts with the caller's own name (the game id) and holds everything the spec depends on
+    -- its arguments, its help text and whatever its ``check`` reads (Liar's Dice: the dice in
+    play and the standing bid). A phase whose specs depend on nothing else may return such
+    specs instead of building equal ones at every decision; nothing else changes."""
+    spec = _KEYED_SPECS.get(key)
+    if spec is None:
+        if len(_KEYED_SPECS) >= _KEYED_SPECS_MAX:
+            _KEYED_SPECS.clear()
+            _KEYED_FACTS.clear()
+        spec = _KEYED_SPECS[key] = build()
+        _KEYED_FACTS[id(spec)] = (spec, {})
+    return spec
+
+
 def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
     if spec.check is not None or spec.sampler is not None:
-        return None
+        keyed = _KEYED_FACTS.get(id(spec))
+        return keyed[1] if keyed is not None and keyed[0] is spec else None
     try:
         facts = _SPEC_FACTS.get(spec)
     except TypeError:                     # an argument holding a list: not hashable, not memoised
@@ -578,7 +628,18 @@ _GRAMMAR_FACTS: dict = {}
 _GRAMMAR_FACTS_MAX = 256
 
 
+# The same facts found by the specs' identity: a phase that returns the very spec objects it
+# returned before (kept by the game, as the matrix games and talk phases do, or cached_spec) skips hashing and
+# comparing them. An entry holds its specs, so the ids in its key stay theirs.
+_FACTS_BY_IDENTITY: dict = {}       # (id of each spec) -> (the specs, their shared facts)
+_FACTS_BY_IDENTITY_MAX = 64         # the lists phases keep are few (a game's moves, talk)
+
+
 def _facts_for(specs: tuple) -> _GrammarFacts:
+    identity = tuple(map(id, specs))
+    known = _FACTS_BY_IDENTITY.get(identity)
+    if known is not None:
+        return known[1]
     for spec in specs:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
@@ -594,7 +655,14 @@ def _facts_for(specs: tuple) -> _GrammarFacts:
     if facts is None:
         if len(_GRAMMAR_FACTS) >= _GRAMMAR_FACTS_MAX:
             _GRAMMAR_FACTS.clear()
+            _FACTS_BY_IDENTITY.clear()
         facts = _GRAMMAR_FACTS[specs] = _GrammarFacts(specs, True)
+    elif not all(map(operator.is_, facts.specs, specs)):
+        return facts        # equal specs built anew: a phase that builds them at every decision
+    # the first objects of these facts (or them again): next time found by identity
+    if len(_FACTS_BY_IDENTITY) >= _FACTS_BY_IDENTITY_MAX:
+        _FACTS_BY_IDENTITY.clear()
+    _FACTS_BY_IDENTITY[identity] = (facts.specs, facts)
     return facts
 
 

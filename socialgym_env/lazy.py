@@ -55,11 +55,8 @@ class LazyInfo(dict):
     def built(self) -> bool:
         return self._build is None
 
-    def _references(self) -> int:
-        return sys.getrefcount(self)
-
     def _references_from_a_method(self) -> int:
-        return self._references()        # as seal() calls it
+        return sys.getrefcount(self)        # as seal() counts them
 
     def seal(self, held_by_env: bool) -> bool:
         """Called by the env, looping over the views it issued, just before the state
@@ -74,7 +71,7 @@ class LazyInfo(dict):
         drops)."""
         if self._build is None:
             return False
-        if self._references() > _SEALING_REFERENCES + held_by_env:
+        if sys.getrefcount(self) > _SEALING_REFERENCES + held_by_env:
             if self._freeze is not None:
                 self._build, self._freeze = self._freeze(), None
             else:

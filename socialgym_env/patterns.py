@@ -38,11 +38,18 @@ def player_arg(state: State, agents: Iterable[str], name: str = "NAME") -> Playe
     return Player(tuple((a, state.name(a)) for a in agents), name=name)
 
 
+_TALK_SPECS: dict = {}
+
+
 def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> list[ActionSpec]:
-    specs = [ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak")]
-    if allow_pass:
-        specs.append(ActionSpec("pass", help="stay silent"))
-    return specs
+    # the same specs for every talk turn of every game: built once per (length, pass) pair,
+    # a new list each call
+    specs = _TALK_SPECS.get((max_length, allow_pass))
+    if specs is None:
+        specs = _TALK_SPECS[max_length, allow_pass] = (
+            (ActionSpec("say", (Text(max_length, name="MESSAGE"),), help="speak"),)
+            + ((ActionSpec("pass", help="stay silent"),) if allow_pass else ()))
+    return list(specs)
 
 
 # ------------------------------------------------------------------ talk phase

@@ -63,29 +63,50 @@ class RepeatedMoveGame(Game):
         payoffs = self.payoffs(state, moves)
         for agent, value in payoffs.items():
             state.scores[agent] += value
-        state.g.history.append({a: moves[a].text for a in state.agents})
-        chosen = ", ".join(f"{state.name(a)}: {self.move_label(state, a, moves[a])}" for a in state.agents)
-        paid = ", ".join(f"{state.name(a)} {_num(payoffs[a])}" for a in state.agents)
+        seats = state.seats
+        state.g.history.append({seat.agent: moves[seat.agent].text for seat in seats})
+        move_label = self.move_label
+        chosen = ", ".join([f"{seat.name}: {move_label(state, seat.agent, moves[seat.agent])}" for seat in seats])
+        paid = ", ".join([f"{seat.name} {_num(payoffs[seat.agent])}" for seat in seats])
         state.announce(f"Round {state.round} moves — {chosen}. Payoffs — {paid}.")
         self.after_round(state, moves, payoffs)
         if state.round >= self.config["rounds"]:
-            totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
+            totals = ", ".join([f"{seat.name} {_num(state.scores[seat.agent])}" for seat in seats])
             state.finish(f"after {state.round} rounds the totals are {totals}")
             return
         state.round += 1
         state.goto(self.round_start_phase(state))
 
     def status(self, state, agent):
-        totals = ", ".join(f"{state.name(a)} {_num(state.scores[a])}" for a in state.agents)
-        return [f"Round {state.round} of {self.config['rounds']}.", f"Scores so far: {totals}."]
+        # Every seat's status is the same and changes only with the round or the scores: the
+        # lines are kept for the state, round and scores they were made for (a new list each
+        # call, so a caller may change it).
+        key = (state, state.round, *state.scores.values())
+        kept = self.__dict__.get("_status_lines")
+        if kept is None or kept[0] != key:
+            totals = ", ".join([f"{seat.name} {_num(state.scores[seat.agent])}" for seat in state.seats])
+            kept = self._status_lines = (key, (f"Round {state.round} of {self.config['rounds']}.",
+                                               f"Scores so far: {totals}."))
+        return list(kept[1])
 
     def public_data(self, state, agent):
         return {"round": state.round, "rounds": self.config["rounds"], "history": list(state.g.history),
                 "scores": dict(state.scores)}
 
 
+_NUM_TEXTS: dict = {}      # the few payoffs and totals a game shows, each formatted once
+
+
 def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+    text = _NUM_TEXTS.get(x)
+    if text is None:
+        text = str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+        if len(_NUM_TEXTS) < 4096:
+            _NUM_TEXTS[x] = text
+    return text
+
+
+_CHOICE_SPECS: dict = {}       # (MatrixGame subclass, choices, help texts) -> the move specs
 
 
 class MatrixGame(RepeatedMoveGame):
@@ -97,11 +118,19 @@ class MatrixGame(RepeatedMoveGame):
     choice_help: dict = {}
 
     def move_specs(self, state, agent):
-        # The same specs at every decision (choices and their help are fixed per game): built
-        # once per game object; a new list each time, so a caller may extend it.
+        # The same specs at every decision of every env with the same choices and help (the
+        # engine then finds them by identity): kept per game object, shared between objects
+        # through a table keyed by them; a new list each time, so a caller may extend it.
         specs = self.__dict__.get("_choice_specs")
         if specs is None:
-            specs = self._choice_specs = tuple(ActionSpec(c, help=self.choice_help.get(c, "")) for c in self.choices)
+            help_texts = tuple(self.choice_help.get(c, "") for c in self.choices)
+            key = (type(self), tuple(self.choices), help_texts)
+            specs = _CHOICE_SPECS.get(key)
+            if specs is None:
+                if len(_CHOICE_SPECS) >= 256:
+                    _CHOICE_SPECS.clear()
+                specs = _CHOICE_SPECS[key] = tuple(ActionSpec(c, help=h) for c, h in zip(self.choices, help_texts))
+            self._choice_specs = specs
         return list(specs)
 
     def payoffs(self, state, moves):

@@ -129,8 +129,10 @@ class Views:
             self._state = machine.state
             agents = machine.possible_agents
             self._seat_lines = {a: ([], [], 0) for a in agents}
-            self._seat_clean = {a: [] for a in agents}
+            self._seat_clean = {a: [0, None] for a in agents}
             self._board_lines: list = []
+            self._board_checked = 0               # board lines sanitised so far
+            self._board_changed: dict = {}        # board index -> its sanitised line, where it differs
             self._last_legal_block: Optional[tuple] = None    # (shared grammar facts, its lines)
         self._epoch = machine.epoch
         self._grammars = {}
@@ -286,13 +288,27 @@ class Views:
         return block
 
     def _clean_history(self, agent: str) -> list:
-        """The seat's history lines sanitised (each line once, when first shown; a line with
-        nothing to replace is the same string object, so this list costs no text of its own)."""
-        lines = self.seat_history(agent)[0]
-        clean = self._seat_clean[agent]
-        if len(clean) < len(lines):
-            clean.extend(_OUTSIDE_CHARSET.sub("?", line) for line in lines[len(clean):])
-        return clean
+        """The seat's history lines sanitised. Each board line is sanitised once, for every
+        seat, when first shown; the few that change are kept by board index. A seat none of
+        whose lines changed reads its own history list (no list of its own)."""
+        lines, indices = self.seat_history(agent)
+        entry = self._seat_clean[agent]        # [lines checked, the clean list, or None: the lines]
+        checked, clean = entry
+        if checked < len(lines):
+            board, changed = self._board_lines, self._board_changed
+            for index in range(self._board_checked, len(board)):
+                line = board[index]
+                cleaned = _OUTSIDE_CHARSET.sub("?", line)       # the same object if nothing to replace
+                if cleaned is not line:
+                    changed[index] = cleaned
+            self._board_checked = len(board)
+            if changed:
+                if clean is None and any(index in changed for index in indices[checked:]):
+                    clean = entry[1] = lines[:checked]
+                if clean is not None:
+                    clean.extend([changed.get(index, line) for index, line in zip(indices[checked:], lines[checked:])])
+            entry[0] = len(lines)
+        return lines if clean is None else clean
 
     def new_messages(self, agent: str) -> list[str]:
         lines, indices = self.seat_history(agent)

@@ -3,6 +3,7 @@ hand-written constructors of the frozen dataclasses, the inlined enumeration and
 infos issued again when nobody read them, and Text spaces that share their character tables."""
 import dataclasses
 import random
+import re
 
 import pytest
 
@@ -114,3 +115,87 @@ def test_text_spaces_share_their_tables_but_not_their_rng():
     space_b.sample()                           # moving b's RNG leaves a's where it was
     space_a.seed(7)
     assert space_a.sample() == first and space_a.contains(first)
+
+
+def _no_raise_of(standing):
+    return lambda values: None if values > standing else f"must raise {standing}"
+
+
+def test_a_cached_spec_is_built_once_per_key_and_enumerates_as_the_plain_spec():
+    from socialgym_env.actions import cached_spec
+    built = []
+
+    def build(standing):
+        built.append(standing)
+        return ActionSpec("bid", (Int(1, 4), Int(1, 3)), check=_no_raise_of(standing))
+
+    low = cached_spec(("test", "bid", (2, 1)), lambda: build((2, 1)))
+    assert cached_spec(("test", "bid", (2, 1)), lambda: build((2, 1))) is low and built == [(2, 1)]
+    high = cached_spec(("test", "bid", (3, 2)), lambda: build((3, 2)))
+    assert high is not low and high == low          # equal fields; only the key tells their checks apart
+    for spec, standing in ((low, (2, 1)), (high, (3, 2))):
+        plain = ActionSpec("bid", (Int(1, 4), Int(1, 3)), check=_no_raise_of(standing))
+        for _ in range(2):                          # the memoised second look as the first
+            grammar, reference = Grammar([spec]), Grammar([plain])
+            assert grammar.enumerate() == reference.enumerate() == [spec.render(v) for v in _plain_enumeration(plain)]
+            assert grammar.actions() == reference.actions()
+            assert grammar.sample(random.Random(5)) == reference.sample(random.Random(5))
+        with pytest.raises(ActionError, match=re.escape(f"must raise {standing}")):
+            Grammar([spec]).parse("bid 1 1")
+
+
+def test_matrix_status_lines_follow_the_scores_within_a_round():
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    state, agent = env.state, env.agents[0]
+    before = env.game.status(state, agent)
+    before.append("changed by the caller")
+    state.scores[agent] += 5                       # the same round, other scores: new lines
+    after = env.game.status(state, agent)
+    assert after != before[:2] and f"{state.name(agent)} 5" in after[1] and len(after) == 2
+
+
+def test_history_lines_are_sanitised_for_every_seat_that_sees_them():
+    env = socialgym_env.make("werewolves", invalid_action="raise")
+    env.reset(seed=5)
+    while env.state.phase != "day_talk":
+        env.skip_dead()
+        agent = env.agent_selection
+        # one night's kill and nothing else: six seats, nobody wins yet
+        env.step("pass" if env.state.phase in ("night_talk", "witch") else env.grammar(agent).sample(env.state.rng).text)
+    for text in ("plain words", "odd \u4e2d\x07 text", "plain again"):
+        env.skip_dead()
+        env.step(f"say {text}")
+    assert env.state.phase == "day_talk"
+    for agent in env.agents:
+        observation = env.observation_text(agent)
+        assert "odd ?? text" in observation and "\u4e2d" not in observation and "\x07" not in observation
+        assert "plain words" in observation and "plain again" in observation
+        assert observation.index("plain words") < observation.index("odd ?? text") < observation.index("plain again")
+
+
+def test_a_flat_config_passes_through_encodable_data_as_itself_unless_it_holds_a_surrogate():
+    from socialgym_env.actions import encodable_data
+    plain = {"rounds": 5, "invalid_action": "raise", "ratio": 0.5, "flag": True, "none": None, "name": "Björn"}
+    assert encodable_data(plain) is plain
+    for bad in ({"name": "a\ud800"}, {"k\udc00": 1}, {"nested": ["\udcff"]}):
+        cleaned = encodable_data(bad)
+        assert cleaned is not bad and "\ufffd" in repr(cleaned) and "\\ud" not in repr(cleaned)
+
+
+def test_matrix_move_specs_are_shared_only_between_games_with_the_same_choices():
+    from socialgym_env.games.prisoners_dilemma import PrisonersDilemma
+    first, second = (socialgym_env.make("prisoners_dilemma") for _ in range(2))
+    specs = first.game.move_specs(None, "player_0")
+    assert all(a is b for a, b in zip(specs, second.game.move_specs(None, "player_0")))
+    specs.append(ActionSpec("pass"))                     # the caller's list only
+    assert len(first.game.move_specs(None, "player_0")) == 2
+
+    class Wider(PrisonersDilemma):                        # a variant whose choices its config sets
+        def __init__(self, config):
+            self.choices = tuple(config.get("choices", self.choices))
+            super().__init__(config)
+
+    wide = Wider({"rounds": 1, "choices": ("cooperate", "defect", "abstain")})
+    assert [s.type for s in wide.move_specs(None, "player_0")] == ["cooperate", "defect", "abstain"]
+    assert [s.type for s in Wider({"rounds": 1}).move_specs(None, "player_0")] == ["cooperate", "defect"]

@@ -33,7 +33,7 @@ Version history: v0 initial.
 """
 from __future__ import annotations
 
-from ..actions import ActionSpec, Int
+from ..actions import ActionSpec, Int, cached_spec
 from ..game import Game, GameInfo, Phase, WINNER_TAKE_ALL
 from ..state import State
 
@@ -57,6 +57,18 @@ def challenge_loser(dice: dict, bid: tuple[int, int], bidder: str, caller: str) 
     """The player who loses a die when ``caller`` calls liar on ``bidder``'s ``bid``."""
     quantity, face = bid
     return caller if count_face(dice, face) >= quantity else bidder
+
+
+def _bid_spec(in_play: int, standing: tuple[int, int] | None) -> ActionSpec:
+    """``bid Q F``: Q of the ``in_play`` dice, raising ``standing`` (None: the opening bid)."""
+    def check(values):
+        if not bid_raises(tuple(values), standing):
+            return (f"a bid must raise {standing[0]} x {standing[1]}: a higher quantity, "
+                    f"or the same quantity and a higher face")
+        return None
+
+    return ActionSpec("bid", (Int(1, in_play, name="Q"), Int(1, FACES, name="F")),
+                      help="claim that at least Q of all dice in play show face F", check=check)
 
 
 def _dice_text(row) -> str:
@@ -123,15 +135,10 @@ class LiarsDice(Game):
     def _specs(self, state: State, agent: str):
         g = state.g
         standing = tuple(g.bid) if g.bid else None
-
-        def check(values):
-            if not bid_raises(tuple(values), standing):
-                return (f"a bid must raise {standing[0]} x {standing[1]}: a higher quantity, "
-                        f"or the same quantity and a higher face")
-            return None
-
-        specs = [ActionSpec("bid", (Int(1, self.dice_in_play(state), name="Q"), Int(1, FACES, name="F")),
-                            help="claim that at least Q of all dice in play show face F", check=check)]
+        in_play = self.dice_in_play(state)
+        # the bid spec depends on the dice in play and the standing bid alone: built (and its
+        # legal bids, up to 6 per die in play, enumerated) once per pair, not at every decision
+        specs = [cached_spec(("liars_dice", "bid", in_play, standing), lambda: _bid_spec(in_play, standing))]
         if standing is not None:
             specs.append(ActionSpec("liar", help=f"challenge {state.name(g.bidder)}'s bid of "
                                                  f"{standing[0]} x {standing[1]}"))

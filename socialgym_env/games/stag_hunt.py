@@ -23,6 +23,9 @@ from ..game import GameInfo, MEDIAN
 from ..repeated import RepeatedMoveGame
 
 
+MOVES = (ActionSpec("stag", help="hunt the stag together"), ActionSpec("hare", help="hunt a hare alone"))
+
+
 def stag_hunt_payoffs(moves: dict) -> dict:
     if all(m == "stag" for m in moves.values()):
         return {a: 5 for a in moves}
@@ -42,7 +45,7 @@ class StagHunt(RepeatedMoveGame):
     config_defaults = {"rounds": 10}
 
     def move_specs(self, state, agent):
-        return [ActionSpec("stag", help="hunt the stag together"), ActionSpec("hare", help="hunt a hare alone")]
+        return list(MOVES)
 
     def payoffs(self, state, moves):
         return stag_hunt_payoffs({a: m.type for a, m in moves.items()})

@@ -246,7 +246,7 @@ class Werewolves(Game):
 
     def public_data(self, state, agent):
         g = state.g
-        data = {"players": {a: state.name(a) for a in state.agents}, "cycle": state.round,
+        data = {"players": {seat.agent: seat.name for seat in state.seats}, "cycle": state.round,
                 "alive": state.alive(), "deaths": [dict(d, agents=list(d["agents"])) for d in g.deaths],
                 "exiles": [dict(e) for e in g.exiles],
                 "day_votes": [dict(v, votes=dict(v["votes"])) for v in g.day_votes]}
