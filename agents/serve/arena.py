@@ -173,8 +173,9 @@ def parse_config(config) -> dict:
             raise ArenaError(f"the config is at most {MAX_CONFIG_CHARS} characters")
         try:
             config = json.loads(config)
-        except json.JSONDecodeError as err:
-            raise ArenaError(f"the config is a JSON object, e.g. {{\"rounds\": 3}} ({err})") from None
+        except (ValueError, RecursionError) as err:     # RecursionError: nested deeper than json's stack
+            raise ArenaError(f"the config is a JSON object, e.g. {{\"rounds\": 3}} "
+                             f"({type(err).__name__}: {err})") from None
     if not isinstance(config, dict):
         raise ArenaError('the config is a JSON object, e.g. {"rounds": 3}')
     return config

@@ -233,6 +233,7 @@ def test_hostile_names_and_talk_are_data_never_markup(arena):
     ({"game": "prisoners_dilemma", "seats": [{"kind": "human", "name": "Al"}, {"kind": "human", "name": "al"}]},
      "both called"),
     ({"game": "prisoners_dilemma", "config": "{rounds", "seats": []}, "JSON object"),
+    ({"game": "prisoners_dilemma", "config": "[" * 1999, "seats": []}, "JSON object"),
     ({"game": "prisoners_dilemma", "seed": -1, "seats": humans("a", "b")}, "seed"),
 ])
 def test_bad_lobby_requests_get_one_clear_line(arena, body, fragment):
