@@ -61,7 +61,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import socialgym_env
 from agents.llm.scoring import score_replies
@@ -563,18 +563,32 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
                  tokenizer, config, swap=swap, pool=pool, layout=layout)
     results = []
     for p, (mine, theirs) in enumerate(pairs):
-        wins, rewards, records = 0, 0.0, []
+        wins_by_seed, rewards, records = {}, 0.0, []
         for g, owner in zip(games, owners):
             if owner != p:
                 continue
             seat = next(a for a, x in g["seats"].items() if x == mine)
             outcome = g["env"].state.result.rewards[seat] if g["env"].state.result else 0.0
-            wins += outcome > 0
+            wins_by_seed[g["seed"]] = int(outcome > 0)
             rewards += seat_reward(g["env"], seat, config)
             records.append(g["env"].episode_record(policies={a: _label(x) for a, x in g["seats"].items()}))
-        results.append({"win": rate_with_interval(wins, episodes), "mean_reward": round(rewards / max(episodes, 1), 4),
+        results.append({"win": rate_with_interval(sum(wins_by_seed.values()), episodes),
+                        "mean_reward": round(rewards / max(episodes, 1), 4), "wins_by_seed": wins_by_seed,
                         "records": records})
     return results
+
+
+def paired_before_after(before: dict, after: dict) -> dict:
+    """After minus before, in win-rate points, over the seeds both played ({seed: 1 if a win});
+    :func:`matchups` gives two pairs against the same opponent the same seeds and seats, so the
+    deals are common: an exact McNemar test and a paired bootstrap interval over seeds
+    (:func:`agents.paired.paired_delta`)."""
+    from agents.paired import paired_delta
+    common = sorted(set(before) & set(after))
+    delta = paired_delta({seed: (after[seed], before[seed], 1) for seed in common})
+    return {"points": round(delta.points, 2), "interval": [round(delta.lo, 2), round(delta.hi, 2)],
+            "p_value": round(delta.p_value, 4), "pairs": delta.pairs, "test": delta.test,
+            "interval_method": delta.interval}
 
 
 def main(argv=None, preloaded=None) -> dict:
@@ -696,6 +710,9 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
                        layout)
     metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
                              for (mine, theirs), r in zip(pairs, results)}
+    if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired
+        metrics["evaluation"][f"{final} minus step0 vs {heuristic}, paired by seed"] = paired_before_after(
+            results[0]["wins_by_seed"], results[1]["wins_by_seed"])
     _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
     write_json(out / "metrics.json", metrics)
     if config.tournament_episodes:

@@ -233,9 +233,11 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
     assert all(s["text"] in replies for s in spans if s["in_loss"]) and any(s["in_loss"] for s in spans)
     assert set(metrics["exploitability"]) == {"step0", "step2"}
     assert all(0 < value < 2 for value in metrics["exploitability"].values())
+    paired = "step2 minus step0 vs scripted:heuristic, paired by seed"
     assert set(metrics["evaluation"]) == {"step0 vs scripted:heuristic", "step2 vs scripted:heuristic",
-                                          "step2 vs selfplay:step0"}
-    assert all(v["win"]["n"] == 1 for v in metrics["evaluation"].values())
+                                          "step2 vs selfplay:step0", paired}
+    assert all(v["win"]["n"] == 1 for k, v in metrics["evaluation"].items() if k != paired)
+    assert metrics["evaluation"][paired]["pairs"] == 1 and metrics["evaluation"][paired]["test"].startswith("exact")
     records = [json.loads(line) for line in (tmp_path / "tournament.jsonl").read_text().splitlines()]
     assert len(records) == 3                                       # 3 entrants: 3 pairs x 1 episode
     assert {s["policy"] for r in records for s in r["roster"]} == {
@@ -262,6 +264,27 @@ def test_team_game_one_step_trains_the_team_s_seats(tmp_path, tiny_llama, vote_s
     assert {r[6] for r in rows} == {"step0"}
     assert len(metrics["loss"]) == 1 and any(float(w.abs().max()) > 0 for name, w in
                                              lora_weights(tmp_path / "adapter").items() if "lora_B" in name)
+
+
+def test_before_after_is_paired_by_seed():
+    """A planted effect (the trained checkpoint wins 30 deals the base lost, loses 5 it won) is
+    found; the same outcomes are a null (p = 1, zero points); only seeds both played count."""
+    before = {seed: int(seed % 2 == 0) for seed in range(100)}
+    after = dict(before)
+    flipped = [s for s in range(100) if s % 2 == 1][:30] + [s for s in range(100) if s % 2 == 0][:5]
+    for seed in flipped:
+        after[seed] = 1 - after[seed]
+    planted = selfplay.paired_before_after(before, {**after, 500: 1})
+    assert planted["pairs"] == 100 and planted["points"] == 25.0
+    assert planted["p_value"] < 1e-3 and 0 < planted["interval"][0] < 25 < planted["interval"][1]
+    null = selfplay.paired_before_after(before, before)
+    assert null["points"] == 0 and null["p_value"] == 1.0 and null["interval"] == [0.0, 0.0]
+    # 8 deals turned from losses into wins, none the other way: 50% -> 58%, whose unpaired Wilson
+    # intervals overlap, while the paired test (8 of 8 discordant deals one way) finds it
+    from training.common import rate_with_interval
+    small = {seed: (1 - v if seed in (1, 3, 5, 7, 9, 11, 13, 15) else v) for seed, v in before.items()}
+    assert rate_with_interval(58, 100)["low"] < rate_with_interval(50, 100)["high"]
+    assert selfplay.paired_before_after(before, small)["p_value"] < 0.01
 
 
 def test_bad_arguments_exit_with_code_2(capsys):
