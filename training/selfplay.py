@@ -45,10 +45,11 @@ Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (th
 adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
 baseline, rows kept), ``mask_example.json`` (one row as (text, in_loss) spans),
 ``metrics.json`` (config, loss per step, exploitability per checkpoint for poker, before/after
-evaluation with 95% intervals, ``rate_as``; written as each part is measured),
+evaluation with 95% intervals and the before/after difference paired by seed
+(:func:`paired_before_after`), ``rate_as``; written as each part is measured),
 ``evaluation.jsonl`` (the evaluation's episodes: step0, the final checkpoint and the heuristic
 in a round robin), ``tournament.jsonl`` (every checkpoint and the heuristic against each
-other, as log records: ``socialgym benchmarks leaderboard <out>/tournament.jsonl`` rates them
+other, as log records: ``socialgym leaderboard <out>/tournament.jsonl`` rates them
 together, an Elo curve over training steps). ``--evaluate <run>`` rates an earlier run's saved
 checkpoints the same way without training (a run stopped early keeps its ``checkpoints/``).
 """
