@@ -4,6 +4,8 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 OUT ?= runs/demo
+SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1
+SELFPLAY_EPISODES ?= 40
 
 .PHONY: setup setup-test demo test bench
 
@@ -27,6 +29,10 @@ demo: setup
 	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
 	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048,scripted:heuristic,scripted:random" --out $(OUT)
+	# The improvement loop: the LoRA that 20 steps of self-play made of SmolLM2 on two-player,
+	# one-die Liar's Dice (agents/adapters, docs/selfplay.md) against its base model and the
+	# heuristic on that game, both models as trained (scoring mode at T=1 on the policy's prompts).
+	$(PYTHON) -m socialgym_env.cli tournament --games liars_dice -c liars_dice.num_players=2 -c liars_dice.dice=1 --episodes $(SELFPLAY_EPISODES) --agents "smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" --out $(OUT)/selfplay_liars_dice
 
 test: setup-test
 	$(PYTHON) -m pytest -q

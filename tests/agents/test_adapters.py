@@ -1,4 +1,6 @@
 """A trained PEFT LoRA adapter on the local backend: ``smollm2?adapter=DIR`` (agents.llm.adapters)."""
+from pathlib import Path
+
 import pytest
 
 from agents import make_policy
@@ -59,3 +61,52 @@ def test_bad_adapter_folder_is_a_clear_error(smollm2_available, tmp_path):
         make_policy(f"smollm2?adapter={tmp_path}")
     with pytest.raises(ValueError, match="local models only"):
         make_policy("openai:gpt@http://localhost:1?adapter=x")
+
+
+SHIPPED = str(Path(__file__).resolve().parents[2] / "agents" / "adapters" / "smollm2_selfplay_liars_dice")
+AS_TRAINED = "max_new_tokens=24&constrained=1&mode=score&temperature=1.0"
+
+
+def _opening_own_face_probability(spec: str, seeds) -> list:
+    """Per seed, the probability the policy gives the opening bid 'bid 1 <its own face>' (always
+    true with one die each) in two-player, one-die Liar's Dice: softmax of its scores at T = 1."""
+    import math
+
+    import socialgym_env
+    from agents.llm.parsing import parse_reply
+    from agents.openspiel_bridge import softmax
+    policy = make_policy(spec)
+    out = []
+    for seed in seeds:
+        env = socialgym_env.make("liars_dice", num_players=2, dice=1)
+        env.reset(seed=seed)
+        agent = env.agent_selection
+        info = env.infos[agent]
+        policy.reset(("own-face", agent), seed)
+        decision = policy.act(env.observe(agent), info, ("own-face", agent), env.prompt_parts(agent))
+        scores = {tuple(parse_reply(c, info)["argument"]): x for c, x in decision.meta["attempts"][0]["scores"]}
+        assert len(scores) == 12 and all(math.isfinite(x) for x in scores.values())     # every opening bid
+        out.append(softmax(scores)[(1, info["game_state"]["my_dice"][0])])
+    return out
+
+
+def test_the_shipped_self_play_adapter_learnt_to_open_on_its_own_face(smollm2_available):
+    """The LoRA shipped for the demo is the trained one (docs/selfplay.md): at the opening of one
+    deal per face it puts more probability than its base model on the bid that cannot lose a
+    call, 'bid 1 <own face>', and most of it on average (the base model: a small share)."""
+    import socialgym_env
+    from agents.registry import check_spec
+    check_spec(f"smollm2?adapter={SHIPPED}&{AS_TRAINED}", ["liars_dice"])
+    seeds, faces = [], set()
+    for seed in range(200):                       # one deal per face of the opener's die
+        env = socialgym_env.make("liars_dice", num_players=2, dice=1)
+        env.reset(seed=seed)
+        face = env.infos[env.agent_selection]["game_state"]["my_dice"][0]
+        if face not in faces:
+            faces.add(face)
+            seeds.append(seed)
+    assert len(seeds) == 6
+    base = _opening_own_face_probability(f"smollm2?{AS_TRAINED}", seeds)
+    trained = _opening_own_face_probability(f"smollm2?adapter={SHIPPED}&{AS_TRAINED}", seeds)
+    assert all(t > b for t, b in zip(trained, base))
+    assert sum(trained) / 6 > 0.5 > sum(base) / 6
