@@ -6,6 +6,9 @@ instead."""
 from __future__ import annotations
 
 SCORE_TOKENS = 4096      # option tokens per forward pass on a context's cache: bounds the logits' memory
+# Every option row of a pass gets its own copy of its context's keys and values: this bounds the
+# positions copied per pass (~0.75 GB for SmolLM2 in float32), e.g. 90 bids after a 2,000-token chat.
+CACHE_TOKENS = 16384
 
 
 def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
@@ -40,7 +43,7 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
             model(input_ids=torch.tensor([contexts[0][:shared]], device=device), cache=shared_cache,
                   use_cache=True)
         for context, ids in zip(contexts, option_ids):
-            width = max((len(t) for t in ids), default=1)
+            width = max([len(t) for t in ids] + [1])
             if shared_cache is not None:
                 cache = select_rows(shared_cache, torch.zeros(1, dtype=torch.long), room=len(context) - shared + width)
             else:
@@ -51,7 +54,7 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
             first = torch.log_softmax(last, dim=-1)
             values = [float(first[t[0]]) if t else 0.0 for t in ids]
             longer = [k for k, t in enumerate(ids) if len(t) > 1]
-            step = max(1, SCORE_TOKENS // max(width, 1))
+            step = max(1, min(SCORE_TOKENS // width, CACHE_TOKENS // (len(context) + width)))
             for start in range(0, len(longer), step):
                 chunk = longer[start:start + step]
                 feed_width = max(len(ids[k]) for k in chunk) - 1
@@ -67,7 +70,8 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
                                position_ids=positions.to(device), cache=rows, use_cache=True).logits
                 logprobs = torch.log_softmax(logits.float(), dim=-1)
                 for row, k in enumerate(chunk):
-                    picked = logprobs[row, torch.arange(len(ids[k]) - 1), torch.tensor(ids[k][1:])]
+                    picked = logprobs[row, torch.arange(len(ids[k]) - 1, device=logprobs.device),
+                                      torch.tensor(ids[k][1:], device=logprobs.device)]
                     values[k] += float(picked.sum())
                 del logits, logprobs
             out.append(values)

@@ -190,6 +190,7 @@ def test_cached_scoring_equals_a_plain_forward_per_reply(tiny_llama, monkeypatch
     options = [["bid 1 3", "liar", 'bid 2 6", "argument": ""}'], ["bid 1 2"], ["check", "", "bet a long way up"],
                ["call", "fold"]]
     monkeypatch.setattr(scoring, "SCORE_TOKENS", 8)         # a few option rows per forward pass
+    monkeypatch.setattr(scoring, "CACHE_TOKENS", 60)        # and fewer where the context is long
     for picked in ([0, 1, 2, 3], [0, 1], [1]):            # shared prefix: the rules, the rules, none
         batch, replies = [contexts[i] for i in picked], [options[i] for i in picked]
         got = scoring.score_replies(model, tokenizer, batch, replies, with_eos)
