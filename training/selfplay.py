@@ -282,9 +282,13 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
     for index, (seed, seats) in enumerate(episodes):
         env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
         env.reset(seed=seed)
-        chats = {a: SeatChat(tokenizer, config, layout, (f"selfplay-{index}-{seed}", a), seed)
-                 for a in env.possible_agents}
-        games.append({"seed": seed, "seats": seats, "env": env, "chats": chats, "turns": 0, "reset": set()})
+        # one episode id per game: two games of one seed (the same deal for two matchups) must not
+        # share a scripted policy's per-seat state; its random stream comes from (seed, seat) alone
+        # (agents.base.BasePolicy.reset), so the two still draw the same numbers
+        episode = f"selfplay-{index}-{seed}"
+        chats = {a: SeatChat(tokenizer, config, layout, (episode, a), seed) for a in env.possible_agents}
+        games.append({"seed": seed, "episode": episode, "seats": seats, "env": env, "chats": chats, "turns": 0,
+                      "reset": {}})
     while True:
         pending: dict = {}
         for g in games:
@@ -315,10 +319,10 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                 from agents.base import Request
                 policy = deciders["pool"].get(player)
                 for g, a in zip(group, agents):
-                    key = (f"selfplay-{g['seed']}", a)
+                    key = (g["episode"], a)
                     if key not in g["reset"]:
                         policy.reset(key, g["seed"])
-                        g["reset"].add(key)
+                        g["reset"][key] = policy
                     decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
                                                          g["env"].prompt_parts(a))])[0]
                     g["env"].step(decision.action)
@@ -326,6 +330,9 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
     for g in games:
         for chat in g["chats"].values():
             chat.close()
+        for key, policy in g["reset"].items():
+            if hasattr(policy, "release"):
+                policy.release(key)
     return games
 
 

@@ -112,6 +112,40 @@ def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, toke
     assert len(selfplay.collect_rows(games, config, limit=4)) == 4
 
 
+def test_games_of_one_seed_keep_their_scripted_seats_apart_on_common_numbers(tokenizer):
+    """Two matchups meet on the same deal (the evaluation's pairing): each game's scripted seat
+    has its own state, both draw the same random numbers, and the seats are released at the end."""
+    from agents.base import BasePolicy, Decision
+
+    class Counting(BasePolicy):
+        policy_id = "counting"
+
+        def __init__(self):
+            super().__init__()
+            self.turns, self.draws = {}, {}
+
+        def act(self, observation, info, key=("", "")):
+            self.turns[key] = self.turns.get(key, 0) + 1          # per-seat state
+            self.draws.setdefault(key, []).append(self.rng(key).random())
+            return Decision(info["legal_action_list"][0])
+
+    policy = Counting()
+
+    class Pool:
+        def get(self, spec):
+            return policy
+
+    config = selfplay.Config(game="rock_paper_scissors", game_config='{"rounds": 3}')
+    seats = {"player_0": "scripted:counting", "player_1": "scripted:counting"}
+    games = selfplay.play([(7, seats), (7, seats)], {"model": None, "pool": Pool()}, tokenizer, config)
+    assert all(g["env"].state.result is not None for g in games)
+    assert len(policy.turns) == 4 and set(policy.turns.values()) == {3}          # 2 games x 2 seats, 3 rounds
+    for agent in ("player_0", "player_1"):
+        first, second = (policy.draws[(g["episode"], agent)] for g in games)
+        assert first == second                                                   # common random numbers
+    assert not policy._rngs                                                      # released
+
+
 def test_two_player_rows_hold_each_seat_s_whole_chat(tokenizer):
     config = selfplay.Config(game="kuhn_poker", prompt="compact")
     games = selfplay.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
