@@ -20,8 +20,8 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
     cache; the prefix all contexts share (the system prompt and rules, about a third of a
     seat's first prompt) is encoded once per call. Scoring every option over its whole context,
     as a plain forward per (context, option) row would, costs about as many context encodings as
-    there are legal replies (13 bids in two-player Liar's Dice). The log-probabilities are those
-    of that plain forward up to float rounding (``tests/training/test_selfplay.py``);
+    there are legal replies (12 opening bids in two-player, one-die Liar's Dice). The
+    log-probabilities are those of that plain forward up to float rounding (``tests/training/test_selfplay.py``);
     ``benchmarks/perf/score_replies.py`` times the two side by side."""
     import torch
     from .kv_cache import RoomyCache, select_rows

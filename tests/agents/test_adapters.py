@@ -64,7 +64,20 @@ def test_bad_adapter_folder_is_a_clear_error(smollm2_available, tmp_path):
 
 
 SHIPPED = str(Path(__file__).resolve().parents[2] / "agents" / "adapters" / "smollm2_selfplay_liars_dice")
-AS_TRAINED = "max_new_tokens=24&constrained=1&mode=score&temperature=1.0"
+
+
+def as_trained() -> str:
+    """The LLM options self-play trains and rates a checkpoint with (``rate_as``)."""
+    from training.selfplay import Config, layout_options
+    return layout_options(Config())
+
+
+def test_make_demo_rates_the_adapter_as_it_was_trained():
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    options = next(line.split("=", 1)[1].strip() for line in makefile.splitlines()
+                   if line.startswith("SELFPLAY_OPTIONS"))
+    assert sorted(options.split("&")) == sorted(as_trained().split("&"))
+    assert "adapter=agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS)" in makefile
 
 
 def _opening_own_face_probability(spec: str, seeds) -> list:
@@ -96,7 +109,8 @@ def test_the_shipped_self_play_adapter_learnt_to_open_on_its_own_face(smollm2_av
     call, 'bid 1 <own face>', and most of it on average (the base model: a small share)."""
     import socialgym_env
     from agents.registry import check_spec
-    check_spec(f"smollm2?adapter={SHIPPED}&{AS_TRAINED}", ["liars_dice"])
+    options = as_trained()
+    check_spec(f"smollm2?adapter={SHIPPED}&{options}", ["liars_dice"])
     seeds, faces = [], set()
     for seed in range(200):                       # one deal per face of the opener's die
         env = socialgym_env.make("liars_dice", num_players=2, dice=1)
@@ -106,7 +120,7 @@ def test_the_shipped_self_play_adapter_learnt_to_open_on_its_own_face(smollm2_av
             faces.add(face)
             seeds.append(seed)
     assert len(seeds) == 6
-    base = _opening_own_face_probability(f"smollm2?{AS_TRAINED}", seeds)
-    trained = _opening_own_face_probability(f"smollm2?adapter={SHIPPED}&{AS_TRAINED}", seeds)
+    base = _opening_own_face_probability(f"smollm2?{options}", seeds)
+    trained = _opening_own_face_probability(f"smollm2?adapter={SHIPPED}&{options}", seeds)
     assert all(t > b for t, b in zip(trained, base))
     assert sum(trained) / 6 > 0.5 > sum(base) / 6
