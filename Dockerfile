@@ -8,9 +8,9 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml setup.cfg README.md ./
 COPY socialgym_env ./socialgym_env
-COPY agents ./agents
-COPY benchmarks ./benchmarks
-COPY training ./training
+COPY socialgym_agents ./socialgym_agents
+COPY socialgym_benchmarks ./socialgym_benchmarks
+COPY socialgym_training ./socialgym_training
 RUN pip install --no-cache-dir ".[serve]"
 
 RUN useradd --create-home socialgym

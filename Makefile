@@ -30,12 +30,12 @@ demo: setup
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
 	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048,scripted:heuristic,scripted:random" --out $(OUT)
 	# The improvement loop: the LoRA that 20 steps of self-play made of SmolLM2 on two-player,
-	# one-die Liar's Dice (agents/adapters, docs/selfplay.md) against its base model and the
+	# one-die Liar's Dice (socialgym_agents/adapters, docs/selfplay.md) against its base model and the
 	# heuristic on that game, both models as trained (scoring mode at T=1 on the policy's prompts).
-	$(PYTHON) -m socialgym_env.cli tournament --games liars_dice -c liars_dice.num_players=2 -c liars_dice.dice=1 --episodes $(SELFPLAY_EPISODES) --agents "smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" --out $(OUT)/selfplay_liars_dice
+	$(PYTHON) -m socialgym_env.cli tournament --games liars_dice -c liars_dice.num_players=2 -c liars_dice.dice=1 --episodes $(SELFPLAY_EPISODES) --agents "smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" --out $(OUT)/selfplay_liars_dice
 
 test: setup-test
 	$(PYTHON) -m pytest -q
 
 bench:
-	$(PYTHON) benchmarks/perf/env_vs_textarena.py --games all
+	$(PYTHON) socialgym_benchmarks/perf/env_vs_textarena.py --games all

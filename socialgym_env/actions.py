@@ -624,7 +624,7 @@ _VALUE_ARGS = frozenset((Choice, Player, Int, Word, Text))     # frozen dataclas
 _GRAMMAR_FACTS: dict = {}
 # Bounded (cleared when full): a spec list repeats within an episode (the same vote for every
 # voter), rarely across episodes whose names differ; 256 keeps 64 live Triadic Werewolf envs
-# within the memory of the engine before the fast lane (benchmarks/perf/env_memory.py).
+# within the memory of the engine before the fast lane (socialgym_benchmarks/perf/env_memory.py).
 _GRAMMAR_FACTS_MAX = 256
 
 

@@ -4,7 +4,7 @@
     socialgym rules [GAME]                           a game's complete rules (no GAME: the shared ones)
     socialgym --game-module pkg.mod COMMAND ...      first register the game defined in pkg.mod
     socialgym play GAME --agents a,b,... --seed N    play one episode, print the transcript, log it
-    socialgym tournament / leaderboard / replay      (benchmarks.cli, when installed)
+    socialgym tournament / leaderboard / replay      (socialgym_benchmarks.cli, when installed)
     socialgym maze ...                               SocialMaze Hidden Role Deduction data sets
 
 This module is the root of the command line and imports no upper layer: ``play`` (agents),
@@ -97,7 +97,7 @@ def _load_plugins() -> None:
         except ModuleNotFoundError as err:
             # A missing optional dependency: name the extra that brings it. Any other error
             # (a bug in the plugin) propagates below, never swallowed into "No such command".
-            if err.name and err.name.split(".")[0] in ("socialgym_env", "agents", "benchmarks", "training"):
+            if err.name and err.name.split(".")[0] in ("socialgym_env", "socialgym_agents", "socialgym_benchmarks", "socialgym_training"):
                 raise
             extra = ",".join(entry.extras) or "all"
             unavailable[entry.name] = (f"needs the '{extra}' extra (pip install 'socialgym[{extra}]'): "

@@ -7,7 +7,7 @@
               what is valid; nothing was played or written
     exit 130  interrupted (Ctrl-C, SIGTERM); a resumable command says how to resume
 
-``socialgym`` (socialgym_env.cli) and every ``python -m training.*`` script run their body
+``socialgym`` (socialgym_env.cli) and every ``python -m socialgym_training.*`` script run their body
 through :func:`run_command`; ``--debug`` or ``SOCIALGYM_DEBUG=1`` re-raises instead, for the
 traceback. The lowest layer owns this so the engine's own ``socialgym maze`` and the training
 scripts share one wording.
@@ -176,7 +176,7 @@ def invoke_typer(app, argv: list, prog: str) -> int:
 
 
 def main_of(body: Callable[[], object], prog: str) -> None:
-    """``if __name__ == "__main__": main_of(lambda: main(...), "training.sft")``: exit with
+    """``if __name__ == "__main__": main_of(lambda: main(...), "socialgym_training.sft")``: exit with
     :func:`run_command`'s code (``--debug`` is taken out of ``sys.argv`` first)."""
     debug = debug_requested(sys.argv)
     sys.argv = [a for a in sys.argv if a != "--debug"]

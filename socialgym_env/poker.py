@@ -16,7 +16,7 @@ how a showdown is decided (:meth:`LimitPoker.hand_strength`). Everything else is
 
 The config ``deal`` ("" = shuffled) fixes the cards, player_0's first, then player_1's, then
 the board cards, e.g. ``"KQ"`` in Kuhn poker or ``"KQJ"`` in Leduc poker: tests and the
-OpenSpiel bridge (``benchmarks/openspiel_bridge.py``) replay every deal this way.
+OpenSpiel bridge (``socialgym_agents/openspiel_bridge.py``) replay every deal this way.
 """
 from __future__ import annotations
 

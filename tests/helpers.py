@@ -6,9 +6,9 @@ import json
 import random
 
 import socialgym_env
-from agents.llm.backend import Reply
-from agents.llm.config import LLMConfig
-from agents.llm.policy import LLMPolicy
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.llm.config import LLMConfig
+from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_env.testing import grammar_sample, random_junk_episode  # noqa: F401  (re-exported)
 
 

@@ -104,7 +104,7 @@ def test_a_torn_tail_is_cut_and_a_resumed_spy_dataset_is_whole(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"b": ')
     assert drop_torn_tail(path) == 6 and path.read_bytes() == b'{"a": 1}\n'
     assert drop_torn_tail(path) == 0 and drop_torn_tail(tmp_path / "absent") == 0
-    from benchmarks.find_the_spy import generate
+    from socialgym_benchmarks.find_the_spy import generate
     from socialgym_env.socialmaze.spy import read_instances
     out = tmp_path / "spy.jsonl"
     first = generate(out, 3, seed=1)
@@ -186,7 +186,7 @@ def test_replay_of_a_malformed_record_is_a_log_format_error(broken, expected):
 
 
 def test_decision_rows_of_a_malformed_record_is_a_log_format_error():
-    from training.export import decision_rows
+    from socialgym_training.export import decision_rows
     with pytest.raises(LogFormatError, match=r"turns\[0\] lacks 'raw'"):
         decision_rows([record(turns=[{"agent": "player_0"}])])
     meta = {"attempts": [1]}                       # an attempt that is not an object
@@ -200,8 +200,8 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     import datasets
     from datasets import Dataset, DatasetDict
-    from benchmarks.leaderboard_render import build_leaderboard
-    from training.export import save_dataset
+    from socialgym_benchmarks.leaderboard_render import build_leaderboard
+    from socialgym_training.export import save_dataset
     datasets.disable_progress_bars()
     out, logs = sys.argv[1], sys.argv[2:]
 
@@ -252,7 +252,7 @@ def check_board(folder: Path) -> str:
 @pytest.fixture(scope="module")
 def two_logs(tmp_path_factory):
     """Two log folders whose leaderboards rank different policy sets (2 and 3 policies)."""
-    from agents.runner import EpisodeJob, run_jobs
+    from socialgym_agents.runner import EpisodeJob, run_jobs
     base = tmp_path_factory.mktemp("kill_logs")
     sets = {"a": ["scripted:random", "scripted:tit_for_tat"],
             "b": ["scripted:random", "scripted:tit_for_tat", "scripted:heuristic"]}

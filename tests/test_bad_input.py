@@ -155,7 +155,7 @@ def test_spaces_print_on_one_short_line():
 @pytest.mark.parametrize("seed", [1.5, True, -1, 2**64, 10**5000, "7"],
                          ids=["float", "bool", "negative", "2**64", "10**5000", "str"])
 def test_env_server_session_refuses_a_bad_seed_in_one_line(seed):
-    from agents.serve.game_session import BadRequest, GameDefaults, GameSession
+    from socialgym_agents.serve.game_session import BadRequest, GameDefaults, GameSession
     session = GameSession(GameDefaults())
     with pytest.raises(BadRequest, match="seed must be an integer from 0 to 2\\*\\*64 - 1, got") as caught:
         session.reset(seed=seed)

@@ -1,5 +1,5 @@
 """The bad-input table (issue 30): every subcommand of ``socialgym`` and the ``python -m
-training.*`` scripts, given junk, answer with the documented exit code and one line on stderr
+socialgym_training.*`` scripts, given junk, answer with the documented exit code and one line on stderr
 that names what is wrong -- never a traceback, never a half-written output, never a model load.
 
 Each case runs in-process through the real entry points (``socialgym_env.cli.main``, and
@@ -57,7 +57,7 @@ def no_model_loads(monkeypatch):
     """A bad-input case must fail before any model is loaded."""
     # hf_backend binds load_model by name when first imported: import it before patching (else
     # it would keep the refusing stand-in for the rest of the session) and patch both names.
-    from agents.llm import hf_backend, loading
+    from socialgym_agents.llm import hf_backend, loading
 
     def refuse(*args, **kwargs):
         raise AssertionError("a bad-input case loaded a model")
@@ -296,7 +296,7 @@ def test_every_subcommand_has_a_bad_input_case():
     assert len(SOCIALGYM) + len(TRAINING) >= 100
 
 
-# python -m training.*: each script's main() under the same handler as its __main__ block
+# python -m socialgym_training.*: each script's main() under the same handler as its __main__ block
 TRAINING = [
     ("sft-missing-data", "sft", ["--data", "/no/such"], "no dataset folder or JSONL file at /no/such"),
     ("sft-empty-folder", "sft", ["--data", "{in}/emptydir"], "is not a saved dataset folder"),
@@ -320,11 +320,11 @@ TRAINING = [
 
 def _training_body(script: str, argv: list):
     import importlib
-    module = importlib.import_module(f"training.{script}")
+    module = importlib.import_module(f"socialgym_training.{script}")
     if script == "socialmaze":
-        return lambda: invoke_typer(module.app, argv, "training.socialmaze")
+        return lambda: invoke_typer(module.app, argv, "socialgym_training.socialmaze")
     if script in ("detector", "anil"):
-        from training.common import parse_config
+        from socialgym_training.common import parse_config
         return lambda: module.main(parse_config(module.Config, argv))
     return lambda: module.main(argv)
 
@@ -336,7 +336,7 @@ def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypa
     argv = [a.replace("{in}", str(inputs)) for a in argv]
     if "--out" not in argv and script != "socialmaze":
         argv += ["--out", str(tmp_path / "out")]
-    code = run_command(_training_body(script, argv), f"training.{script}")
+    code = run_command(_training_body(script, argv), f"socialgym_training.{script}")
     captured = capsys.readouterr()
     assert code == 2, captured.out + captured.err
     lines = [line for line in captured.err.splitlines() if line.strip() and "Warning" not in line]

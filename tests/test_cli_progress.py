@@ -9,7 +9,7 @@ import signal
 import pytest
 
 import socialgym_env
-from benchmarks import tournament_backends as backends
+from socialgym_benchmarks import tournament_backends as backends
 from socialgym_env import cli
 from socialgym_env.cli_errors import explain_os_error, run_command
 
@@ -69,7 +69,7 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
 
 
 def test_the_status_line_shows_decisions_and_the_games_in_play():
-    from agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
     ticks = []
     jobs = [EpisodeJob(game, seed, ["scripted:random"] * n) for game, n in (("prisoners_dilemma", 2), ("stag_hunt", 4))
             for seed in (0, 1)]

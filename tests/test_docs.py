@@ -34,5 +34,5 @@ def test_readme_is_a_front_page_whose_links_resolve():
 
 def test_docs_run_the_training_scripts_as_modules():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    files = [str(p.relative_to(ROOT)) for p in pages if re.search(r"python3? training/\w+\.py", p.read_text(encoding="utf-8"))]
-    assert not files, f"use `python -m training.NAME` in {files}"
+    files = [str(p.relative_to(ROOT)) for p in pages if re.search(r"python3? socialgym_training/\w+\.py", p.read_text(encoding="utf-8"))]
+    assert not files, f"use `python -m socialgym_training.NAME` in {files}"

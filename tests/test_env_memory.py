@@ -1,6 +1,6 @@
 """A batch of 64 live Triadic Werewolf envs stays within a stated memory bound (README:
-benchmarks/perf/env_memory.py reports the measured RSS per env)."""
-from benchmarks.perf.env_memory import measure
+socialgym_benchmarks/perf/env_memory.py reports the measured RSS per env)."""
+from socialgym_benchmarks.perf.env_memory import measure
 
 # Stated bound: RSS growth per live env after 100 steps (observations logged: the heaviest setting).
 MAX_MIB_PER_ENV = 2.0

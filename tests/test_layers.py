@@ -19,7 +19,7 @@ def test_import_linter_contracts_hold(monkeypatch):
 
 def test_importing_the_engine_loads_no_upper_layer():
     probe = ("import sys, socialgym_env, socialgym_env.games, socialgym_env.socialmaze.cli; "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('agents', 'benchmarks', 'training')))")
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('socialgym_agents', 'socialgym_benchmarks', 'socialgym_training')))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
@@ -35,7 +35,7 @@ def _app_with(monkeypatch, entries):
 
 
 def test_a_plugin_registers_its_commands(monkeypatch):
-    cli, root = _app_with(monkeypatch, [EntryPoint("play", "agents.cli:register", "socialgym.commands")])
+    cli, root = _app_with(monkeypatch, [EntryPoint("play", "socialgym_agents.cli:register", "socialgym.commands")])
     cli._load_plugins()
     result = CliRunner().invoke(root, ["--help"])
     assert result.exit_code == 0 and "play" in result.output
@@ -52,7 +52,7 @@ def test_a_missing_extra_is_named_not_swallowed(monkeypatch, capsys):
 
 
 def test_a_broken_plugin_of_this_project_raises(monkeypatch):
-    broken = EntryPoint("broken", "agents.no_such_module:register", "socialgym.commands")
+    broken = EntryPoint("broken", "socialgym_agents.no_such_module:register", "socialgym.commands")
     cli, _ = _app_with(monkeypatch, [broken])
     with pytest.raises(ModuleNotFoundError):
         cli._load_plugins()
@@ -72,7 +72,7 @@ def test_no_function_is_above_radon_grade_d():
     from radon.complexity import cc_rank, cc_visit
 
     too_complex = []
-    for package in ("socialgym_env", "agents", "benchmarks", "training"):
+    for package in ("socialgym_env", "socialgym_agents", "socialgym_benchmarks", "socialgym_training"):
         for path in sorted((ROOT / package).rglob("*.py")):
             for block in cc_visit(path.read_text(encoding="utf-8")):
                 if cc_rank(block.complexity) in ("E", "F"):

@@ -2,7 +2,7 @@
 Leduc poker, and exploitability / NashConv / expected chips agree with OpenSpiel's own."""
 import pytest
 
-from agents import openspiel_bridge as bridge
+from socialgym_agents import openspiel_bridge as bridge
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -64,8 +64,8 @@ def test_llm_scores_become_a_softmax_over_the_legal_replies():
     probability e^2 / (1 + e^2) to them, and the bridge measures that policy."""
     import math
 
-    from agents.llm.config import LLMConfig
-    from agents.llm.policy import LLMPolicy
+    from socialgym_agents.llm.config import LLMConfig
+    from socialgym_agents.llm.policy import LLMPolicy
 
     class ScoringBackend:
         kind, model_name = "fake", "fake-scorer"

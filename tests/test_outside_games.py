@@ -116,8 +116,8 @@ def example_registered(monkeypatch):
 
 
 def test_a_game_registered_here_reaches_spawned_workers(example_registered, tmp_path):
-    from agents.runner import EpisodeJob
-    from benchmarks.tournament_backends import run_local
+    from socialgym_agents.runner import EpisodeJob
+    from socialgym_benchmarks.tournament_backends import run_local
     shards = {GAME: [EpisodeJob(GAME, seed, ["scripted:random"] * 3) for seed in range(2)],
               "prisoners_dilemma": [EpisodeJob("prisoners_dilemma", 0, ["scripted:random"] * 2)]}
     played = run_local(shards, tmp_path, workers=2, progress=False, start_method="spawn")
@@ -127,8 +127,8 @@ def test_a_game_registered_here_reaches_spawned_workers(example_registered, tmp_
 
 
 def test_a_registration_workers_cannot_import_is_an_error_before_play(tmp_path):
-    from agents.runner import EpisodeJob
-    from benchmarks.tournament_backends import run_local
+    from socialgym_agents.runner import EpisodeJob
+    from socialgym_benchmarks.tournament_backends import run_local
     from socialgym_env.games.prisoners_dilemma import PrisonersDilemma
 
     class LocalGame(PrisonersDilemma):          # exists only inside this function
@@ -149,8 +149,8 @@ def test_a_registration_workers_cannot_import_is_an_error_before_play(tmp_path):
 
 def test_a_game_registered_here_reaches_ray_actors(example_registered, tmp_path):
     import ray                                           # .ci/run installs ray: a missing one fails
-    from agents.runner import EpisodeJob
-    from benchmarks.tournament_backends import run_ray
+    from socialgym_agents.runner import EpisodeJob
+    from socialgym_benchmarks.tournament_backends import run_ray
     assert not ray.is_initialized()      # run_ray starts the local instance, with the game's package on its path
     shards = {GAME: [EpisodeJob(GAME, seed, ["scripted:random"] * 3) for seed in range(4)]}
     try:
@@ -164,9 +164,9 @@ def test_a_game_registered_here_reaches_ray_actors(example_registered, tmp_path)
 
 def test_failed_episodes_are_counted_apart_from_played(tmp_path, monkeypatch, capsys):
     """Whatever makes episodes fail inside the workers, the command says how many failed."""
-    from agents.runner import failed_record
-    from benchmarks import cli as bench_cli
-    from benchmarks import tournament as tour
+    from socialgym_agents.runner import failed_record
+    from socialgym_benchmarks import cli as bench_cli
+    from socialgym_benchmarks import tournament as tour
     from socialgym_env.logs import append_episode
 
     real_run_local = tour.run_local

@@ -67,9 +67,9 @@ def test_goto_an_unknown_phase_names_the_valid_ones():
 
 
 def test_an_outside_package_registers_a_heuristic_baseline():
-    from agents.base import BasePolicy, Decision
-    from agents.baselines import heuristic_for, register_baseline
-    from agents.runner import EpisodeJob, run_jobs
+    from socialgym_agents.base import BasePolicy, Decision
+    from socialgym_agents.baselines import heuristic_for, register_baseline
+    from socialgym_agents.runner import EpisodeJob, run_jobs
 
     class AlwaysFirst(BasePolicy):
         def act(self, observation, info, key=("", "")):

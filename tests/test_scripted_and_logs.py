@@ -4,8 +4,8 @@ import warnings
 
 import pytest
 
-from agents.registry import make_policy
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.registry import make_policy
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_env.errors import LogFormatError
 from socialgym_env.logs import append_episode, completed_episode_ids, read_episodes
 

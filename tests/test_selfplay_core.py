@@ -1,10 +1,10 @@
-"""Self-play bookkeeping (agents/selfplay.py): seating and roles, the RAE baseline on fixed
+"""Self-play bookkeeping (socialgym_agents/selfplay.py): seating and roles, the RAE baseline on fixed
 rewards, zero-advantage filtering and checkpoint pool sampling."""
 import random
 
 import pytest
 
-from agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from socialgym_agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
 
 TWO = ["player_0", "player_1"]
 

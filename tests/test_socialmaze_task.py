@@ -233,7 +233,7 @@ def _load_script(rel: str):
 
 
 def test_baselines_benchmark_table(capsys):
-    assert _load_script("benchmarks/socialmaze_baselines.py").main(["--n", "12", "--seed", "4"]) == 0
+    assert _load_script("socialgym_benchmarks/socialmaze_baselines.py").main(["--n", "12", "--seed", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [ln for ln in lines if ln.split()[:1] and ln.split()[0] in sm.VARIANTS]
     assert [r.split()[:2] for r in rows if r.split()[1] == "all"] == [
@@ -246,7 +246,7 @@ def test_baselines_benchmark_table(capsys):
 
 
 def test_perf_script_reports_rates(capsys):
-    perf = _load_script("benchmarks/perf/socialmaze_gen.py")
+    perf = _load_script("socialgym_benchmarks/perf/socialmaze_gen.py")
     assert perf.main(["--n", "5", "--presets", "hard", "--variants", "full", "--reps", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and out[2] == "median [min-max] over 2 interleaved repetitions"

@@ -33,8 +33,8 @@ from selenium.webdriver.chrome.service import Service   # noqa: E402
 from selenium.webdriver.common.by import By   # noqa: E402
 from selenium.webdriver.support.ui import Select   # noqa: E402
 
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.serve.arena import create_arena_app   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.serve.arena import create_arena_app   # noqa: E402
 
 GAME, CONFIG, SEED = "liars_dice", {"dice": 2}, 6      # config: a short game with private dice
 

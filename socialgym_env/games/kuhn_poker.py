@@ -22,7 +22,7 @@ per betting round), ``betting_round``, ``to_call``, ``pot``, ``put_in``, ``ranks
 ``bets_this_round``, ``max_bets``.
 
 Scores are the chips won or lost (the values OpenSpiel's ``kuhn_poker`` returns, so the
-OpenSpiel bridge ``benchmarks/openspiel_bridge.py`` measures exploitability in chips); the
+OpenSpiel bridge ``socialgym_agents/openspiel_bridge.py`` measures exploitability in chips); the
 outcome reward is their sign: +1 for the winner of the pot, −1 for the loser (two-player rule).
 Cap 10 steps (never reached: a hand has at most 3 actions).
 Invalid action fallback: ``check`` when no bet stands, otherwise ``fold``.

@@ -26,7 +26,7 @@ the board card. ``infos[agent]["game_state"]`` (``public_data``): ``my_card``, `
 ``pot``, ``put_in``, ``ranks``, ``bets_this_round``, ``max_bets``.
 
 Scores are the chips won or lost (at most 13; the values OpenSpiel's ``leduc_poker`` returns,
-so the bridge ``benchmarks/openspiel_bridge.py`` measures exploitability in chips); the outcome
+so the bridge ``socialgym_agents/openspiel_bridge.py`` measures exploitability in chips); the outcome
 reward is their sign: +1 for the winner, −1 for the loser, 0 for a split pot (two-player rule).
 Cap 20 steps (never reached: a hand has at most 8 actions).
 Invalid action fallback: ``check`` when no bet stands, otherwise ``fold``.

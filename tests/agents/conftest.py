@@ -15,6 +15,6 @@ def make_fake_policy():
 def fresh_server_ladders():
     """Each test's scripted servers start unknown: a port reused by a later test's server must
     not inherit what the ladder learnt about an earlier one (the ladder is per process)."""
-    from agents.llm import openai_backend
+    from socialgym_agents.llm import openai_backend
     openai_backend._LADDERS.clear()
     yield

@@ -1,10 +1,10 @@
-"""A trained PEFT LoRA adapter on the local backend: ``smollm2?adapter=DIR`` (agents.llm.adapters)."""
+"""A trained PEFT LoRA adapter on the local backend: ``smollm2?adapter=DIR`` (socialgym_agents.llm.adapters)."""
 from pathlib import Path
 
 import pytest
 
-from agents import make_policy
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents import make_policy
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def random_adapter(smollm2_available, tmp_path_factory):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from agents.llm.hf_backend import load_model
+    from socialgym_agents.llm.hf_backend import load_model
     base, _ = load_model("smollm2")
     torch.manual_seed(0)
     lora = LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
@@ -56,19 +56,19 @@ def test_adapted_policy_plays_against_its_base(random_adapter):
 
 
 def test_bad_adapter_folder_is_a_clear_error(smollm2_available, tmp_path):
-    from agents.llm.hf_backend import ModelNotAvailable
+    from socialgym_agents.llm.hf_backend import ModelNotAvailable
     with pytest.raises(ModelNotAvailable, match="adapter_config.json"):
         make_policy(f"smollm2?adapter={tmp_path}")
     with pytest.raises(ValueError, match="local models only"):
         make_policy("openai:gpt@http://localhost:1?adapter=x")
 
 
-SHIPPED = str(Path(__file__).resolve().parents[2] / "agents" / "adapters" / "smollm2_selfplay_liars_dice")
+SHIPPED = str(Path(__file__).resolve().parents[2] / "socialgym_agents" / "adapters" / "smollm2_selfplay_liars_dice")
 
 
 def as_trained() -> str:
     """The LLM options self-play trains and rates a checkpoint with (``rate_as``)."""
-    from training.selfplay import Config, layout_options
+    from socialgym_training.selfplay import Config, layout_options
     return layout_options(Config())
 
 
@@ -77,7 +77,7 @@ def test_make_demo_rates_the_adapter_as_it_was_trained():
     options = next(line.split("=", 1)[1].strip() for line in makefile.splitlines()
                    if line.startswith("SELFPLAY_OPTIONS"))
     assert sorted(options.split("&")) == sorted(as_trained().split("&"))
-    assert "adapter=agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS)" in makefile
+    assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS)" in makefile
 
 
 def _opening_own_face_probability(spec: str, seeds) -> list:
@@ -86,8 +86,8 @@ def _opening_own_face_probability(spec: str, seeds) -> list:
     import math
 
     import socialgym_env
-    from agents.llm.parsing import parse_reply
-    from agents.openspiel_bridge import softmax
+    from socialgym_agents.llm.parsing import parse_reply
+    from socialgym_agents.openspiel_bridge import softmax
     policy = make_policy(spec)
     out = []
     for seed in seeds:
@@ -108,7 +108,7 @@ def test_the_shipped_self_play_adapter_learnt_to_open_on_its_own_face(smollm2_av
     deal per face it puts more probability than its base model on the bid that cannot lose a
     call, 'bid 1 <own face>', and most of it on average (the base model: a small share)."""
     import socialgym_env
-    from agents.registry import check_spec
+    from socialgym_agents.registry import check_spec
     options = as_trained()
     check_spec(f"smollm2?adapter={SHIPPED}&{options}", ["liars_dice"])
     seeds, faces = [], set()

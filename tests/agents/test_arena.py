@@ -1,4 +1,4 @@
-"""The browser arena's server (agents.serve.arena): whole games over its WebSocket, every frame a
+"""The browser arena's server (socialgym_agents.serve.arena): whole games over its WebSocket, every frame a
 seat receives read for other seats' hidden information; tokens; hostile strings; the log and
 the leaderboard; replay. The real-browser tests are in test_arena_browser.py."""
 import asyncio
@@ -15,9 +15,9 @@ websockets = pytest.importorskip("websockets")
 
 import httpx   # noqa: E402
 
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.serve.arena import LOG_FILE, STATIC, create_arena_app   # noqa: E402
-from agents.serve.sessions import SessionError, SessionStore   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.serve.arena import LOG_FILE, STATIC, create_arena_app   # noqa: E402
+from socialgym_agents.serve.sessions import SessionError, SessionStore   # noqa: E402
 from socialgym_env.logs import read_episodes, restore_env   # noqa: E402
 
 HOSTILE = '<script>alert("x")</script> \'q\' </textarea><b>&amp; ünïcødé'

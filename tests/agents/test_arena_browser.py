@@ -16,8 +16,8 @@ from selenium.common.exceptions import StaleElementReferenceException   # noqa: 
 from selenium.webdriver.common.by import By   # noqa: E402
 from selenium.webdriver.support.ui import Select   # noqa: E402
 
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.serve.arena import LOG_FILE, create_arena_app   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.serve.arena import LOG_FILE, create_arena_app   # noqa: E402
 from socialgym_env.logs import read_episodes   # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

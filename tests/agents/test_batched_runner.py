@@ -4,9 +4,9 @@ import json
 import pytest
 
 import socialgym_env
-from agents.base import BasePolicy, Decision
-from agents.scripted import RandomPolicy
-from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_agents.base import BasePolicy, Decision
+from socialgym_agents.scripted import RandomPolicy
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 from socialgym_env.logs import read_episodes
 
 SPECS = ["scripted:random", "scripted:tit_for_tat", "scripted:grim_trigger", "scripted:win_stay_lose_shift",
@@ -114,7 +114,7 @@ class BatchingRandom(RandomPolicy):
 def test_scripted_turns_do_not_wait_for_a_tick(monkeypatch):
     """A model seat among scripted ones: the runner ticks once per decision of the batching
     policy, not once per turn (scripted turns are played as soon as they are due)."""
-    from agents import batched
+    from socialgym_agents import batched
     ticks = []
     decide = batched._BatchRun.decide
     monkeypatch.setattr(batched._BatchRun, "decide", staticmethod(lambda by_policy: ticks.append(1) or decide(by_policy)))

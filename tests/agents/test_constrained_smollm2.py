@@ -2,10 +2,10 @@
 import pytest
 
 import socialgym_env
-from agents import make_policy
-from agents.base import Request
-from agents.llm.constraint import reply_grammar
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents import make_policy
+from socialgym_agents.base import Request
+from socialgym_agents.llm.constraint import reply_grammar
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 
 # free-text talk (battle_of_the_sexes "say"), numeric arguments (public_goods, bargaining),
 # two-part arguments (liars_dice bids), plain choices (prisoners_dilemma)

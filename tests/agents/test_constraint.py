@@ -5,8 +5,8 @@ import random
 import pytest
 
 import socialgym_env
-from agents.llm.constraint import reply_grammar
-from agents.llm.parsing import parse_reply
+from socialgym_agents.llm.constraint import reply_grammar
+from socialgym_agents.llm.parsing import parse_reply
 
 ALPHABET = [chr(c) for c in range(32, 127)] + ["ö", "é", "\n", "\\"]
 
@@ -94,7 +94,7 @@ class _ToyTokenizer:
 @pytest.mark.parametrize("game,seed", [("battle_of_the_sexes", 0), ("dead_last", 1), ("chameleon", 2),
                                        ("liars_dice", 0)])
 def test_token_guide_only_allows_tokens_that_keep_the_reply_legal(game, seed):
-    from agents.llm.guided import Guide, Vocab, forced_prefix
+    from socialgym_agents.llm.guided import Guide, Vocab, forced_prefix
     tokenizer = _ToyTokenizer()
     vocab = Vocab(tokenizer, len(tokenizer) + 3)          # logits may be wider than the tokenizer
     rng = random.Random(seed)

@@ -1,4 +1,4 @@
-"""The OpenEnv-protocol env server (agents.serve): OpenEnv's own client drives a live server on
+"""The OpenEnv-protocol env server (socialgym_agents.serve): OpenEnv's own client drives a live server on
 127.0.0.1; seeds, seat privacy, session limits, idle expiry and disconnects are checked."""
 import asyncio
 import json
@@ -12,9 +12,9 @@ pytest.importorskip("uvicorn")
 from fastapi.testclient import TestClient   # noqa: E402
 
 import socialgym_env   # noqa: E402
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.serve.game_session import GameDefaults   # noqa: E402
-from agents.serve.openenv_app import create_openenv_app   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.serve.game_session import GameDefaults   # noqa: E402
+from socialgym_agents.serve.openenv_app import create_openenv_app   # noqa: E402
 
 GAMES = [g["id"] for g in socialgym_env.list_games()]
 
@@ -182,7 +182,7 @@ def test_serve_env_refuses_a_public_bind_without_consent():
 
 @pytest.mark.parametrize("worker_thread", [True, False])
 def test_session_store_limits_tokens_and_expiry(worker_thread):
-    from agents.serve.sessions import CapacityError, SessionError, SessionStore
+    from socialgym_agents.serve.sessions import CapacityError, SessionError, SessionStore
 
     class Held:
         closed = False
@@ -228,11 +228,11 @@ def test_dockerfile_copies_what_exists_and_serves_the_registered_command():
     assert "serve" in cfg["options.extras_require"] and 'pip install --no-cache-dir ".[serve]"' in "\n".join(lines)
     commands = cfg["options.entry_points"]["socialgym.commands"]
     cmd = json.loads(next(line for line in lines if line.startswith("CMD "))[4:])
-    assert cmd[:2] == ["socialgym", "serve-env"] and "serve-env = agents.serve.cli:register [serve]" in commands
+    assert cmd[:2] == ["socialgym", "serve-env"] and "serve-env = socialgym_agents.serve.cli:register [serve]" in commands
 
 
 def test_a_game_bug_is_reported_and_the_session_survives(monkeypatch):
-    from agents.serve.game_session import GameSession
+    from socialgym_agents.serve.game_session import GameSession
 
     def broken_step(self, action):
         raise RuntimeError("planted bug")

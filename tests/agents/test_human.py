@@ -4,9 +4,9 @@ import json
 
 from typer.testing import CliRunner
 
-from agents import make_policy
-from agents.human import HumanPolicy, TerminalOutput, TerminalTable
-from agents.runner import EpisodeJob, PolicyPool, play_episode
+from socialgym_agents import make_policy
+from socialgym_agents.human import HumanPolicy, TerminalOutput, TerminalTable
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode
 from socialgym_env.cli import app
 
 PD_RULES = "Each round both players choose at the same time"
@@ -78,7 +78,7 @@ def test_play_fills_the_remaining_seats_with_the_last_spec(tmp_path):
 
 
 def test_human_end_of_input_fails_the_episode_not_the_run():
-    from agents.runner import run_jobs
+    from socialgym_agents.runner import run_jobs
     human = HumanPolicy(input_stream=io.StringIO(""), output_stream=io.StringIO())
     records = run_jobs([EpisodeJob("prisoners_dilemma", 0, ["human", "scripted:random"], config={"rounds": 1})],
                        PolicyPool(prebuilt={"human": human}))
@@ -90,7 +90,7 @@ def test_human_spec():
 
 
 def test_the_table_names_nobody_in_a_secret_phase():
-    from agents.scripted import RandomPolicy
+    from socialgym_agents.scripted import RandomPolicy
     from socialgym_env.logs import restore_env
 
     class SlowRandom(RandomPolicy):      # a scripted seat that "thinks", like a model

@@ -1,8 +1,8 @@
-"""KV caches that grow in place (agents.llm.kv_cache) against transformers' DynamicLayer."""
+"""KV caches that grow in place (socialgym_agents.llm.kv_cache) against transformers' DynamicLayer."""
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from agents.llm.kv_cache import RoomyCache, RoomyLayer, empty_cache, select_rows, stack_left_padded
+from socialgym_agents.llm.kv_cache import RoomyCache, RoomyLayer, empty_cache, select_rows, stack_left_padded
 
 
 def _kv(batch, length, seed):
@@ -43,7 +43,7 @@ def test_select_rows_and_left_padded_stacking():
 def test_prefill_passes_stay_within_the_token_budget():
     from types import SimpleNamespace
 
-    from agents.llm.hf_backend import PREFILL_TOKENS, _token_budget
+    from socialgym_agents.llm.hf_backend import PREFILL_TOKENS, _token_budget
     rows = [SimpleNamespace(ids=[0] * n, reuse=0, name=i) for i, n in enumerate([200] * 20 + [260] * 10 + [4000])]
     pieces = _token_budget(rows)
     assert sorted(r.name for piece in pieces for r in piece) == list(range(31))

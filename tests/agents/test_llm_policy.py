@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from agents.base import Request
-from agents.llm.backend import Reply
-from agents.registry import register_kind
-from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_agents.base import Request
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.registry import register_kind
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 from socialgym_env.actions import MAX_ACTION_CHARS as LONGEST_ACTION, MAX_LOG_TEXT_CHARS as LOG_TEXT_LIMIT
 from socialgym_env.logs import read_episodes
 
@@ -62,7 +62,7 @@ def test_retries_are_bounded_and_last_attempt_goes_to_the_env():
     assert decision.action == "nope 3"
     assert policy.backend.replies == ["never asked"]
     # The env's invalid-action mode decides: fallback makes the turn invalid but the game goes on.
-    pool = PolicyPool(prebuilt={"fake": fake_policy(fn=lambda item: __import__("agents.llm.backend", fromlist=["Reply"]).Reply("no idea"), max_retries=1)})
+    pool = PolicyPool(prebuilt={"fake": fake_policy(fn=lambda item: __import__("socialgym_agents.llm.backend", fromlist=["Reply"]).Reply("no idea"), max_retries=1)})
     record = play_episode(EpisodeJob("prisoners_dilemma", 1, ["fake", "fake"], config={"rounds": 1}), pool)
     assert record["finished"] and all(not t["valid"] and t.get("fallback") for t in record["turns"])
     assert all(len(t["agent_meta"]["attempts"]) == 2 for t in record["turns"])
@@ -70,7 +70,7 @@ def test_retries_are_bounded_and_last_attempt_goes_to_the_env():
 
 def test_batch_reasks_only_the_failed_requests():
     replies = iter([GOOD, "bad", GOOD])
-    from agents.llm.backend import Reply
+    from socialgym_agents.llm.backend import Reply
     policy = fake_policy(fn=lambda item: Reply(next(replies)))
     import socialgym_env
     env = socialgym_env.make("prisoners_dilemma", rounds=1)
@@ -84,7 +84,7 @@ def test_batch_reasks_only_the_failed_requests():
 
 def test_playbook_goes_into_the_prompt_and_the_roster(tmp_path):
     seen = []
-    from agents.llm.backend import Reply
+    from socialgym_agents.llm.backend import Reply
 
     def answer(item):
         seen.append((item.key[1], item.messages[0]["content"]))
@@ -107,7 +107,7 @@ def test_playbook_goes_into_the_prompt_and_the_roster(tmp_path):
 
 
 def test_backend_error_fails_only_that_episode(tmp_path):
-    from agents.llm.backend import Reply
+    from socialgym_agents.llm.backend import Reply
 
     def answer(item):
         if item.key[0].startswith("bargaining"):
@@ -126,7 +126,7 @@ def test_backend_error_fails_only_that_episode(tmp_path):
 
 
 def test_registered_kind_and_spec_options():
-    from agents import make_policy
+    from socialgym_agents import make_policy
     register_kind("fakekind", lambda rest, seed=0: fake_policy([GOOD], policy_id="fakekind" + rest))
     assert make_policy("fakekind?x=1").policy_id == "fakekind?x=1"
     with pytest.raises(ValueError, match="unknown LLM option"):
@@ -159,7 +159,7 @@ def test_a_conversation_that_outgrows_the_context_restarts_at_a_share_of_the_bud
     """prompt=turns with a small budget: an overflowing conversation starts over with the oldest
     history dropped to RESTART_SHARE of the budget, and the next turns extend it again (not a restart at
     the brim on every turn, which would re-encode the whole prompt each time)."""
-    from agents.llm.policy import RESTART_SHARE
+    from socialgym_agents.llm.policy import RESTART_SHARE
     budget = 5000
     policy = make_fake_policy(fn=lambda item: Reply(GOOD, {}))
     policy.backend.budget_chars = budget
@@ -180,7 +180,7 @@ def test_a_turn_with_the_same_actions_refers_to_them_in_one_line(make_fake_polic
     """Turn layout: when a seat's actions and format are ones its conversation already showed
     (the talk phase of each proposal), the turn gives the status and one line instead of the
     whole block; a block not shown yet (each vote names its team) is shown in full."""
-    from agents.llm.prompt import SAME_ACTIONS
+    from socialgym_agents.llm.prompt import SAME_ACTIONS
     policy = make_fake_policy(fn=lambda item: Reply('{"action_type": "pass", "argument": ""}', {}))
     play_episode(EpisodeJob("resistance", 2, ["llm"] * 5), PolicyPool(prebuilt={"llm": policy}))
     turns = [c[0].messages[-1]["content"] for c in policy.backend.calls
@@ -201,7 +201,7 @@ def test_a_huge_model_reply_and_its_parse_error_are_clipped_in_the_meta():
 
 
 def test_a_failed_episode_reason_is_clipped():
-    from agents.jobs import failed_record
+    from socialgym_agents.jobs import failed_record
     job = EpisodeJob("prisoners_dilemma", 0, ["scripted:random", "scripted:random"], episode_id="ep")
     record = failed_record(job, RuntimeError("boom " * 10000))
     assert record["failed"] and record["error"].startswith("RuntimeError: boom boom")
@@ -210,7 +210,7 @@ def test_a_failed_episode_reason_is_clipped():
 
 
 def test_a_thinking_seat_keeps_its_reasoning_out_of_the_env_even_when_the_reply_is_unusable(make_fake_policy):
-    from agents.base import Request
+    from socialgym_agents.base import Request
     info = {"action_types": ["defect", "cooperate"], "legal_action_list": ["defect", "cooperate"]}
     replies = ['{"reasoning": "secret scheme", "action": {"action_type": "fly"}}',
                '{"reasoning": "secret scheme", "action": "nope"}', "secret scheme in prose"]

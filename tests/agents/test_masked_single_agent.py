@@ -7,8 +7,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import socialgym_env
-from agents.runner import PolicyPool
-from agents.single_agent import (SingleAgentVecEnv, derived_seed, make_masked_single_agent_env,
+from socialgym_agents.runner import PolicyPool
+from socialgym_agents.single_agent import (SingleAgentVecEnv, derived_seed, make_masked_single_agent_env,
                                  make_single_agent_env)
 
 GAMES = socialgym_env.game_ids()

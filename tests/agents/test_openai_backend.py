@@ -6,10 +6,10 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from agents.llm.backend import Completion
-from agents.llm.config import parse_options
-from agents.llm.openai_backend import BackendError, OpenAIBackend
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.llm.backend import Completion
+from socialgym_agents.llm.config import parse_options
+from socialgym_agents.llm.openai_backend import BackendError, OpenAIBackend
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_env.logs import read_episodes
 
 from scripted_servers import LocalServer

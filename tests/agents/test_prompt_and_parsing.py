@@ -4,8 +4,8 @@ import json
 import pytest
 
 import socialgym_env
-from agents.llm.parsing import ReplyError, action_string, extract_json_object, json_object_complete, parse_reply
-from agents.llm.prompt import OMIT_CHUNK, fit_prompt, format_instructions, render_prompt
+from socialgym_agents.llm.parsing import ReplyError, action_string, extract_json_object, json_object_complete, parse_reply
+from socialgym_agents.llm.prompt import OMIT_CHUNK, fit_prompt, format_instructions, render_prompt
 
 
 def _seat(game="bargaining", **config):

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from agents.base import Request
+from socialgym_agents.base import Request
 from helpers import decision_infos
-from agents.llm.parsing import ReplyError, action_string, parse_reply, reply_reasoning
+from socialgym_agents.llm.parsing import ReplyError, action_string, parse_reply, reply_reasoning
 
 GAMES = ("prisoners_dilemma", "bargaining", "liars_dice", "chameleon", "werewolves")
 

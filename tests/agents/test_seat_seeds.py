@@ -1,7 +1,7 @@
 """Seat randomness depends on (game, seed, seat) only (issue 26): two episodes that differ in
 their id (SPaRTan names the arm in it) draw the same scripted moves and LLM sampling seeds."""
-from agents.base import seat_seed
-from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_agents.base import seat_seed
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 
 from helpers import fake_policy
 

@@ -5,11 +5,11 @@ import json
 import pytest
 
 import socialgym_env
-from agents.llm.backend import Completion
-from agents.llm.config import parse_options
-from agents.llm.constraint import reply_grammar, thinking_grammar, to_gbnf
-from agents.llm.openai_backend import BackendError, OpenAIBackend
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.llm.backend import Completion
+from socialgym_agents.llm.config import parse_options
+from socialgym_agents.llm.constraint import reply_grammar, thinking_grammar, to_gbnf
+from socialgym_agents.llm.openai_backend import BackendError, OpenAIBackend
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 
 from helpers import decision_infos
 from scripted_servers import REASONING, CaptureServer, RedirectServer, ScriptedServer, gbnf_shortest
@@ -95,7 +95,7 @@ def test_the_gbnf_grammar_derives_legal_replies(game, phase, think):
     grammar = thinking_grammar(grammar, think) if think else grammar
     text = gbnf_shortest(to_gbnf(grammar))
     assert grammar.accepts(text), text
-    from agents.llm.parsing import parse_reply
+    from socialgym_agents.llm.parsing import parse_reply
     assert parse_reply(text, info)["action_type"] in info["action_types"]
 
 
@@ -198,7 +198,7 @@ def test_a_forked_child_gets_its_own_event_loop():
 def test_every_branch_of_the_schema_requires_both_keys_and_its_instances_are_legal(game):
     """Converters (llama.cpp's) build a union from the branches alone: a branch must itself
     require the keys, or "{}" would be allowed."""
-    from agents.llm.parsing import parse_reply
+    from socialgym_agents.llm.parsing import parse_reply
     from scripted_servers import schema_instance
     for _, _, info in list(decision_infos(game))[:12]:
         schema = reply_grammar(info).json_schema(info)

@@ -4,9 +4,9 @@ import warnings
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from agents.base import Decision
-from agents.llm.backend import Reply
-from agents.single_agent import SingleAgentVecEnv, make_single_agent_env
+from socialgym_agents.base import Decision
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.single_agent import SingleAgentVecEnv, make_single_agent_env
 
 
 @pytest.mark.parametrize("game,seat", [("rock_paper_scissors", "player_1"), ("prisoners_dilemma", 0),
@@ -91,7 +91,7 @@ def test_vector_env_matches_single_envs():
 
 
 def test_vector_env_sends_model_opponents_one_batch_per_tick(make_fake_policy):
-    from agents.runner import PolicyPool
+    from socialgym_agents.runner import PolicyPool
     fake = make_fake_policy(fn=lambda item: Reply('{"action_type": "rock"}'))
     vec = SingleAgentVecEnv("rock_paper_scissors", "player_1", "fake", num_envs=4,
                             pool=PolicyPool(prebuilt={"fake": fake}), rounds=2)

@@ -1,9 +1,9 @@
 """The embedded SmolLM2 through the batched runner vs the naive loop (greedy => same actions)."""
 import pytest
 
-from agents import make_policy
-from agents.base import Request
-from agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
+from socialgym_agents import make_policy
+from socialgym_agents.base import Request
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs
 
 OPTS = "max_new_tokens=20&max_retries=0"
 
@@ -50,8 +50,8 @@ def test_context_overflow_trims_history_instead_of_crashing(smollm2_available):
 
 # ----------------------------------------------------------------------------- backend internals
 def _backend(opts="max_new_tokens=24&constrained=0"):
-    from agents.llm.config import parse_options
-    from agents.llm.hf_backend import HFBackend
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.hf_backend import HFBackend
     return HFBackend("smollm2", parse_options(opts))
 
 
@@ -68,7 +68,7 @@ def _batch_sizes(model):
 
 
 def test_finished_rows_leave_the_batch_and_keep_their_cache(smollm2_available):
-    from agents.llm.backend import Completion
+    from socialgym_agents.llm.backend import Completion
     prompts = ['Reply with the JSON {"action_type": "go", "argument": ""} and nothing else.',
                "Write a long story about a dragon who learns to cook, in many sentences.",
                'Answer in JSON: {"action_type": "stay", "argument": ""}',
@@ -96,8 +96,8 @@ def test_finished_rows_leave_the_batch_and_keep_their_cache(smollm2_available):
 
 def test_a_seats_first_prompt_reuses_the_description_another_seat_encoded(smollm2_available):
     import socialgym_env
-    from agents.llm.backend import Completion
-    from agents.llm.prompt import render_prompt
+    from socialgym_agents.llm.backend import Completion
+    from socialgym_agents.llm.prompt import render_prompt
     env = socialgym_env.make("werewolves")
     env.reset(seed=3)
     first, second = env.possible_agents[:2]
@@ -112,8 +112,8 @@ def test_a_seats_first_prompt_reuses_the_description_another_seat_encoded(smollm
 
 def test_dtype_option_loads_a_bfloat16_copy_and_plays_legally(smollm2_available):
     import torch
-    from agents.llm.config import parse_options
-    from agents.llm.loading import resolve_dtype
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.loading import resolve_dtype
     with pytest.raises(ValueError, match="dtype"):
         parse_options("dtype=float16")
     policy = make_policy(f"smollm2?{OPTS}&dtype=bfloat16")
@@ -129,8 +129,8 @@ def test_dtype_option_loads_a_bfloat16_copy_and_plays_legally(smollm2_available)
 
 def test_seats_asking_in_the_same_tick_encode_their_shared_description_once(smollm2_available):
     import socialgym_env
-    from agents.llm.backend import Completion
-    from agents.llm.prompt import render_prompt
+    from socialgym_agents.llm.backend import Completion
+    from socialgym_agents.llm.prompt import render_prompt
     env = socialgym_env.make("werewolves")
     env.reset(seed=4)
     seats = env.possible_agents[:3]
@@ -148,8 +148,8 @@ def test_scoring_seats_of_one_tick_encode_their_shared_description_once(smollm2_
     """mode=score: the same one-time encoding of the shared description as generation, and the
     same scores as scoring each seat alone."""
     import socialgym_env
-    from agents.llm.backend import Completion
-    from agents.llm.prompt import render_prompt
+    from socialgym_agents.llm.backend import Completion
+    from socialgym_agents.llm.prompt import render_prompt
     env = socialgym_env.make("werewolves")
     env.reset(seed=4)
     seats = env.possible_agents[:3]
@@ -165,7 +165,7 @@ def test_scoring_seats_of_one_tick_encode_their_shared_description_once(smollm2_
 
 
 def test_rows_of_very_different_lengths_decode_in_separate_batches(smollm2_available):
-    from agents.llm.backend import Completion
+    from socialgym_agents.llm.backend import Completion
     long_text = "Here is a long record of the game so far. " * 120 + 'Reply with {"action_type": "go", "argument": ""}.'
     items = [Completion(("ep", "short"), _user('Reply with {"action_type": "go", "argument": ""}.')),
              Completion(("ep", "long"), _user(long_text))]
@@ -181,10 +181,10 @@ def test_rows_of_very_different_lengths_decode_in_separate_batches(smollm2_avail
 
 
 def test_shared_kv_attention_gives_transformers_sdpa_logits_under_padding(smollm2_available):
-    """The loaded model's attention (SDPA with grouped KV heads, agents.llm.loading) equals
+    """The loaded model's attention (SDPA with grouped KV heads, socialgym_agents.llm.loading) equals
     transformers' SDPA on a left-padded batch, and the padded row equals the row alone."""
     import torch
-    from agents.llm.loading import SHARED_KV_ATTENTION, load_model
+    from socialgym_agents.llm.loading import SHARED_KV_ATTENTION, load_model
     model, tokenizer = load_model("smollm2")
     assert model.config._attn_implementation == SHARED_KV_ATTENTION
     short = tokenizer.encode("Rock, paper or scissors?")

@@ -13,8 +13,8 @@ pytest.importorskip("fastapi")
 
 from fastapi import FastAPI, Request   # noqa: E402
 
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.single_agent import SingleAgentEnv   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.single_agent import SingleAgentEnv   # noqa: E402
 from tests.conftest import ROOT   # noqa: E402
 
 try:                                   # installed by `make setup`; a bare checkout still tests it

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
-from agents.base import BasePolicy, Decision
-from agents.llm.backend import Reply
-from agents.llm.config import parse_options, split_spec
-from agents.llm.policy import LLMPolicy
-from agents.registry import register_kind
+from socialgym_agents.base import BasePolicy, Decision
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.llm.config import parse_options, split_spec
+from socialgym_agents.llm.policy import LLMPolicy
+from socialgym_agents.registry import register_kind
 
 PLANTED = "A pattern I noticed: I should cooperate early and defect in the last round."
 

@@ -1,10 +1,10 @@
-"""Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (benchmarks.elo)."""
+"""Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (socialgym_benchmarks.elo)."""
 
 import numpy as np
 import pytest
 
-from benchmarks import elo as bt
-from benchmarks.perf.elo_fit import sklearn_aggregated_fit
+from socialgym_benchmarks import elo as bt
+from socialgym_benchmarks.perf.elo_fit import sklearn_aggregated_fit
 
 
 def rec(policies, rewards, teams=None, **extra):
@@ -151,7 +151,7 @@ def test_wilson_empty_and_win_rates():
 
 # ----------------------------------------------------------------------------- speed work (issue 12)
 def test_battle_resamples_are_centred_on_the_win_matrix():
-    from benchmarks.perf.elo_fit import make_battles
+    from socialgym_benchmarks.perf.elo_fit import make_battles
     battles = make_battles(3000, 12, seed=1)
     resamples = bt.bootstrap_wins(battles, 4000, by="battle", seed=3)
     wins = battles.win_matrix()
@@ -179,7 +179,7 @@ def dense_episode_cells(battles):
 
 
 def test_episode_patterns_equal_the_dense_grouping():
-    from benchmarks.perf.elo_fit import make_battles
+    from socialgym_benchmarks.perf.elo_fit import make_battles
     rng = np.random.default_rng(6)
     names = [f"p{i}" for i in range(50)]
     # 4 of 50 competitors per episode, 6 battles: rows too wide for one integer key
@@ -239,7 +239,7 @@ def test_episode_bootstrap_in_blocks_of_resamples(monkeypatch):
 
 
 def test_episode_bootstrap_of_50_competitors():
-    from benchmarks.perf.elo_fit import make_battles
+    from socialgym_benchmarks.perf.elo_fit import make_battles
     battles = make_battles(20_000, 50, seed=2)
     patterns, counts = bt.episode_patterns(battles)
     played = np.count_nonzero(battles.win_matrix())
@@ -250,7 +250,7 @@ def test_episode_bootstrap_of_50_competitors():
 
 @pytest.mark.parametrize("k,n", [(7, 20_000), (50, 20_000)])
 def test_bootstrap_ratings_equal_sklearn_aggregated_within_a_hundredth_elo(k, n):
-    from benchmarks.perf.elo_fit import make_battles, sklearn_aggregated_fit
+    from socialgym_benchmarks.perf.elo_fit import make_battles, sklearn_aggregated_fit
     battles = make_battles(n, k, seed=k)
     ratings = bt.rate(battles, n_boot=40, by="battle", seed=2, keep_samples=True)
     resamples = bt.bootstrap_wins(battles, 40, by="battle", seed=2)[:4]
@@ -371,7 +371,7 @@ def test_chord_start_gives_the_newton_ratings(k, n):
     """From the point fit, resamples take chord steps (and fall back to Newton where those do
     not descend: with 12 outcomes resamples are far from the point fit); the ratings equal the
     Newton-only fit from zero within 2e-3 Elo."""
-    from benchmarks.perf.elo_fit import make_battles
+    from socialgym_benchmarks.perf.elo_fit import make_battles
     battles = make_battles(n, k, seed=n)
     wins = bt.bootstrap_wins(battles, 200, by="battle", seed=1)
     point = bt.fit_bt(battles.win_matrix())

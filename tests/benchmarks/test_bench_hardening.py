@@ -3,9 +3,9 @@ message text that would break the replay page's script."""
 import json
 import re
 
-from agents.runner import EpisodeJob, run_jobs
-from benchmarks.leaderboard_render import build_leaderboard
-from benchmarks.replay import render_replay
+from socialgym_agents.runner import EpisodeJob, run_jobs
+from socialgym_benchmarks.leaderboard_render import build_leaderboard
+from socialgym_benchmarks.replay import render_replay
 from socialgym_env.logs import append_episode
 
 ODD = "evil|<b>bold</b>"
@@ -45,8 +45,8 @@ def test_replay_page_script_cannot_be_broken_by_message_text(tmp_path):
 
 
 def test_resume_retries_failed_episodes_by_default(tmp_path):
-    from agents.runner import failed_record
-    from benchmarks import tournament as tour
+    from socialgym_agents.runner import failed_record
+    from socialgym_benchmarks import tournament as tour
 
     agents = ["scripted:random", "scripted:heuristic"]
     jobs = tour.plan_tournament(["prisoners_dilemma"], agents, episodes=2, seed=0)

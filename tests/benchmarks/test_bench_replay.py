@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.runner import EpisodeJob, run_jobs
-from benchmarks.replay import write_replay
+from socialgym_agents.runner import EpisodeJob, run_jobs
+from socialgym_benchmarks.replay import write_replay
 from socialgym_env.errors import LogFormatError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
@@ -87,7 +87,7 @@ def test_replay_command_defaults_to_the_first_episode(tmp_path, toy_spy):
     import typer
     from typer.testing import CliRunner
 
-    from benchmarks.cli import app
+    from socialgym_benchmarks.cli import app
     log = tmp_path / "two.jsonl"
     seats = ["scripted:random"] * 4
     run_jobs([EpisodeJob(toy_spy, seed=s, seats=seats, episode_id=f"ep{s}") for s in (1, 2)], log_path=log)

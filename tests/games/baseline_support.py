@@ -8,15 +8,15 @@ from statistics import fmean
 from scipy.stats import binomtest
 
 import socialgym_env
-from agents.base import Request
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.base import Request
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 
 HEURISTIC, RANDOM = "scripted:heuristic", "scripted:random"
 
 
 # ------------------------------------------------------------------ playing
 def play_matchups(game, matchups, config=None, pool=None) -> list[dict]:
-    """Play each ``(seed, seats)`` through agents.runner, as the CLI does; returns the records in
+    """Play each ``(seed, seats)`` through socialgym_agents.runner, as the CLI does; returns the records in
     order. A failed episode fails the test with its error."""
     config = dict(config or {}, log_observations=False)   # nothing reads the observations
     jobs = [EpisodeJob(game, seed, list(seats), config=config) for seed, seats in matchups]
@@ -76,7 +76,7 @@ def assert_role_balanced_heuristic_beats_random(game, seeds, config=None, alpha=
 
 def play_side(env, pool, seed, side, side_spec, other_spec) -> bool:
     """One episode on a reused env (building an env is the slow part); mirrors
-    agents.runner.play_episode. The team ``side`` plays ``side_spec``, everyone else
+    socialgym_agents.runner.play_episode. The team ``side`` plays ``side_spec``, everyone else
     ``other_spec``. Returns whether ``side`` won."""
     env.reset(seed=seed)
     specs = {a: side_spec if env.state.team(a) == side else other_spec for a in env.possible_agents}
@@ -107,7 +107,7 @@ def paired_side_counts(game, side, opponent, seeds, config=None, pool=None) -> t
 
 
 def assert_plays_cleanly_through_the_runner(game, config=None, seed=7):
-    """An all-heuristic table finishes through agents.runner without one invalid action."""
+    """An all-heuristic table finishes through socialgym_agents.runner without one invalid action."""
     num_seats = len(socialgym_env.make(game).possible_agents)
     record, = run_jobs([EpisodeJob(game, seed=seed, seats=[HEURISTIC] * num_seats, config=dict(config or {}))])
     assert record["finished"] and not record.get("failed"), record.get("error")

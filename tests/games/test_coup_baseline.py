@@ -2,7 +2,7 @@
 rotated through every seat for each seed (seat-balanced). Random play wins a seat's share
 (1/n) at most, draws counting as non-wins; one-sided binomial test, p < 0.01."""
 import socialgym_env
-from agents.runner import PolicyPool
+from socialgym_agents.runner import PolicyPool
 
 from baseline_support import assert_significantly_better, seat_rotation_wins
 
@@ -15,14 +15,14 @@ def test_heuristic_beats_random():
 
 
 def test_bluffer_variant_beats_random_and_bluffs():
-    from agents.baselines.coup import BLUFFER
+    from socialgym_agents.baselines.coup import BLUFFER
     pool = PolicyPool(prebuilt={"bluffer": BLUFFER()})
     wins, episodes, num_seats = seat_rotation_wins(GAME, SEEDS, "bluffer", pool)
     assert_significantly_better(wins, episodes - wins, alpha=0.01, chance=1 / num_seats)
 
 
 def test_honest_never_claims_a_card_it_lacks_and_bluffer_does():
-    from agents.baselines.coup import BLUFFER, POLICY
+    from socialgym_agents.baselines.coup import BLUFFER, POLICY
     claims = {}
     for label, policy in (("honest", POLICY()), ("bluffer", BLUFFER())):
         lies = 0

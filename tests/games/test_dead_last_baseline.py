@@ -3,7 +3,7 @@
 Per episode: mean outcome reward of the heuristic seats minus that of the random seats; a
 two-sided sign test over the episodes where they differ must give p < 0.01.
 """
-from agents.registry import make_policy
+from socialgym_agents.registry import make_policy
 
 from baseline_support import assert_significantly_better, play_matchups, reward_gap, rotated_seats, sign_counts
 

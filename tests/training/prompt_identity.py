@@ -1,8 +1,8 @@
 """The LLM policy's prompt ids, recorded from the local backend's own assembly: the reference
 that the trainers' prompts are compared with (test_policy_layout, test_selfplay)."""
-from agents.llm.backend import Reply
-from agents.llm.guided import common_prefix, forced_prefix
-from agents.llm.hf_backend import HFBackend
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.llm.guided import common_prefix, forced_prefix
+from socialgym_agents.llm.hf_backend import HFBackend
 
 MODEL_CONTEXT = 8192      # SmolLM2's (the training scripts read it from the model config)
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from training import anil
-from training.detector import TextEncoder, base_model_dir
+from socialgym_training import anil
+from socialgym_training.detector import TextEncoder, base_model_dir
 
 
 @pytest.fixture(scope="module")

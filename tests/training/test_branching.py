@@ -2,9 +2,9 @@
 defecting never loses and in the last round it wins outright (tit-for-tat cannot answer)."""
 import json
 
-from training.branching import BranchConfig, branch_decision, branching_pairs
+from socialgym_training.branching import BranchConfig, branch_decision, branching_pairs
 import socialgym_env
-from agents.runner import PolicyPool
+from socialgym_agents.runner import PolicyPool
 
 ROUNDS = 3
 
@@ -38,8 +38,8 @@ def test_branching_leaves_the_env_alone_and_is_deterministic():
 
 
 def test_policy_sampled_candidates_keep_the_replies():
-    from agents.llm.config import LLMConfig
-    from agents.llm.policy import LLMPolicy
+    from socialgym_agents.llm.config import LLMConfig
+    from socialgym_agents.llm.policy import LLMPolicy
 
     from helpers import SeededChoiceBackend
     llm = LLMPolicy(SeededChoiceBackend(), LLMConfig(max_retries=1), "fake-llm")
@@ -48,7 +48,7 @@ def test_policy_sampled_candidates_keep_the_replies():
     env.reset(seed=2)
     policies = {"player_0": llm, "player_1": pool.get("scripted:tit_for_tat")}
     # The fake answers junk to 15% of sampling seeds (max_retries=1: no re-ask); seed 6 gives 6
-    # candidates that all parse under the seat seeds of agents.base.seat_seed.
+    # candidates that all parse under the seat seeds of socialgym_agents.base.seat_seed.
     outcome = branch_decision(env, "player_0", policies, BranchConfig(candidates=6, rollouts=6, source="policy"),
                               "p", seed=6)
     actions = [a for a, _, _ in outcome["candidates"]]
@@ -64,7 +64,7 @@ def test_max_gap_test_holds_alpha_under_the_null_and_finds_a_planted_gap():
     the best-worst pair is 'significant' at most alpha of the time. Planted: one candidate is
     +0.5 better and is found as the best nearly always."""
     import numpy as np
-    from agents.branching import max_gap_test
+    from socialgym_agents.branching import max_gap_test
     rng = np.random.default_rng(0)
     trials, k, m = 400, 4, 8
     false = planted = 0
@@ -96,7 +96,7 @@ def test_rollouts_share_their_random_numbers():
 
 
 def test_the_null_benchmark_runs_and_prints_both_settings(capsys):
-    from benchmarks.branching_null import main
+    from socialgym_benchmarks.branching_null import main
     assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     assert "null: vs uniform random" in out and "planted: vs constant rock" in out and out.strip().endswith("PASS")

@@ -1,9 +1,9 @@
 """Detection datasets: public-only inputs, cuts before role reveals, episode-level splits."""
 import copy
 
-from training.detection_data import (REVEAL, TARGET, episode_examples, load_examples, public_messages,
+from socialgym_training.detection_data import (REVEAL, TARGET, episode_examples, load_examples, public_messages,
                                      split_episodes, statement_examples)
-from training.detection_logs import HIDDEN_TEAMS
+from socialgym_training.detection_logs import HIDDEN_TEAMS
 
 
 def test_every_game_gives_examples_with_both_labels(detection_records):

@@ -6,10 +6,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from training import detector as det
-from training.cli import register
-from training.detection_data import Example, load_examples, split_episodes
-from training.detection_eval import evaluate
+from socialgym_training import detector as det
+from socialgym_training.cli import register
+from socialgym_training.detection_data import Example, load_examples, split_episodes
+from socialgym_training.detection_eval import evaluate
 
 
 def _examples(labels_by_episode):

@@ -1,4 +1,4 @@
-"""training.export: decision rows, filters, episode splits, the saved datasets, the CLI."""
+"""socialgym_training.export: decision rows, filters, episode splits, the saved datasets, the CLI."""
 import json
 
 import pytest
@@ -6,8 +6,8 @@ import typer
 from typer.testing import CliRunner
 
 from socialgym_env.logs import read_episodes, replay_observations
-from training.cli import register
-from training.export import ExportFilter, decision_rows, export, load_records, restore_env, sft_dataset
+from socialgym_training.cli import register
+from socialgym_training.export import ExportFilter, decision_rows, export, load_records, restore_env, sft_dataset
 
 from helpers import EPISODES
 
@@ -128,7 +128,7 @@ def test_cli_bad_input_is_a_one_line_error(pd_log, tmp_path):
 def test_dpo_pairs_stay_at_their_state_and_in_their_split(pd_log, tmp_path):
     """Both replies of a pair were generated at the pair's own decision (same episode, same
     turn), were legal there, and an episode's pairs are all on one side of the split."""
-    from training.branching import BranchConfig
+    from socialgym_training.branching import BranchConfig
     out = tmp_path / "dpo"
     export("dpo", [pd_log], out, test_fraction=0.25, branch=BranchConfig(candidates=2, rollouts=8),
            rollout_policy="scripted:random")

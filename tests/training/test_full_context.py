@@ -13,16 +13,16 @@ import random
 import pytest
 
 import socialgym_env
-from agents.jobs import EpisodeJob, PolicyPool
-from agents.llm.config import parse_options
-from agents.llm.hf_backend import HFBackend, chat_ids
-from agents.llm.policy import THINK_NOTE, LLMPolicy
-from agents.llm.prompt import OMIT_MARKER, SAME_ACTIONS
-from agents.llm.backend import Reply
-from agents.llm.transcript import played_reply
-from agents.registry import make_policy
-from agents.runner import run_jobs
-from training.export import decision_rows
+from socialgym_agents.jobs import EpisodeJob, PolicyPool
+from socialgym_agents.llm.config import parse_options
+from socialgym_agents.llm.hf_backend import HFBackend, chat_ids
+from socialgym_agents.llm.policy import THINK_NOTE, LLMPolicy
+from socialgym_agents.llm.prompt import OMIT_MARKER, SAME_ACTIONS
+from socialgym_agents.llm.backend import Reply
+from socialgym_agents.llm.transcript import played_reply
+from socialgym_agents.registry import make_policy
+from socialgym_agents.runner import run_jobs
+from socialgym_training.export import decision_rows
 
 # A small context: long games trim their history and restart their conversations.
 OPTIONS = "context=900&max_new_tokens=32&max_retries=1"

@@ -1,4 +1,4 @@
-"""GRPO rollouts through the OpenEnv-protocol env server (training/grpo_games.py --env_server):
+"""GRPO rollouts through the OpenEnv-protocol env server (socialgym_training/grpo_games.py --env_server):
 the remote vector env plays exactly the episodes the local one plays, and a one-step GRPO run
 sends every episode through a live server on 127.0.0.1."""
 import functools
@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("openenv")
 
-from agents.serve.app import BackgroundServer   # noqa: E402
-from agents.serve.client import RemoteVecEnv   # noqa: E402
-from agents.serve.openenv_app import create_openenv_app   # noqa: E402
-from training import grpo_games   # noqa: E402
-from training.multiturn import episode_specs, play_episodes   # noqa: E402
+from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
+from socialgym_agents.serve.client import RemoteVecEnv   # noqa: E402
+from socialgym_agents.serve.openenv_app import create_openenv_app   # noqa: E402
+from socialgym_training import grpo_games   # noqa: E402
+from socialgym_training.multiturn import episode_specs, play_episodes   # noqa: E402
 
 
 def first_legal_generate(tokenizer):

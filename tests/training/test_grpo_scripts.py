@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from agents.registry import make_policy
+from socialgym_agents.registry import make_policy
 from socialgym_env.socialmaze.baselines import format_answer
-from training import grpo_games, grpo_hrd
+from socialgym_training import grpo_games, grpo_hrd
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_hrd_dataset_with_a_prefix_ends_each_prompt_in_it(instance, smollm2_base
 
 
 def _loads_as_policy(adapter_dir):
-    from agents.llm.hf_backend import load_model
+    from socialgym_agents.llm.hf_backend import load_model
     policy = make_policy(f"smollm2?adapter={adapter_dir}&max_new_tokens=4")
     assert policy.backend.model is not load_model("smollm2")[0]      # the base with the adapter merged in
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from training.multiturn import (ChatAssembler, EpisodeSpec, episode_specs, news_text, play_episodes,
+from socialgym_training.multiturn import (ChatAssembler, EpisodeSpec, episode_specs, news_text, play_episodes,
                                 reply_to_action, rollout_output)
 
 PAPER = '{"action_type": "paper"}'
@@ -54,7 +54,7 @@ def test_loss_mask_covers_exactly_the_learner_replies(tokenizer):
 def test_groups_share_game_seed_and_role_and_see_identical_opponents(tokenizer):
     from trl.trainer.grpo_trainer import RepeatSampler
 
-    from training.grpo_games import Config, training_dataset
+    from socialgym_training.grpo_games import Config, training_dataset
     config = Config(game="liars_dice", seat="player_1", opponents="scripted:random", rounds=0)
     dataset = training_dataset(config, n_rows=3)
     sampler = RepeatSampler(dataset, mini_repeat_count=4, batch_size=3, repeat_count=1, shuffle=True, seed=0)
@@ -113,7 +113,7 @@ def test_reply_prefix_is_outside_the_loss_and_starts_every_reply(tokenizer):
 def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
     """Sampling hot (T=1.5) from the base model under the legal-reply grammar: every reply of
     every turn parses to a legal action, so no episode has an invalid action or a fallback."""
-    from training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn import hf_generate_fn
     model, tokenizer = smollm2_base
     prefix = '{"action_type": "'
     specs = episode_specs("rock_paper_scissors", "player_0", ["scripted:random"], range(8), {"rounds": 2})
@@ -128,7 +128,7 @@ def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
 def test_constrained_free_text_is_closed_within_the_token_budget(smollm2_base):
     """A describe phase (free text) under a budget of 8 new tokens: the processor closes the
     string before the budget runs out, so even cut-short talk is a legal action."""
-    from training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn import hf_generate_fn
     model, tokenizer = smollm2_base
     specs = episode_specs("undercover", "player_0", ["scripted:heuristic"], range(2), {"rounds": 1})
     generate = hf_generate_fn(model, tokenizer, 8, temperature=1.5, seed=1, constrained=True)

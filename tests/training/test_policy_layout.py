@@ -5,12 +5,12 @@ own prompt assembly (:meth:`HFBackend._prompt_ids`, prefilled reply prefix inclu
 import pytest
 
 import socialgym_env
-from agents.llm.config import parse_options
-from agents.llm.constraint import reply_grammar
-from agents.llm.policy import LLMPolicy
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.llm.config import parse_options
+from socialgym_agents.llm.constraint import reply_grammar
+from socialgym_agents.llm.policy import LLMPolicy
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
-from training.multiturn import Episode, EpisodeSpec, PolicyLayout, play_episodes
+from socialgym_training.multiturn import Episode, EpisodeSpec, PolicyLayout, play_episodes
 
 SEED = 5
 

@@ -1,7 +1,7 @@
 """Rollouts on Ray actors give the same episodes as playing the shards locally."""
 from tests.conftest import ROOT
-from training.multiturn import episode_specs, hf_generate_fn, play_episodes
-from training.ray_rollouts import ray_play_episodes
+from socialgym_training.multiturn import episode_specs, hf_generate_fn, play_episodes
+from socialgym_training.ray_rollouts import ray_play_episodes
 
 
 def test_ray_actors_play_the_same_episodes_as_local_shards(smollm2_base):

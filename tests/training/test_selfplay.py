@@ -1,15 +1,15 @@
-"""training/selfplay.py: rows and roles from self-play episodes (two-player and a hidden-role
+"""socialgym_training/selfplay.py: rows and roles from self-play episodes (two-player and a hidden-role
 team game), scoring-mode decisions, LoRA checkpoint swaps, and a 2-step smoke run."""
 import json
 
 import pytest
 
 import socialgym_env
-from agents.selfplay import CURRENT
+from socialgym_agents.selfplay import CURRENT
 from socialgym_env.game import TEAM, Game, GameInfo
 from socialgym_env.patterns import exile_by_vote, vote_phase
-from training import selfplay
-from training.multiturn import reply_to_action
+from socialgym_training import selfplay
+from socialgym_training.multiturn import reply_to_action
 
 
 class VoteSpy(Game):
@@ -62,11 +62,11 @@ def test_self_play_prompts_are_the_scoring_policy_s_token_for_token(tokenizer):
     """Both Kuhn seats played by the trainer and by the LLM policy in scoring mode (the options
     of ``layout_options``), same deal and replies: every decision's ids are the same, and each
     seat's row holds them (its replies in the loss, the rest outside)."""
-    from agents.llm.config import parse_options
-    from agents.llm.policy import LLMPolicy
-    from agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.policy import LLMPolicy
+    from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
     from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
-    from training.multiturn import PolicyLayout
+    from socialgym_training.multiturn import PolicyLayout
     config = selfplay.Config(game="kuhn_poker")
     options = selfplay.layout_options(config)
     backend = RecordingBackend(tokenizer, parse_options(options))
@@ -96,7 +96,7 @@ def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, toke
     config = selfplay.Config(game=vote_spy)
     plan = [(1, {a: CURRENT for a in ("player_0", "player_1", "player_2")}),
             (2, {"player_0": CURRENT, "player_1": "scripted:random", "player_2": CURRENT})]
-    from agents.runner import PolicyPool
+    from socialgym_agents.runner import PolicyPool
     games = selfplay.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
     rows = selfplay.collect_rows(games, config, limit=100)
     assert [(r.learner) for r in rows] == ["player_0", "player_1", "player_2", "player_0", "player_2"]
@@ -115,7 +115,7 @@ def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, toke
 def test_games_of_one_seed_keep_their_scripted_seats_apart_on_common_numbers(tokenizer):
     """Two matchups meet on the same deal (the evaluation's pairing): each game's scripted seat
     has its own state, both draw the same random numbers, and the seats are released at the end."""
-    from agents.base import BasePolicy, Decision
+    from socialgym_agents.base import BasePolicy, Decision
 
     class Counting(BasePolicy):
         policy_id = "counting"
@@ -164,11 +164,11 @@ def test_two_player_rows_hold_each_seat_s_whole_chat(tokenizer):
 def test_scoring_mode_distribution_is_the_policy_s_and_the_bridge_s(smollm2_base):
     """The distribution the bridge measures (policy_fn) is the one the rated policy samples
     from: the LLM policy in scoring mode, through the real local backend, at the same decision."""
-    from agents import openspiel_bridge as bridge
-    from agents.llm.config import parse_options
-    from agents.llm.hf_backend import HFBackend
-    from agents.llm.policy import LLMPolicy
-    from training.multiturn import PolicyLayout
+    from socialgym_agents import openspiel_bridge as bridge
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.hf_backend import HFBackend
+    from socialgym_agents.llm.policy import LLMPolicy
+    from socialgym_training.multiturn import PolicyLayout
     model, tokenizer = smollm2_base
     config = selfplay.Config(game="kuhn_poker")
     options = selfplay.layout_options(config)
@@ -209,8 +209,8 @@ def test_cached_scoring_equals_a_plain_forward_per_reply(tiny_llama, monkeypatch
     option, options of different lengths, and options split over several forward passes."""
     import torch
     from peft import get_peft_model
-    from agents.llm import scoring
-    from training.common import lora_config
+    from socialgym_agents.llm import scoring
+    from socialgym_training.common import lora_config
     model, tokenizer = tiny_llama
     model = get_peft_model(model, lora_config(4, 8))
     torch.manual_seed(1)
@@ -316,7 +316,7 @@ def test_before_after_is_paired_by_seed():
     assert null["points"] == 0 and null["p_value"] == 1.0 and null["interval"] == [0.0, 0.0]
     # 8 deals turned from losses into wins, none the other way: 50% -> 58%, whose unpaired Wilson
     # intervals overlap, while the paired test (8 of 8 discordant deals one way) finds it
-    from training.common import rate_with_interval
+    from socialgym_training.common import rate_with_interval
     small = {seed: (1 - v if seed in (1, 3, 5, 7, 9, 11, 13, 15) else v) for seed, v in before.items()}
     assert rate_with_interval(58, 100)["low"] < rate_with_interval(50, 100)["high"]
     assert selfplay.paired_before_after(before, small)["p_value"] < 0.01
@@ -329,7 +329,7 @@ def test_bad_arguments_exit_with_code_2(capsys):
 
 
 def test_layout_exploitability_probe_reaches_uniform_play_at_a_high_temperature(tiny_llama):
-    from training import kuhn_llm_exploitability as probe
+    from socialgym_training import kuhn_llm_exploitability as probe
     out = probe.main(["--prompts", "turns,compact", "--temperatures", "1,1e6"], preloaded=tiny_llama)
     for prompt in ("turns", "compact"):
         assert out[f"{prompt} T=1e+06"]["exploitability"] == pytest.approx(0.4583, abs=1e-3)   # uniform play

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 
 DEFECT = '{"action_type": "defect", "argument": ""}'
 COOPERATE = '{"action_type": "cooperate", "argument": ""}'
@@ -26,7 +26,7 @@ def tiny_data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(smollm2_available, tiny_data, tmp_path_factory):
-    from training import dpo, sft
+    from socialgym_training import dpo, sft
     root = tmp_path_factory.mktemp("runs")
     sft_first = sft.main(["--data", str(tiny_data), "--out", str(root / "sft"), "--max_steps", "1", *FAST])
     sft_resumed = sft.main(["--data", str(tiny_data), "--out", str(root / "sft"), "--max_steps", "2", *FAST])

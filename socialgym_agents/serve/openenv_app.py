@@ -1,0 +1,246 @@
+"""Every Social Gym game over OpenEnv's wire protocol (openenv-core 0.3: WebSocket and HTTP).
+
+```python
+from openenv.core.generic_client import GenericEnvClient   # OpenEnv's own client
+
+async with GenericEnvClient(base_url="http://127.0.0.1:8000") as env:
+    result = await env.reset(seed=7, game="liars_dice", seat=0, opponents="scripted:heuristic")
+    while not result.done:
+        result = await env.step({"message": result.observation["legal_actions"][0]})
+```
+
+**WebSocket ``/ws``** (what OpenEnv's ``EnvClient`` speaks): one connection is one session with
+its own game. The client sends ``{"type": "reset", "data": {...}}``, ``{"type": "step", "data":
+<action>}``, ``{"type": "state"}`` or ``{"type": "close"}``; the server answers
+``{"type": "observation", "data": {"observation": {...}, "reward": r, "done": d}}``,
+``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
+with OpenEnv's codes (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``,
+``EXECUTION_ERROR``, ``CAPACITY_REACHED``). The connection itself is the session's credential:
+no other connection can reach it. Closing the socket, or a disconnect mid-episode, frees the
+session at once; a silent one is closed after the idle timeout.
+
+**HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
+OpenEnv's HTTP endpoints build a fresh env per request, which cannot play a game across steps,
+so here ``/reset`` opens a session and returns its id and secret token inside the observation
+(``observation.session = {"id", "token"}``); ``/step`` and ``/state`` take them back
+(``session_id``, ``session_token``: extra fields of OpenEnv's ``StepRequest``, or query
+parameters of ``/state``); ``POST /close`` ends one. Without a session, ``/state`` answers the
+empty state, as OpenEnv's would for a fresh env.
+
+``GET /health``, ``/metadata``, ``/schema`` (action, observation and state JSON schemas) as in
+OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observation holds:
+:mod:`socialgym_agents.serve.game_session`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Optional
+
+from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import socialgym_env
+
+from ..jobs import PolicyPool
+from ..registry import check_spec
+from .app import create_app, json_response, to_json
+from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
+from .sessions import CapacityError, SessionError, SessionStore
+
+logger = logging.getLogger(__name__)
+
+
+class GameAction(BaseModel):
+    """One move: the text (or JSON) a policy would answer, parsed by the game's own parser."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(..., max_length=MAX_ACTION_CHARS,
+                         description='the move, e.g. "defect" or {"action_type": "bid", "argument": "3 4"}')
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class GameObservation(BaseModel):
+    """The seat's own view after a reset or step (serialized as OpenEnv does: done, reward outside)."""
+
+    text: str = Field(..., description="the seat's prompt-ready view: rules, status, what it has seen, what to do")
+    game: str
+    seat: str = Field(..., description="the seat this session plays")
+    seed: int
+    episode_id: str
+    legal_actions: Optional[list[str]] = Field(None, description="the legal moves when the list is finite")
+    truncated: bool = Field(False, description="done because the engine's turn cap ended the game, not its rules")
+    info: dict[str, Any] = Field(default_factory=dict, description="the seat's decision view (phase, "
+                                 "action_schema, new_messages, ...; score/outcome/reward at the end)")
+    done: bool = False
+    reward: Optional[float] = None
+
+
+class GameState(BaseModel):
+    episode_id: Optional[str] = None
+    step_count: int = 0
+    client_episode_id: Optional[str] = None
+    game: Optional[str] = None
+    seat: Optional[str] = None
+    seed: Optional[int] = None
+    opponents: Optional[list[str]] = None
+    done: bool = False
+
+
+def _error(message: str, code: str, **extra) -> str:
+    return to_json({"type": "error", "data": {"message": message, "code": code, **extra}})
+
+
+def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: int = 1024,
+                       idle_timeout_s: Optional[float] = 300.0) -> FastAPI:
+    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset."""
+    defaults = defaults or GameDefaults()
+    for spec in defaults.opponents:                    # a bad operator default fails at start-up
+        check_spec(spec)
+    if all(spec.startswith("scripted:") for spec in defaults.opponents):
+        try:                                           # seat and opponent count too (cheap: no model)
+            GameSession(defaults).check_defaults()
+        except BadRequest as err:
+            raise ValueError(str(err)) from None
+    # Scripted opponents answer in microseconds: play them on the event loop itself (a thread
+    # hop per request costs more than the move). A model opponent takes seconds: the worker thread.
+    models = any(is_model_spec(spec) for spec in defaults.opponents)
+    store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
+    shared_pool = PolicyPool(seed=defaults.policy_seed)
+    app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
+                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.")
+
+    def new_game() -> GameSession:
+        return GameSession(defaults, shared_pool)
+
+    # ------------------------------------------------------------------ HTTP
+    @app.get("/metadata", tags=["Environment Info"])
+    async def metadata():
+        return {"name": "socialgym", "description": "Multi-agent social games with rule-decided rewards; "
+                "one seat per session, the other seats played by scripted or model policies.",
+                "readme_content": None, "version": "0.1.0", "author": "Social Gym", "documentation_url": None}
+
+    @app.get("/schema", tags=["Schema"])
+    async def schema():
+        return {"action": GameAction.model_json_schema(), "observation": GameObservation.model_json_schema(),
+                "state": GameState.model_json_schema()}
+
+    @app.get("/games", tags=["Environment Info"])
+    async def games():
+        return [{"id": g["id"], "name": g["name"], "num_players": g["num_players"]} for g in socialgym_env.list_games()]
+
+    @app.post("/reset", tags=["Environment Control"])
+    async def reset(body: dict = Body(default_factory=dict)):
+        if not isinstance(body, dict):
+            return json_response({"detail": "the reset body is a JSON object"}, 422)
+        options = dict(body)
+        session_id, token = options.pop("session_id", None), options.pop("session_token", None)
+        session = store.get(session_id, token) if session_id is not None else await store.create(new_game)
+        try:
+            result = await store.run(session, lambda: session.value.reset(**options))
+        except BadRequest as err:
+            if session_id is None:                     # a session opened for a bad request is not kept
+                await store.close(session)
+            return json_response({"detail": str(err)}, 400)
+        session.touch()
+        result["observation"]["session"] = {"id": session.id, "token": session.token}
+        return json_response(result)
+
+    @app.post("/step", tags=["Environment Control"])
+    async def step(body: dict = Body(...)):
+        session = store.get(body.get("session_id"), body.get("session_token"))
+        try:
+            action = GameAction.model_validate(body.get("action"))
+        except ValidationError as err:
+            return json_response({"detail": err.errors(include_url=False)}, 422)
+        try:
+            result = await store.run(session, session.value.step, action.model_dump())
+        except BadRequest as err:
+            return json_response({"detail": str(err)}, 400)
+        session.touch(step=True)
+        return json_response(result)
+
+    @app.get("/state", tags=["State Management"])
+    async def state(session_id: Optional[str] = None, session_token: Optional[str] = None):
+        if session_id is None:
+            return GameState().model_dump()
+        session = store.get(session_id, session_token)
+        session.touch()
+        return json_response(session.value.state())
+
+    @app.post("/close", tags=["Environment Control"])
+    async def close(body: dict = Body(...)):
+        await store.close(store.get(body.get("session_id"), body.get("session_token")))
+        return {"closed": True}
+
+    # ------------------------------------------------------------------ WebSocket
+    @app.websocket("/ws")
+    async def websocket(ws: WebSocket):
+        await ws.accept()
+        try:
+            session = await store.create(new_game)
+        except CapacityError as err:
+            await ws.send_text(_error(str(err), "CAPACITY_REACHED", active_sessions=err.active,
+                                      max_sessions=err.limit))
+            await ws.close()
+            return
+
+        async def hang_up():                           # the reaper closing an idle session
+            await ws.close(code=1001, reason="session idle timeout")
+
+        session.on_close.append(hang_up)
+        try:
+            while True:
+                raw = await ws.receive_text()
+                reply = await _answer(session, raw)
+                if reply is None:
+                    break
+                await ws.send_text(reply)
+        except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
+            pass
+        finally:
+            session.on_close.remove(hang_up)
+            await store.close(session)
+            try:
+                await ws.close()
+            except (WebSocketDisconnect, RuntimeError):    # already closed by the client
+                pass
+
+    async def _answer(session, raw: str) -> Optional[str]:
+        """One WebSocket message -> the reply text (None: the client asked to close)."""
+        try:
+            message = json.loads(raw)
+        except json.JSONDecodeError as err:
+            return _error(f"Invalid JSON: {err}", "INVALID_JSON")
+        if not isinstance(message, dict):
+            return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
+        kind, data = message.get("type", ""), message.get("data", {})
+        game: GameSession = session.value
+        try:
+            if kind == "reset":
+                if not isinstance(data, dict):
+                    return _error("reset data is an object of reset options", "VALIDATION_ERROR")
+                result = await store.run(session, lambda: game.reset(**data))
+                session.touch()
+                return to_json({"type": "observation", "data": result})
+            if kind == "step":
+                try:
+                    action = GameAction.model_validate(data)
+                except ValidationError as err:
+                    return _error("Invalid message", "VALIDATION_ERROR", errors=err.errors(include_url=False))
+                result = await store.run(session, game.step, action.model_dump())
+                session.touch(step=True)
+                return to_json({"type": "observation", "data": result})
+            if kind == "state":
+                session.touch()
+                return to_json({"type": "state", "data": game.state()})
+            if kind == "close":
+                return None
+            return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+        except (BadRequest, SessionError) as err:
+            return _error(str(err), "EXECUTION_ERROR")
+        except Exception as err:                       # a game or policy bug: said, logged, session kept
+            logger.exception("session %s: %s failed", session.id[:8], kind)
+            return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")
+
+    return app

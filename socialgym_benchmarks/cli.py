@@ -1,0 +1,170 @@
+"""``socialgym tournament | leaderboard | replay`` — a typer sub-app over plain functions.
+
+The root ``socialgym`` app loads ``register`` through the ``socialgym.commands`` entry point
+(setup.cfg); or run ``python -m socialgym_benchmarks.cli tournament --quick``.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from socialgym_agents.registry import PolicySpecError, split_specs
+from socialgym_env.cli_errors import check_output_file, check_output_folder
+
+from . import tournament as tour
+from .elo import check_ties
+from .leaderboard_render import build_leaderboard, print_leaderboard
+from .replay import write_replay
+
+app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,
+                  add_completion=False)
+
+
+def _split(values: Optional[List[str]], option: str = "--games") -> Optional[list]:
+    """Repeated and/or comma-separated values; None when the option was not given. Given but
+    empty (``--games ","``) is bad input, never "all games"."""
+    if not values:
+        return None
+    out = [x.strip() for v in values for x in v.split(",")]
+    if not all(out):
+        raise typer.BadParameter(f"{','.join(values)!r} has an empty entry", param_hint=option)
+    return out
+
+
+class BootstrapBy(str, Enum):
+    """What a bootstrap resample draws (socialgym_benchmarks.elo)."""
+    episode = "episode"
+    battle = "battle"
+
+
+TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
+             "each way, the paper's released code)")
+
+
+def _check_ties(ties: str) -> None:
+    try:
+        check_ties(ties)
+    except ValueError as err:
+        typer.echo(f"error: --ties: {err}", err=True)
+        raise typer.Exit(2)
+
+
+def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
+                           backend="local", workers=None, resume=True, config_override=(), quick=False,
+                           ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
+                           preset=None, scripted_episodes=None, ties="exclude") -> dict:
+    """Typer-free body of ``tournament``: run, print the leaderboard and where files went;
+    returns the TournamentResult."""
+    result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
+                             seed=seed, out=out, backend=backend, workers=workers, resume=resume,
+                             config_overrides=config_override or (), quick=quick, progress=progress,
+                             ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
+                             preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+    if result.summary:
+        print_leaderboard(result.summary)
+    retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
+    failures = (f"; {result.failed} of the episodes played now FAILED (their log records hold the error; "
+                "a rerun retries them)") if result.failed else ""
+    print(f"episodes: {result.planned} planned, {result.already_logged} already logged, "
+          f"{result.played} played now{retries}{failures}")
+    print(f"logs: {result.log_dir}")
+    if not result.summary:
+        print("no leaderboard: none of the episodes finished")
+        return result
+    replays = result.summary.get("replays") or {}
+    if replays:
+        print(f"replay: {Path(out) / next(iter(replays.values()))} (one page per game in {Path(out) / 'replays'})")
+    print(f"plots: {Path(out) / 'elo_heatmap.png'}, {Path(out) / 'role_gap.png'}")
+    print(f"leaderboard: {Path(out) / 'leaderboard.html'} (also .md, .csv, .json; links each game's replay)")
+    return result
+
+
+@app.command("tournament")
+def tournament_cmd(
+    games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
+    agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES}; demo: {tour.DEMO_EPISODES})"),
+    scripted_episodes: Optional[int] = typer.Option(
+        None, "--scripted-episodes", min=1,
+        help=f"episodes per combination of scripted policies only (default: --episodes; demo: {tour.DEMO_SCRIPTED_EPISODES})"),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(Path("runs/tournament"), "--out", help="folder for logs/ and the leaderboard"),
+    backend: str = typer.Option("local", "--backend", help="local | ray"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="processes (local) or actors (ray); default: CPU count"),
+    resume: bool = typer.Option(True, "--resume/--no-resume", help="skip episodes already in OUT/logs (--no-resume moves old logs aside)"),
+    config_override: Optional[List[str]] = typer.Option(None, "--config-override", "-c", help="game.key=value or *.key=value (repeatable)"),
+    quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped, 12-decision cap"),
+    preset: Optional[str] = typer.Option(None, "--preset", help="quick | demo (the main job: short per-game configs, every episode to its real end)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="bootstrap resamples for the CIs"),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
+                                      help="on resume, play episodes logged as failed again (default)"),
+    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
+):
+    """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
+    if backend not in ("local", "ray"):
+        raise typer.BadParameter("--backend must be local or ray")
+    if preset is not None and preset not in tour.PRESETS:
+        typer.echo(f"error: unknown --preset {preset!r}; valid: {', '.join(tour.PRESETS)}", err=True)
+        raise typer.Exit(2)
+    _check_ties(ties)
+    try:
+        roster = split_specs(agents)
+    except PolicySpecError as err:
+        raise typer.BadParameter(str(err), param_hint="--agents") from None
+    check_output_folder(out, "--out")
+    result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
+                           backend=backend, workers=workers, resume=resume, config_override=config_override or (),
+                           quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
+                           preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+    if result.failed:                  # not all that was asked was done: the exit code says so too
+        raise typer.Exit(1)
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
+                    out: Path = typer.Option(Path("leaderboard"), "--out"),
+                    bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
+                    by: BootstrapBy = typer.Option(BootstrapBy.episode, "--bootstrap-by",
+                                                   help="resample whole episodes or single battles"),
+                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
+    """Rebuild the leaderboard files from logs alone."""
+    _check_ties(ties)
+    check_output_folder(out, "--out")
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties)
+    print_leaderboard(summary)
+    print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
+
+
+@app.command("replay")
+def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the episode"),
+               episode: Optional[str] = typer.Option(None, "--episode", help="episode id (default: the first episode)"),
+               index: int = typer.Option(0, "--index", help="without --episode: which episode of the log (0 = first)"),
+               out: Path = typer.Option(Path("replay.html"), "--out")):
+    """Write a self-contained HTML replay of one episode (the first one unless told otherwise)."""
+    if not log.is_file():
+        typer.echo(f"error: no log file at {log}" + (" (a folder; give one of its .jsonl logs)" if log.is_dir() else ""),
+                   err=True)
+        raise typer.Exit(2)
+    check_output_file(out, "--out")
+    try:
+        path = write_replay(log, episode, out, index=index)
+    except KeyError as err:
+        typer.echo(f"error: {err.args[0]}", err=True)
+        raise typer.Exit(2)
+    print(f"replay: {path} (open it in a browser; add #seat=player_0 for a seat's private view)")
+
+
+def register(root: typer.Typer) -> None:
+    """``tournament``, ``leaderboard`` and ``replay`` join the root app at the top level."""
+    root.registered_commands.extend(app.registered_commands)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from socialgym_env.cli_errors import invoke_typer, main_of
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "socialgym_benchmarks.cli"), "socialgym_benchmarks.cli")

@@ -1,0 +1,254 @@
+"""The leaderboard's numbers, computed from episode records: which records count, how seats are
+grouped (sides, roles, player counts), and ``summarize`` -- overall, per-game, role-conditioned
+and per-axis Bradley-Terry Elo with bootstrap intervals, win rates with Wilson intervals.
+
+Rendering them (CSV, Markdown, HTML, figures, the console table) is
+:mod:`socialgym_benchmarks.leaderboard_render`; ``build_leaderboard`` there reads logs and writes every file.
+Every Elo is an independent Bradley–Terry fit (``socialgym_benchmarks.elo``) anchored at mean 1000; ties
+are left out or split (``ties``) in every one of them. ``online_elo`` holds the second rating,
+the released code's online Elo (K = 32), overall and per game.
+
+Role-conditioned ratings (competitors ``policy|main`` and ``policy|alt``) compare only
+cross-team seats of different policies, so ``A|alt`` never meets ``A|main`` or ``B|alt``. With
+two policies the battle graph falls apart into {A|main, B|alt} and {B|main, A|alt}: each
+component's level is set by the penalty alone, every policy gets the same gap (the mean gap,
+which is identified), and a per-policy gap is not. With three or more policies the graph is
+connected and every gap is identified. Each role row says which (``gap_identified``).
+"""
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from functools import lru_cache
+
+import numpy as np
+
+from socialgym_env.logs import iter_log_dir
+
+from . import elo as bt
+
+AXES = ("category", "skill", "information", "communication", "players", "horizon")
+CATEGORY_ORDER = ("normal_form", "economic", "bluffing", "hidden_role", "social_strategy", "control")
+
+
+# ----------------------------------------------------------------------------- inputs
+@lru_cache(maxsize=None)
+def game_info(game: str) -> dict:
+    """The registry's metadata for a game; a minimal stand-in for games no longer registered."""
+    try:
+        import socialgym_env
+        return socialgym_env.game_class(game).info.to_dict()
+    except Exception:
+        return {"id": game, "name": game, "category": "unknown", "information": "unknown",
+                "communication": "unknown", "horizon": "unknown", "skills": [], "cooperative": False,
+                "roles": [], "main_role": None, "alt_role": None, "outcome": "unknown"}
+
+
+def load_records(logdir) -> tuple[list, dict]:
+    """Finished records, and what was skipped: failed and unfinished episodes, and bad lines
+    (corrupt, truncated or foreign) counted by why."""
+    records, skipped = [], {"failed": 0, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
+
+    def skip_line(message: str, why: str) -> None:
+        skipped["bad_lines"] += 1
+        skipped["bad_line_reasons"][why] = skipped["bad_line_reasons"].get(why, 0) + 1
+
+    failed_ids = set()
+    for record in iter_log_dir(logdir, on_skip=skip_line):
+        if record.get("failed"):
+            failed_ids.add(record.get("episode_id"))
+        elif not record.get("finished", True) or record.get("rewards") is None:
+            skipped["unfinished"] += 1
+        else:
+            records.append(record)
+    # A failed episode that a resume played again successfully is not a failure any more.
+    skipped["failed"] = len(failed_ids - {r.get("episode_id") for r in records})
+    return records, skipped
+
+
+def skipped_note(skipped: dict) -> str:
+    """One line on what was skipped, or "" when nothing was."""
+    parts = []
+    if skipped.get("failed") or skipped.get("unfinished"):
+        parts.append(f"{skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episode records")
+    if skipped.get("bad_lines"):
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped["bad_line_reasons"].items()))
+        parts.append(f"{skipped['bad_lines']} bad log lines ({reasons})")
+    return ("Skipped " + "; ".join(parts) + ".") if parts else ""
+
+
+def is_hidden_role(info: dict) -> bool:
+    return bool(info.get("main_role") and info.get("alt_role"))
+
+
+def side_label(info: dict):
+    """Seat -> "policy|main" / "policy|alt" for a hidden-role game (None: neither side)."""
+    roles = {str(r[0]).lower(): r[2] for r in info.get("roles") or () if len(r) >= 3}
+    main, alt = str(info["main_role"]).lower(), str(info["alt_role"]).lower()
+    main_team, alt_team = roles.get(main), roles.get(alt)
+
+    def label(seat):
+        role, team = str(seat.get("role") or "").lower(), seat.get("team") or ""
+        if role == main or (main_team and team == main_team):
+            return f"{seat.get('policy')}|main"
+        if role == alt or (alt_team and team == alt_team):
+            return f"{seat.get('policy')}|alt"
+        return None
+    return label
+
+
+def player_bucket(n: int) -> str:
+    return "2" if n <= 2 else "3-4" if n <= 4 else "5+"
+
+
+def groups_of(record: dict, info: dict) -> list[tuple[str, str]]:
+    """(axis, group) memberships of an episode for the capability profiles."""
+    out = [("category", info.get("category", "unknown")),
+           ("information", info.get("information", "unknown")),
+           ("communication", info.get("communication", "unknown")),
+           ("players", player_bucket(len(record.get("roster", [])))),
+           ("horizon", info.get("horizon", "unknown"))]
+    out.extend(("skill", s) for s in info.get("skills", []))
+    return out
+
+
+# ----------------------------------------------------------------------------- summary
+def _seed(seed: int, name: str) -> int:
+    return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**32)
+
+
+def _battles(records, opts, label=None, players=None) -> bt.Battles:
+    return bt.collect_battles(records, label, opts["compare"], players, opts["ties"])
+
+
+def _fit(records, name, opts, label=None, players=None, battles=None) -> dict:
+    battles = battles or _battles(records, opts, label, players)
+    ratings = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"])
+    return {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
+
+
+def _online(records, name, opts, players=None) -> dict:
+    return bt.online_elo(_battles(records, opts, players=players), seed=_seed(opts["seed"], name))
+
+
+def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
+              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude") -> dict:
+    """Every table of the leaderboard, as one JSON-friendly dict."""
+    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties)}
+    by_game = defaultdict(list)
+    for record in records:
+        by_game[record["game"]].append(record)
+    infos = {g: game_info(g) for g in by_game}
+    games = sorted(by_game, key=lambda g: (CATEGORY_ORDER.index(infos[g]["category"])
+                                           if infos[g]["category"] in CATEGORY_ORDER else 99, g))
+    competitive = [g for g in games if not infos[g].get("cooperative")]
+    cooperative = [g for g in games if infos[g].get("cooperative")]
+    policies = sorted({s.get("policy") for r in records for s in r.get("roster", []) if s.get("policy")})
+
+    summary: dict = {
+        "episodes": len(records),
+        "settings": {"model": "Bradley-Terry MLE, L2 logistic regression", "C": C, "scale": bt.SCALE,
+                     "anchor_mean": bt.ANCHOR, "bootstrap": n_boot, "bootstrap_by": by, "seed": seed,
+                     "compare": compare, "ties": ties, "ci": 0.95},
+        "games": games, "competitive_games": competitive, "cooperative_games": cooperative,
+        "game_info": {g: {k: infos[g].get(k) for k in ("name", "category", "information", "communication",
+                                                        "horizon", "skills", "num_players", "cooperative",
+                                                        "main_role", "alt_role")}
+                      | {"episodes": len(by_game[g]), "hidden_role": is_hidden_role(infos[g])}
+                      for g in games},
+    }
+    comp_records = [r for g in competitive for r in by_game[g]]
+    overall = _overall_table(comp_records, policies, opts)
+    summary["overall"] = overall
+    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
+    summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
+    summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
+    summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
+    summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
+    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+    summary["roles"] = {g: _role_fit(by_game[g], f"roles:{g}", opts, side_label(infos[g])) for g in hidden}
+    summary["roles_overall"] = _pooled_roles(hidden, by_game, infos, opts)
+    summary["online_elo"] = {
+        "settings": {"model": "online Elo (the paper's released code)", "k": bt.ONLINE_K, "start": bt.ANCHOR,
+                     "passes": 1, "order": "episodes shuffled with the leaderboard seed", "ties": ties},
+        "overall": _online(comp_records, "online:overall", opts, players=policies),
+        "per_game": {g: _online(by_game[g], f"online:game:{g}", opts, players=policies) for g in competitive}}
+    return summary
+
+
+def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
+    """Elo over the competitive games pooled, with each policy's win rate and episode count."""
+    overall = _fit(comp_records, "overall", opts, players=policies)
+    rates_all = bt.win_rates(comp_records)
+    episodes_per_policy = defaultdict(int)
+    for r in comp_records:
+        for p in {s.get("policy") for s in r.get("roster", [])}:
+            episodes_per_policy[p] += 1
+    for p in policies:
+        row = overall.setdefault(p, {"elo": None, "lo": None, "hi": None, "battles": 0, "battle_wins": 0})
+        w = rates_all.get(p, {"rate": None, "lo": None, "hi": None, "seats": 0, "wins": 0})
+        row.update(win_rate=w["rate"], win_lo=w["lo"], win_hi=w["hi"], seats=w["seats"], wins=w["wins"],
+                   episodes=episodes_per_policy.get(p, 0))
+    return overall
+
+
+def _cooperative_table(records: list, win_rates: dict) -> dict:
+    """A cooperative game: win rate and mean coordination per policy."""
+    coordination = defaultdict(list)
+    for r in records:
+        value = (r.get("metrics") or {}).get("coordination")
+        if value is None:
+            continue
+        for p in {s.get("policy") for s in r.get("roster", [])}:
+            coordination[p].append(float(value))
+    table = {}
+    for p, w in win_rates.items():
+        values = coordination.get(p, [])
+        table[p] = dict(w, coordination=(float(np.mean(values)) if values else None),
+                        coordination_episodes=len(values))
+    return table
+
+
+def _profiles(competitive: list, by_game: dict, infos: dict, policies: list, opts: dict) -> dict:
+    """Capability profiles: one refit per group of competitive games along each axis."""
+    grouped = defaultdict(list)
+    for g in competitive:
+        for r in by_game[g]:
+            for axis, group in groups_of(r, infos[g]):
+                grouped[(axis, str(group))].append(r)
+    profiles: dict = {axis: {} for axis in AXES}
+    for (axis, group), recs in sorted(grouped.items()):
+        profiles[axis][group] = _fit(recs, f"profile:{axis}:{group}", opts, players=policies)
+    return profiles
+
+
+def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
+    """One role-conditioned fit over all hidden-role games, each episode labelled by its own
+    game's sides (competitors are policy|main and policy|alt)."""
+    if not hidden:
+        return {}
+    pooled = [dict(r, _label=side_label(infos[g])) for g in hidden for r in by_game[g]]
+    return _role_fit(pooled, "roles:all", opts)
+
+
+def _role_fit(records: list, name: str, opts: dict, label=None) -> dict:
+    battles = _battles(records, opts, label)
+    return _role_table(_fit(records, name, opts, battles=battles), bt.components(battles))
+
+
+def _role_table(fit: dict, component: dict) -> dict:
+    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main, with
+    ``gap_identified``: True only when the policy's main and alt sides are in one component
+    of the battle graph (else the gap shown is the penalty's split of the mean gap)."""
+    table = defaultdict(dict)
+    for name, v in fit.items():
+        policy, _, side = name.rpartition("|")
+        table[policy].update({f"elo_{side}": v["elo"], f"{side}_lo": v["lo"], f"{side}_hi": v["hi"],
+                              f"{side}_battles": v["battles"]})
+    for policy, row in table.items():
+        if row.get("elo_alt") is not None and row.get("elo_main") is not None:
+            row["gap"] = row["elo_alt"] - row["elo_main"]
+            row["gap_identified"] = component.get(f"{policy}|alt") == component.get(f"{policy}|main")
+        else:
+            row["gap"], row["gap_identified"] = None, False
+    return dict(table)

@@ -1,0 +1,141 @@
+"""LLM rollout throughput of the embedded SmolLM2, four ways, on the same games and seeds:
+
+- ``naive``: the sequential loop, one prompt and one ``generate`` per decision, the whole prompt
+  re-encoded every turn, free generation (``mode=naive&constrained=0``);
+- ``batched``: the batched runner (per-seat KV-cache reuse, one padded forward pass per tick),
+  free generation (``constrained=0``);
+- ``constrained``: the batched runner with constrained decoding (the default);
+- ``score``: the scoring mode (``mode=score``): finite legal lists ranked by log-probability in
+  one forward pass, no generation;
+- ``bf16``: ``constrained`` with weights and KV caches in bfloat16 (``dtype=bfloat16``; pays on
+  CPUs with AVX512-BF16 or AMX);
+- ``score-bf16``: ``score`` in bfloat16.
+
+Repetitions are interleaved (naive, batched, constrained, score, naive, batched, ...) so that a
+change of machine load hits every mode alike; the table gives the median and the range over
+repetitions. The naive loop plays one decision at a time, so its decisions/s does not depend on
+how many games are queued: it plays only the first ``--naive-games`` games of each repetition.
+All modes decode greedily with ``max_retries=0`` (one attempt per decision), so "legal on the
+first try" is the share of decisions whose first reply was a legal action.
+
+    python socialgym_benchmarks/perf/llm_throughput.py                                # 16 and 64 games
+    python socialgym_benchmarks/perf/llm_throughput.py --sizes 4 --reps 2 --naive-games 1   # smoke
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from socialgym_agents import make_policy  # noqa: E402
+from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs  # noqa: E402
+
+MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
+         "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16"}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="16,64", help="concurrent games per measurement")
+    parser.add_argument("--games", default="prisoners_dilemma,rock_paper_scissors,bargaining,public_goods")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per game (config)")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per size")
+    parser.add_argument("--naive-games", type=int, default=2, help="games the naive loop plays per repetition")
+    parser.add_argument("--modes", default="naive,batched,constrained,score")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def make_jobs(n: int, games: list, rounds: int, seed: int) -> list:
+    import socialgym_env
+    jobs = []
+    for i in range(n):
+        game = games[i % len(games)]
+        seats = len(socialgym_env.make(game).possible_agents)
+        jobs.append(EpisodeJob(game, seed + i, ["llm"] * seats, config={"rounds": rounds}))
+    return jobs
+
+
+def decision_stats(records: list) -> dict:
+    turns = [t for r in records for t in r["turns"] if "agent_meta" in t]
+    first = [t["agent_meta"]["attempts"][0] for t in turns]
+    return {"decisions": len(turns),
+            "first_try": sum(1 for a in first if "action" in a),
+            "new_tokens": sum((a.get("usage") or {}).get("new_tokens") or 0 for a in first)}
+
+
+def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
+    stats = policy.backend.stats
+    before = dict(stats)
+    started = time.perf_counter()
+    if mode == "naive":
+        records = [play_episode(job, PolicyPool(prebuilt={"llm": policy})) for job in jobs[:naive_games]]
+    else:
+        records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=len(jobs))
+    seconds = time.perf_counter() - started
+    failed = [r["episode_id"] for r in records if r.get("failed")]
+    if failed:
+        raise SystemExit(f"{mode}: episodes failed: {failed}: {records[0].get('error')}")
+    out = decision_stats(records)
+    out["seconds"] = seconds
+    out["prompt_tokens"] = stats["prompt_tokens"] - before["prompt_tokens"]
+    out["reused_tokens"] = stats["reused_tokens"] - before["reused_tokens"]
+    return out
+
+
+def summarize(runs: list) -> dict:
+    rates = [r["decisions"] / r["seconds"] for r in runs]
+    decisions = sum(r["decisions"] for r in runs)
+    return {"dps": statistics.median(rates), "lo": min(rates), "hi": max(rates), "rates": rates,
+            "first_try": sum(r["first_try"] for r in runs) / max(1, decisions),
+            "new_tokens": sum(r["new_tokens"] for r in runs) / max(1, decisions),
+            "reused": sum(r["reused_tokens"] for r in runs) / max(1, sum(r["prompt_tokens"] for r in runs)),
+            "decisions": decisions}
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    games = [g for g in args.games.split(",") if g]
+    modes = [m for m in args.modes.split(",") if m]
+    base = f"max_new_tokens={args.max_new_tokens}&max_retries=0"
+    started = time.perf_counter()
+    policies = {m: make_policy(f"smollm2?{base}" + (f"&{MODES[m]}" if MODES[m] else "")) for m in modes}
+    print(f"model loaded in {time.perf_counter() - started:.1f}s; games={games} rounds={args.rounds} "
+          f"max_new_tokens={args.max_new_tokens} greedy, max_retries=0, {args.reps} interleaved repetitions")
+    for policy in policies.values():     # warm-up (first passes are slow; builds the vocabulary trie)
+        run_jobs(make_jobs(1, ["prisoners_dilemma"], 1, 10_000), PolicyPool(prebuilt={"llm": policy}))
+    results: dict = {}
+    for n in sizes:
+        jobs = make_jobs(n, games, args.rounds, args.seed)
+        runs: dict = {m: [] for m in modes}
+        for rep in range(args.reps):
+            for mode in modes:
+                runs[mode].append(run_mode(mode, policies[mode], jobs, args.naive_games))
+            print(f"  {n} games, repetition {rep + 1}/{args.reps} done ({time.perf_counter() - started:.0f}s)",
+                  flush=True)
+        results[n] = {m: summarize(r) for m, r in runs.items()}
+        naive = runs.get("naive")
+        print(f"\n{n} concurrent games (naive: first {min(n, args.naive_games)} games)")
+        print(f"{'mode':<12} {'dec/s median [range]':>24} {'vs naive':>22} {'legal 1st try':>13} "
+              f"{'new tok/dec':>11} {'reused tok':>10}")
+        for mode, row in results[n].items():
+            ratio = ""
+            if naive and mode != "naive":
+                per_rep = [(r["decisions"] / r["seconds"]) / (q["decisions"] / q["seconds"])
+                           for r, q in zip(runs[mode], naive)]
+                ratio = f"{statistics.median(per_rep):.2f}x [{min(per_rep):.2f}-{max(per_rep):.2f}]"
+                row["speedup"] = statistics.median(per_rep)
+            print(f"{mode:<12} {row['dps']:>9.2f} [{row['lo']:.2f}-{row['hi']:.2f}]{'':>3} {ratio:>22} "
+                  f"{row['first_try']:>12.0%} {row['new_tokens']:>11.1f} {row['reused']:>9.0%}", flush=True)
+    print(f"total {time.perf_counter() - started:.0f}s")
+    return results
+
+
+if __name__ == "__main__":
+    main()

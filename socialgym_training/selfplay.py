@@ -1,0 +1,761 @@
+"""Self-play RL for a LoRA policy: one model plays every seat, against itself and its past checkpoints.
+
+    PYTHONPATH=$PWD python socialgym_training/selfplay.py --game kuhn_poker --steps 20 --out runs/selfplay_kuhn
+    python -m socialgym_training.selfplay --help          # every Config field with its help line
+
+SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_func``:
+
+1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of the game. Before
+   each episode the pool (:class:`socialgym_agents.selfplay.CheckpointPool`) picks the opponent: the
+   current policy itself with probability ``self_play``, else a past checkpoint drawn uniformly
+   from the last ``pool_size`` ones (one is saved every ``snapshot_every`` steps; the pool
+   starts with the base model, step 0). Against itself the policy plays every seat; against a
+   checkpoint one seat (two-player games) or one team (team games), alternating by episode
+   (:func:`socialgym_agents.selfplay.seat_assignment`). A checkpoint is a copy of the LoRA weights: its
+   moves are made by the same model with those weights loaded, then the current ones are put
+   back (:class:`LoraSwap`).
+2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
+   as one token sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`),
+   so the loss covers the learner's own tokens and every seat's turns are training data. With
+   ``prompt=turns`` (the default) the chat is the LLM policy's own (:class:`socialgym_training.multiturn.PolicyLayout`:
+   the prompts a tournament gives a checkpoint rated as ``metrics.json``'s ``rate_as`` spec;
+   the row stops where the policy restarts its chat); ``compact`` / ``full`` are env-text
+   layouts that no policy plays. Rows past ``rows_per_step`` are dropped (the last episode may fill the
+   step only partly), rows of checkpoint seats are never kept.
+3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
+   the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
+   in role games -- taken before the step, then updated with rate ``baseline_rate``
+   (:class:`socialgym_agents.selfplay.RoleBaseline`). Rows with zero advantage are filtered out (their
+   loss mask is zeroed, so they neither move the policy nor dilute the token mean). TRL's own
+   group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
+   clipping and optimiser are TRL's.
+4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
+   list of the grammar of legal replies after the prefix: with ``prompt=turns`` their common
+   prefix and the reply text alone, as the policy's ``mode=score`` scores them; else after
+   ``reply_prefix`` and with the end-of-turn token) is computed and the reply is drawn from
+   ``softmax(log p / temperature)``. That is the
+   distribution the OpenSpiel bridge measures (:func:`policy_fn`), so the exploitability
+   reported is the trained policy's. Phases without a finite list (free talk) are generated
+   under the grammar instead (:func:`socialgym_training.multiturn.hf_generate_fn`).
+
+Reward (``reward``): ``score`` (chips in poker: what exploitability is measured in) or
+``outcome`` (+1 / 0 / -1); ``auto`` takes the score in games ranked by score, else the outcome.
+
+Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
+adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
+baseline, rows kept), ``mask_example.json`` (one row as (text, in_loss) spans),
+``metrics.json`` (config, loss per step, exploitability per checkpoint for poker, before/after
+evaluation with 95% intervals and the before/after difference paired by seed
+(:func:`paired_before_after`), ``rate_as``; written as each part is measured),
+``evaluation.jsonl`` (the evaluation's episodes: step0, the final checkpoint and the heuristic
+in a round robin), ``tournament.jsonl`` (every checkpoint and the heuristic against each
+other, as log records: ``socialgym leaderboard <out>/tournament.jsonl`` rates them
+together, an Elo curve over training steps). ``--evaluate <run>`` rates an earlier run's saved
+checkpoints the same way without training (a run stopped early keeps its ``checkpoints/``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import socialgym_env
+from socialgym_agents.llm.scoring import score_replies
+from socialgym_agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from socialgym_training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
+                                make_layout, news_text, policy_options)
+from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
+
+
+@dataclass
+class Config:
+    game: str = "kuhn_poker"
+    """game id; a two-player game or a team game (hidden roles allowed)"""
+    num_players: int = 0
+    """players (0 = the game's default)"""
+    game_config: str = ""
+    """extra game config as JSON, e.g. '{"dice": 1}'"""
+    model: str = "smollm2"
+    """base model: smollm2 (embedded), hf:<folder or .gguf> or a folder"""
+    seed: int = 0
+    """seed of deals, seating, pool draws and sampling"""
+    steps: int = 20
+    """optimiser steps (one rollout batch each)"""
+    episodes_per_step: int = 8
+    """episodes played per step (at most; stops once the rows are full)"""
+    rows_per_step: int = 12
+    """training rows (learner seats) per step: TRL's batch"""
+    self_play: float = 0.5
+    """probability an episode is against the current policy itself (else a pool checkpoint)"""
+    pool_size: int = 4
+    """past checkpoints kept in the opponent pool (the base model is the first)"""
+    snapshot_every: int = 5
+    """steps between checkpoints added to the pool (and saved for the tournament)"""
+    baseline_rate: float = 0.05
+    """RAE: per-(game, role) EMA rate, b <- b + rate (R - b)"""
+    reward: str = "auto"
+    """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
+    learning_rate: float = 1e-4
+    """AdamW learning rate of the LoRA weights"""
+    lora_r: int = 8
+    """LoRA rank"""
+    lora_alpha: int = 16
+    """LoRA alpha"""
+    temperature: float = 1.0
+    """sampling temperature of the softmax over legal replies"""
+    prompt: str = "turns"
+    """the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint reads) or the env-text layouts no policy plays: compact (short first view), full"""
+    policy_options: str = ""
+    """turns: LLM options of the spec that will rate the checkpoints, e.g. 'context=2048' (they set its trimming budget)"""
+    reply_prefix: str = '{"action_type": "'
+    """compact / full: forced start of every reply (never in the loss); turns prefills the policy's (the legal replies' common prefix)"""
+    max_new_tokens: int = 24
+    """reply budget for free-text phases (generated, not scored)"""
+    max_turns: int = 24
+    """decisions per seat before an episode is cut (scored 0)"""
+    eval_episodes: int = 100
+    """episodes per evaluation matchup (seats alternated)"""
+    tournament_episodes: int = 40
+    """episodes per pair of checkpoints in the closing tournament (0 = none)"""
+    eval_before: bool = True
+    """evaluate the base model before training"""
+    threads: int = 2
+    """torch CPU threads"""
+    device: str = "auto"
+    """auto (a GPU when one is visible), cpu or cuda"""
+    progress: bool = True
+    """show a progress bar (steps, ETA) and each step's logged loss"""
+    evaluate: str = ""
+    """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
+    out: str = "runs/selfplay"
+    """output folder"""
+
+
+# ------------------------------------------------------------------ one seat's chat
+class SeatChat:
+    """The token sequence one seat's policy reads and its training row (``row``: the first view,
+    then its replies and the news before each later decision; ``env_mask`` 1 on its replies).
+    ``layout`` (``prompt=turns``): the LLM policy's prompts (:class:`socialgym_training.multiturn.PolicySeat`,
+    append-only up to a restart of the policy's chat); else the env-text layouts (``compact`` /
+    ``full``) with the fixed ``reply_prefix``."""
+
+    def __init__(self, tokenizer, config: Config, layout=None, key: tuple = ("", ""), seed: Optional[int] = None):
+        self.row = Episode(spec=None)
+        self.prompt, self.layout = config.prompt, layout
+        if layout is not None:
+            self.seat = layout.seat(self.row, key, seed)
+        else:
+            self.seat = _EnvTextSeat(ChatAssembler(tokenizer), tokenizer, config.reply_prefix, self.row)
+
+    def observe(self, env, agent: str) -> tuple:
+        """Add the seat's view now (first view or news); return (context ids, reply prefix)."""
+        info = env.infos[agent]
+        if self.layout is not None:
+            return self.seat.prompt(info, env.prompt_parts(agent))
+        if not self.row.prompt_ids:
+            text = env.observe(agent)["text"] if self.prompt == "full" else \
+                compact_first_text(env.prompt_parts(agent), info, env.game_info.name)
+        else:
+            text = news_text(env.observe(agent)["text"], info) if self.prompt == "full" else compact_news_text(info)
+        return self.seat.prompt(text)
+
+    def reply(self, reply_ids: list, text: str, action: str) -> None:
+        self.seat.reply(list(reply_ids), text, action)
+
+    def close(self) -> None:
+        """Forget the seat's conversation in the layout's policy (an episode's end)."""
+        if self.layout is not None:
+            self.layout.policy.release(self.seat.key)
+
+
+def layout_options(config: Config) -> str:
+    """The LLM options of the policy that plays a checkpoint as trained: scoring mode at the
+    trainer's temperature (with ``adapter=`` added, the tournament spec)."""
+    return (policy_options(config.max_new_tokens, True, config.policy_options)
+            + f"&mode=score&temperature={config.temperature}")
+
+
+# ------------------------------------------------------------------ scoring-mode decisions
+def candidates(info: dict, reply_prefix: str) -> Optional[list]:
+    """The legal replies after ``reply_prefix`` (None if the set is not a finite list)."""
+    from socialgym_agents.llm.constraint import reply_grammar
+    try:
+        finite = reply_grammar(info).finite
+    except ValueError:
+        return None
+    if not finite or not all(c.startswith(reply_prefix) for c in finite):
+        return None
+    return [c[len(reply_prefix):] for c in finite]
+
+
+def softmax_draw(scores: list, temperature: float, rng: random.Random) -> int:
+    import math
+    top = max(scores)
+    weights = [math.exp((s - top) / max(temperature, 1e-6)) for s in scores]
+    return rng.choices(range(len(scores)), weights=weights)[0]
+
+
+def make_decider(model, tokenizer, config: Config, rng: random.Random, layout=None):
+    """``decide(contexts, infos, prefixes) -> [(reply ids, reply text, action)]`` for one model
+    state: scoring mode over the legal list, constrained generation where the list is not
+    finite; each reply continues its decision's prefix."""
+    from socialgym_training.multiturn import hf_generate_fn, reply_to_action
+    eos = tokenizer.eos_token_id
+    with_eos = layout is None
+
+    def decide(contexts: list, infos: list, prefixes: list) -> list:
+        out: list = [None] * len(contexts)
+        options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
+        finite = [i for i, o in enumerate(options) if o]
+        if finite:
+            scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite],
+                                   with_eos)
+            for i, row in zip(finite, scores):
+                pick = options[i][softmax_draw(row, config.temperature, rng)]
+                ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
+                text = prefixes[i] + pick
+                out[i] = (ids, text, reply_to_action(text, infos[i]))
+        free = [i for i, o in enumerate(options) if not o]
+        if free:
+            generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
+                                      seed=rng.getrandbits(31), constrained=True,
+                                      reply_prefix=layout.reply_prefix if layout else config.reply_prefix)
+            for i, ids in zip(free, generate([contexts[i] for i in free], [infos[i] for i in free])):
+                text = prefixes[i] + tokenizer.decode(ids, skip_special_tokens=True)
+                out[i] = (ids, text, reply_to_action(text, infos[i]))
+        return out
+
+    return decide
+
+
+# ------------------------------------------------------------------ checkpoints as LoRA weights
+class LoraSwap:
+    """Copies of a PEFT model's LoRA weights, and a context that plays with one of them loaded."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def snapshot(self) -> dict:
+        from peft import get_peft_model_state_dict
+        return {k: v.detach().clone() for k, v in get_peft_model_state_dict(self.model).items()}
+
+    @contextmanager
+    def loaded(self, weights: Optional[dict]):
+        from peft import set_peft_model_state_dict
+        if weights is None:
+            yield
+            return
+        current = self.snapshot()
+        set_peft_model_state_dict(self.model, weights)
+        try:
+            yield
+        finally:
+            set_peft_model_state_dict(self.model, current)
+
+
+# ------------------------------------------------------------------ playing episodes
+def game_kwargs(config: Config) -> dict:
+    kwargs = json.loads(config.game_config) if config.game_config else {}
+    if config.num_players:
+        kwargs["num_players"] = config.num_players
+    return kwargs
+
+
+def seat_roles(env) -> tuple:
+    """(teams, has_roles) of the env's seats after reset."""
+    info = env.game_info
+    return [env.state.team(a) for a in env.possible_agents], bool(info.roles)
+
+
+def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None,
+         layout=None) -> list:
+    """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep; player names are
+    :data:`CURRENT`, ``step<N>`` (pool checkpoints, played through ``swap``) or a policy spec of
+    :class:`socialgym_agents.runner.PolicyPool` (``scripted:heuristic``). Returns per episode
+    ``{"seed", "seats", "env", "chats": {agent: SeatChat}}`` after the end."""
+    games = []
+    for index, (seed, seats) in enumerate(episodes):
+        env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+        env.reset(seed=seed)
+        # one episode id per game: two games of one seed (the same deal for two matchups) must not
+        # share a scripted policy's per-seat state; its random stream comes from (seed, seat) alone
+        # (socialgym_agents.base.BasePolicy.reset), so the two still draw the same numbers
+        episode = f"selfplay-{index}-{seed}"
+        chats = {a: SeatChat(tokenizer, config, layout, (episode, a), seed) for a in env.possible_agents}
+        games.append({"seed": seed, "episode": episode, "seats": seats, "env": env, "chats": chats, "turns": 0,
+                      "reset": {}})
+    while True:
+        pending: dict = {}
+        for g in games:
+            env = g["env"]
+            while env.agents:
+                agent = env.agent_selection
+                if env.terminations[agent] or env.truncations[agent]:
+                    env.step(None)
+                    continue
+                break
+            if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
+                pending.setdefault(g["seats"][env.agent_selection], []).append(g)
+        if not pending:
+            break
+        for player, group in pending.items():
+            agents = [g["env"].agent_selection for g in group]
+            if player == CURRENT or player.startswith("step"):
+                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)])
+                infos = [g["env"].infos[a] for g, a in zip(group, agents)]
+                weights = None if player == CURRENT else pool.get(player)
+                with (swap.loaded(weights) if swap is not None else _nothing()):
+                    decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
+                for g, a, (ids, text, action) in zip(group, agents, decisions):
+                    g["chats"][a].reply(ids, text, action)
+                    g["env"].step(action)
+                    g["turns"] += 1
+            else:
+                from socialgym_agents.base import Request
+                policy = deciders["pool"].get(player)
+                for g, a in zip(group, agents):
+                    key = (g["episode"], a)
+                    if key not in g["reset"]:
+                        policy.reset(key, g["seed"])
+                        g["reset"][key] = policy
+                    decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
+                                                         g["env"].prompt_parts(a))])[0]
+                    g["env"].step(decision.action)
+                    g["turns"] += 1
+    for g in games:
+        for chat in g["chats"].values():
+            chat.close()
+        for key, policy in g["reset"].items():
+            if hasattr(policy, "release"):
+                policy.release(key)
+    return games
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def seat_reward(env, agent: str, config: Config) -> float:
+    """The row's reward (``reward`` config); 0 for an episode cut before the end."""
+    result = env.state.result
+    if result is None:
+        return 0.0
+    use_score = config.reward == "score" or (config.reward == "auto" and env.game_info.rank_by == "score")
+    return float(result.scores[agent] if use_score else result.rewards[agent])
+
+
+def collect_rows(games: list, config: Config, limit: int) -> list:
+    """Training rows from played episodes: one per :data:`CURRENT` seat, in episode and seat
+    order, at most ``limit``; each row is a :class:`socialgym_training.multiturn.Episode` with ``role``,
+    ``learner`` and ``reward`` filled and ``role_key`` attached."""
+    rows = []
+    for g in games:
+        env = g["env"]
+        _, has_roles = seat_roles(env)
+        for agent in env.possible_agents:
+            if g["seats"][agent] != CURRENT or not g["chats"][agent].row.env_mask:
+                continue
+            row = g["chats"][agent].row
+            row.learner, row.role = agent, env.state.role(agent)
+            row.reward = seat_reward(env, agent, config)
+            row.truncated = env.state.result is None
+            row.role_key = role_key(config.game, agent, row.role, has_roles)
+            rows.append(row)
+    return rows[:limit]
+
+
+def plan_episodes(config: Config, step: int, pool: CheckpointPool, rng: random.Random) -> list:
+    """The step's (seed, seating) pairs: opponents drawn from the pool, seats assigned."""
+    env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+    plan = []
+    for e in range(config.episodes_per_step):
+        seed = config.seed * 1_000_003 + step * 1000 + e
+        env.reset(seed=seed)
+        teams, _ = seat_roles(env)
+        opponent = pool.sample(rng)
+        plan.append((seed, seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
+                                           step * config.episodes_per_step + e)))
+    return plan
+
+
+# ------------------------------------------------------------------ TRL
+def make_trainer_class():
+    from trl import GRPOTrainer
+
+    class SelfPlayGRPOTrainer(GRPOTrainer):
+        """GRPO with the rollout's RAE advantages instead of group-normalised rewards, and the
+        rows with zero advantage masked out of the loss."""
+
+        selfplay_advantages: list = []
+
+        def _generate_and_score_completions(self, inputs):
+            import torch
+            output = super()._generate_and_score_completions(inputs)
+            advantages = torch.tensor(self.selfplay_advantages, dtype=output["advantages"].dtype,
+                                      device=output["advantages"].device)
+            keep = (advantages.abs() > 1e-8).to(output["completion_mask"].dtype)
+            output["advantages"] = advantages
+            output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1)
+            return output
+
+    return SelfPlayGRPOTrainer
+
+
+def row_reward(completions, row_reward, **kwargs) -> list:
+    """The rollout's per-row reward (TRL logs it; the advantages come from RAE)."""
+    return [float(r) for r in row_reward]
+
+
+class StepLog:
+    """``rollouts.csv``: per step and role key, rows, mean reward, baseline before, rows kept."""
+
+    def __init__(self, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / "rollouts.csv"
+        self.mask_path = out / "mask_example.json"
+        with atomic_file(self.path, "w", newline="") as handle:
+            csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
+
+    def add(self, step, rows, advantages, kept, baseline_before, plan, tokenizer) -> None:
+        by_role: dict = {}
+        for i, row in enumerate(rows):
+            by_role.setdefault(row.role_key, []).append(i)
+        opponents = sorted({p for _, seats in plan for p in seats.values() if p != CURRENT}) or [CURRENT]
+        # one write per step: a killed run leaves whole steps (a torn last line at worst)
+        append_csv_rows(self.path, [[step, key[1], len(idx), round(sum(rows[i].reward for i in idx) / len(idx), 4),
+                                     round(baseline_before.get(key, 0.0), 4), sum(i in kept for i in idx),
+                                     "+".join(opponents)] for key, idx in sorted(by_role.items())])
+        if step == 0 and rows:
+            from socialgym_training.grpo_games import mask_spans
+            atomic_write_text(self.mask_path, json.dumps(mask_spans(rows[0], tokenizer), indent=1) + "\n")
+
+
+def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: CheckpointPool, log: StepLog,
+                      rng: random.Random, policies, layout=None):
+    from socialgym_training.multiturn import rollout_output
+
+    def rollout(prompts, trainer):
+        step = trainer.state.global_step
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        swap = LoraSwap(model)
+        rows: list = []
+        plan_all = []
+        while len(rows) < len(prompts):
+            plan = plan_episodes(config, step * 100 + len(plan_all), pool, rng)
+            plan_all += plan
+            games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                         tokenizer, config, swap=swap, pool=pool, layout=layout)
+            rows += collect_rows(games, config, len(prompts) - len(rows))
+        before = dict(baseline.values)
+        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
+        kept = set(keep_nonzero(advantages))
+        trainer.selfplay_advantages = advantages
+        log.add(step, rows, advantages, kept, before, plan_all, tokenizer)
+        output = rollout_output(rows)
+        output["row_reward"] = [r.reward for r in rows]
+        return output
+
+    return rollout
+
+
+# ------------------------------------------------------------------ evaluation
+def policy_fn(model, tokenizer, config: Config, temperature: Optional[float] = None, layout=None):
+    """The model's action distribution at a decision, for :mod:`socialgym_agents.openspiel_bridge`: the
+    softmax over the legal replies' log-probabilities after the seat's chat so far
+    (:func:`_seat_context`). :func:`policy_table` is the same for every state at once."""
+    from socialgym_agents.openspiel_bridge import reply_word, softmax
+    temp = config.temperature if temperature is None else temperature
+
+    def fn(env, agent):
+        info = env.infos[agent]
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        options = candidates(info, prefix)
+        scores = score_replies(model, tokenizer, [context], [options], layout is None)[0]
+        return softmax({reply_word(prefix + o, info): x for o, x in zip(options, scores)}, temp)
+
+    return fn
+
+
+def _reply_for(info: dict, action: str, reply_prefix: str) -> str:
+    from socialgym_agents.openspiel_bridge import reply_word
+    for option in candidates(info, reply_prefix) or []:
+        if reply_word(reply_prefix + option, info) == action:
+            return option
+    raise ValueError(f"{action!r} is not one of the legal replies")
+
+
+def information_states(game_id: str) -> list:
+    """(key, env, agent) at every distinct information state of a bridged game, the env replayed
+    to it (:func:`socialgym_agents.openspiel_bridge.replay`)."""
+    from socialgym_agents import openspiel_bridge as bridge
+    states, keys = [], set()
+    for state, ranks, words in bridge.walk(game_id):
+        if state.is_terminal():
+            continue
+        env = bridge.replay(game_id, ranks, words)
+        agent = env.agent_selection
+        key = bridge.info_key(env.infos[agent])
+        if key not in keys:
+            keys.add(key)
+            states.append((key, env, agent))
+    return states
+
+
+def state_scores(model, tokenizer, config: Config, game_id: str, layout=None) -> list:
+    """Per information state, ``(key, {word: log-probability})`` of the legal replies after the
+    seat's chat there (:func:`_seat_context`), all scored in one batch."""
+    from socialgym_agents import openspiel_bridge as bridge
+    rows = []
+    for key, env, agent in information_states(game_id):
+        info = env.infos[agent]
+        context, prefix = _seat_context(env, agent, tokenizer, config, layout)
+        rows.append((key, info, prefix, candidates(info, prefix), context))
+    scores = score_replies(model, tokenizer, [r[4] for r in rows], [r[3] for r in rows], layout is None)
+    return [(key, {bridge.reply_word(prefix + o, info): x for o, x in zip(options, row)})
+            for (key, info, prefix, options, _), row in zip(rows, scores)]
+
+
+def policy_table(model, tokenizer, config: Config, game_id: str, layout=None) -> dict:
+    """:func:`policy_fn` at every information state of a bridged game, scored in one batch:
+    ``{info_key: {word: probability}}`` for :func:`socialgym_agents.openspiel_bridge.from_table`."""
+    from socialgym_agents.openspiel_bridge import softmax
+    return {key: softmax(scores, config.temperature)
+            for key, scores in state_scores(model, tokenizer, config, game_id, layout)}
+
+
+def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tuple:
+    """(context ids, reply prefix) that ``agent`` reads at its decision now, rebuilt by replaying
+    the env's turns (its own earlier replies being the legal replies it took)."""
+    from socialgym_agents.openspiel_bridge import BRIDGE_SEED
+    eos = [tokenizer.eos_token_id] if layout is None else []
+    turns = [(t["agent"], t["action"]) for t in env.episode_record()["turns"]]
+    replay = socialgym_env.make(env.game_info.id, log_observations=False,
+                                **{k: v for k, v in env.config.items() if k in ("deal", "num_players")})
+    replay.reset(seed=BRIDGE_SEED)
+    chat = SeatChat(tokenizer, config, layout, ("bridge", agent), BRIDGE_SEED)
+    for actor, action in turns:
+        if actor == agent:
+            _, prefix = chat.observe(replay, agent)
+            reply = _reply_for(replay.infos[agent], action, prefix)
+            chat.reply(tokenizer(reply, add_special_tokens=False)["input_ids"] + eos, prefix + reply, action)
+        replay.step(action)
+    context, prefix = chat.observe(replay, agent)
+    chat.close()
+    return list(context), prefix
+
+
+def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
+             seed_offset: int, rng: random.Random, layout=None) -> list:
+    """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
+    plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
+    batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
+    episodes (with their log records, rosters naming the players)."""
+    from socialgym_training.common import rate_with_interval
+    env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
+    plan, owners = [], []
+    for p, (mine, theirs) in enumerate(pairs):
+        for e in range(episodes):
+            seed = 900_000 + seed_offset + e
+            env.reset(seed=seed)
+            teams, _ = seat_roles(env)
+            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
+            plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
+            owners.append(p)
+    games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
+                 tokenizer, config, swap=swap, pool=pool, layout=layout)
+    results = []
+    for p, (mine, theirs) in enumerate(pairs):
+        wins_by_seed, rewards, records = {}, 0.0, []
+        for g, owner in zip(games, owners):
+            if owner != p:
+                continue
+            seat = next(a for a, x in g["seats"].items() if x == mine)
+            outcome = g["env"].state.result.rewards[seat] if g["env"].state.result else 0.0
+            wins_by_seed[g["seed"]] = int(outcome > 0)
+            rewards += seat_reward(g["env"], seat, config)
+            records.append(g["env"].episode_record(policies={a: _label(x) for a, x in g["seats"].items()}))
+        results.append({"win": rate_with_interval(sum(wins_by_seed.values()), episodes),
+                        "mean_reward": round(rewards / max(episodes, 1), 4), "wins_by_seed": wins_by_seed,
+                        "records": records})
+    return results
+
+
+def paired_before_after(before: dict, after: dict) -> dict:
+    """After minus before, in win-rate points, over the seeds both played ({seed: 1 if a win});
+    :func:`matchups` gives two pairs against the same opponent the same seeds and seats, so the
+    deals are common: an exact McNemar test and a paired bootstrap interval over seeds
+    (:func:`socialgym_agents.paired.paired_delta`)."""
+    from socialgym_agents.paired import paired_delta
+    common = sorted(set(before) & set(after))
+    delta = paired_delta({seed: (after[seed], before[seed], 1) for seed in common})
+    return {"points": round(delta.points, 2), "interval": [round(delta.lo, 2), round(delta.hi, 2)],
+            "p_value": round(delta.p_value, 4), "pairs": delta.pairs, "test": delta.test,
+            "interval_method": delta.interval}
+
+
+def main(argv=None, preloaded=None) -> dict:
+    """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from socialgym_agents.runner import PolicyPool
+    from socialgym_training.common import fail, grpo_args, load_base, lora_config, parse_config
+    config = parse_config(Config, argv)
+    if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
+        fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
+    if config.policy_options and config.prompt != "turns":
+        fail("--policy_options sets the policy's layout: it needs --prompt turns")
+    try:
+        options = layout_options(config)
+        info = socialgym_env.game_class(config.game).info
+    except (KeyError, ValueError) as err:
+        fail(str(err).strip("'\""))
+    if info.num_players != 2 and not info.team_game and not config.num_players == 2:
+        fail(f"{config.game} is neither a two-player game nor a team game")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    rng = random.Random(config.seed)
+    model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
+    layout = make_layout(config.prompt, tokenizer, model, options)      # turns: the policy's own prompts
+    policies = PolicyPool(seed=config.seed)
+    baseline = RoleBaseline(config.baseline_rate)
+    if config.evaluate:
+        peft_model, saved, final = load_checkpoints(model, config)
+        metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}}
+        return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                    metrics, started)
+    pool = CheckpointPool(config.pool_size, config.self_play)
+    log = StepLog(out)
+
+    # 1. TRL trainer with the self-play rollout and RAE advantages
+    trainer_cls = make_trainer_class()
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+                     learning_rate=config.learning_rate, seed=config.seed,
+                     per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
+                     temperature=config.temperature, max_completion_length=config.max_new_tokens,
+                     scale_rewards="none", beta=0.0)
+    from datasets import Dataset
+    dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
+    trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
+                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies,
+                                                         layout))
+    peft_model = trainer.accelerator.unwrap_model(trainer.model)
+    swap = LoraSwap(peft_model)
+    pool.add(0, swap.snapshot())
+    saved = {"step0": pool.get("step0")}
+
+    from transformers import TrainerCallback
+
+    class Snapshots(TrainerCallback):
+        """Every ``snapshot_every`` steps: a checkpoint into the pool and to disk."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step % config.snapshot_every == 0:
+                weights = swap.snapshot()
+                pool.add(state.global_step, weights)
+                saved[f"step{state.global_step}"] = weights
+                with atomic_dir(out / "checkpoints" / f"step{state.global_step}", marker="adapter_config.json") as folder:
+                    peft_model.save_pretrained(str(folder))
+            return control
+
+    trainer.add_callback(Snapshots())
+    trained_at = time.time()
+    trainer.train()
+    train_seconds = time.time() - trained_at
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
+        peft_model.save_pretrained(str(folder))
+    final = f"step{config.steps}"
+    saved[final] = swap.snapshot()
+
+    metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+               "train_seconds": round(train_seconds, 1), "loss": losses}
+    return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
+                                metrics, started)
+
+
+def load_checkpoints(model, config: Config) -> tuple:
+    """``--evaluate``: (PEFT model, {name: LoRA weights}, last name) of an earlier run's
+    ``checkpoints/step<N>`` folders, with the base model (a zero LoRA) as ``step0``."""
+    from peft import get_peft_model
+    from peft.utils import load_peft_weights
+    from socialgym_training.common import fail, lora_config
+    folders = sorted(Path(config.evaluate).glob("checkpoints/step*"), key=lambda f: int(f.name[4:]))
+    if not folders:
+        fail(f"{config.evaluate} holds no checkpoints/step<N> folders (a training run's --out)")
+    peft_model = get_peft_model(model, lora_config(config.lora_r, config.lora_alpha))
+    saved = {"step0": LoraSwap(peft_model).snapshot()}
+    for folder in folders:
+        saved[folder.name] = load_peft_weights(str(folder), device="cpu")
+    return peft_model, saved, folders[-1].name
+
+
+def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, final: str, layout, policies, rng,
+                         out: Path, options: str, metrics: dict, started: float) -> dict:
+    """Before (the base = step0) / after (``final``) against the heuristic and each other, the
+    exploitability of every checkpoint (poker), the closing tournament; writes metrics.json."""
+    from socialgym_training.common import write_json
+    swap = LoraSwap(peft_model)
+    eval_pool = CheckpointPool(len(saved), 0.0)
+    for name, weights in saved.items():
+        eval_pool.add(int(name[4:]), weights)
+    heuristic = "scripted:heuristic"
+    if config.game in ("kuhn_poker", "leduc_poker"):      # first: exact and cheap
+        from socialgym_agents import openspiel_bridge as bridge
+        metrics["exploitability"] = {}
+        for name, weights in saved.items():
+            with swap.loaded(weights):
+                table = policy_table(peft_model, tokenizer, config, config.game, layout)
+            metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
+        write_json(out / "metrics.json", metrics)        # each part as it is measured
+    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
+                       layout)
+    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
+                             for (mine, theirs), r in zip(pairs, results)}
+    if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired
+        metrics["evaluation"][f"{final} minus step0 vs {heuristic}, paired by seed"] = paired_before_after(
+            results[0]["wins_by_seed"], results[1]["wins_by_seed"])
+    _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
+    write_json(out / "metrics.json", metrics)
+    if config.tournament_episodes:
+        entrants = list(saved) + [heuristic]
+        pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
+        results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs,
+                           config.tournament_episodes, 100_000, rng, layout)
+        _write_records(out / "tournament.jsonl", results)
+        metrics["tournament"] = {"entrants": [_label(n) for n in entrants],
+                                 "episodes": sum(len(r["records"]) for r in results),
+                                 "log": str(out / "tournament.jsonl")}
+    if layout is not None:      # the agent specs that play each checkpoint on the prompts it was trained on
+        base = "smollm2" if config.model == "smollm2" else "hf:" + config.model.removeprefix("hf:")
+        run = Path(config.evaluate) if config.evaluate else out
+        folders = {name: run / ("adapter" if name == final and not config.evaluate else f"checkpoints/{name}")
+                   for name in saved}
+        metrics["rate_as"] = {name: f"{base}?{options}" if name == "step0" else f"{base}?adapter={folder}&{options}"
+                              for name, folder in folders.items()}
+    metrics["total_seconds"] = round(time.time() - started, 1)
+    write_json(out / "metrics.json", metrics)
+    print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))
+    return metrics
+
+
+def _write_records(path: Path, results: list) -> None:
+    with atomic_file(path, "w") as handle:
+        for r in results:
+            for record in r["records"]:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _label(player: str) -> str:
+    return f"selfplay:{player}" if player.startswith("step") else player
+
+
+if __name__ == "__main__":
+    from socialgym_env.cli_errors import main_of
+    main_of(main, "socialgym_training.selfplay")
