@@ -1,6 +1,7 @@
 """The docs site builds with ``mkdocs build --strict`` and not one warning (every nav page exists, every
 relative link and anchor resolves, the API reference renders), the README stays a front page, and the docs use one form
 for the training scripts."""
+import json
 import os
 import re
 import shutil
@@ -63,3 +64,97 @@ def test_docs_run_the_training_scripts_as_modules():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     files = [str(p.relative_to(ROOT)) for p in pages if re.search(r"python3? socialgym_training/\w+\.py", p.read_text(encoding="utf-8"))]
     assert not files, f"use `python -m socialgym_training.NAME` in {files}"
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+# "all 25 games" and "episodes on 25 games" claim the whole catalogue; lower-case "all" only:
+# "All 4 games ended..." (docs/triadic.md) counts one study's episodes.
+GAME_COUNT = re.compile(r"\b(?:all|episodes on) (\d+) games\b")
+
+
+def stale_game_counts(text: str, registered: int) -> list[str]:
+    return [match.group(0) for match in GAME_COUNT.finditer(text) if int(match.group(1)) != registered]
+
+
+def test_game_counts_in_the_docs_match_the_registry():
+    import socialgym_env
+
+    registered = len(socialgym_env.game_ids())
+    assert stale_game_counts("checked for all 23 games; 240 episodes on 25 games", 25) == ["all 23 games"]
+    stale = {str(page.relative_to(ROOT)): found for page in _doc_pages()
+             if (found := stale_game_counts(page.read_text(encoding="utf-8"), registered))}
+    assert not stale, f"{registered} games are registered; the docs say otherwise: {stale}"
+
+
+def test_the_readme_table_and_the_docs_nav_list_every_registered_game():
+    import socialgym_env
+
+    registered = sorted(socialgym_env.game_ids())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sorted(re.findall(r"^\| \[`(\w+)`\]\(docs/games/\1\.md\)", readme, re.M)) == registered
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert sorted(set(re.findall(r"^\s+- [^:]+: games/(\w+)\.md$", nav, re.M)) - {"index"}) == registered
+
+
+def _calls(text: str, function: str) -> list[str]:
+    """The source of every ``function(...)`` call in ``text`` (parentheses balanced)."""
+    calls = []
+    for match in re.finditer(rf"\b{function}\(", text):
+        depth = 0
+        for end in range(match.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                calls.append(text[match.start():end + 1])
+                break
+    return calls
+
+
+def binds_to(call: str, function) -> bool:
+    """Whether ``call`` (source text) passes arguments ``function``'s signature accepts."""
+    import ast
+    import inspect
+
+    node = ast.parse(call, mode="eval").body
+    try:
+        inspect.signature(function).bind(*node.args, **{k.arg: k.value for k in node.keywords})
+    except TypeError:
+        return False
+    return True
+
+
+def test_talk_phase_in_the_docs_is_called_as_it_is_defined():
+    from socialgym_env.patterns import talk_phase
+
+    assert not binds_to('talk_phase(visibility=TEAM, team="werewolves")', talk_phase)      # no name, no next phase
+    calls = [call for page in _doc_pages() for call in _calls(page.read_text(encoding="utf-8"), "talk_phase")]
+    assert len(calls) >= 3
+    assert [call for call in calls if not binds_to(call, talk_phase)] == []
+
+
+def test_the_readme_leaderboard_figure_and_caption_are_what_their_command_makes(tmp_path):
+    """Runs the caption's command (about 15 s) and compares: the caption's counts, and the counts
+    and per-game Elo the figure was drawn from (its PNG text fields)."""
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.spec_from_file_location("readme_leaderboard", ROOT / "docs" / "scripts" / "readme_leaderboard.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    summary = script.run_tournament(tmp_path / "run")
+    for page in script.FRONT_PAGES:
+        assert script.page_caption(page) == script.caption(summary), f"{page.name}'s caption is stale"
+    with Image.open(script.FIGURE) as image:
+        drawn = {key.removeprefix("socialgym:"): value for key, value in image.text.items()}
+    fresh = script.figure_fields(summary)
+    assert {k: drawn.get(k) for k in ("command", "episodes", "games", "competitive_games")} == \
+           {k: fresh[k] for k in ("command", "episodes", "games", "competitive_games")}
+    drawn_elo, fresh_elo = json.loads(drawn["per_game_elo"]), json.loads(fresh["per_game_elo"])
+    assert drawn_elo.keys() == fresh_elo.keys()
+    # the same seeded run; a last-digit difference in the fit on another CPU is not a stale figure
+    off = {(game, policy): (drawn_elo[game].get(policy), elo) for game in fresh_elo for policy, elo in fresh_elo[game].items()
+           if drawn_elo[game].get(policy) is None or abs(drawn_elo[game][policy] - elo) > 2}
+    assert not off, f"the figure is stale; regenerate it with python docs/scripts/readme_leaderboard.py: {off}"
