@@ -17,7 +17,7 @@ parsed action and its error), ``arguments`` (argument kinds), ``spec`` (:class:`
 splitting) and ``grammar`` (:class:`Grammar`). Import from here: every name below is public here.
 """
 from .action import Action, ActionError
-from .arguments import MAX_INT_DIGITS, Arg, Choice, Int, Player, Text, Word, _next_token
+from .arguments import MAX_INT_DIGITS, Arg, Choice, Int, Player, Text, Word, next_token
 from .fast_lane import cached_spec, lookup_key
 from .grammar import MAX_ACTION_CHARS, Grammar
 from .json_form import MAX_JSON_DEPTH
@@ -27,5 +27,5 @@ from .text_safety import MAX_LOG_TEXT_CHARS, clip, encodable, encodable_data, fo
 __all__ = [
     "Action", "ActionError", "ActionSpec", "Arg", "Choice", "ENUMERATION_LIMIT", "Grammar", "Int",
     "MAX_ACTION_CHARS", "MAX_INT_DIGITS", "MAX_JSON_DEPTH", "MAX_LOG_TEXT_CHARS", "Player", "Text",
-    "Word", "cached_spec", "clip", "encodable", "encodable_data", "fold", "lookup_key", "safe_repr",
+    "Word", "cached_spec", "clip", "encodable", "encodable_data", "fold", "lookup_key", "next_token", "safe_repr",
 ]

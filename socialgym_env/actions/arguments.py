@@ -12,15 +12,16 @@ from .action import ActionError
 from .text_safety import fold
 
 # Punctuation an agent may wrap a token in ("Alice," or "defect.") without changing it.
-_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>*"
+EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>*"
 _TOKEN_SPLIT = re.compile(r"[\s,]+")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 # Capped before parsing (the shared rules, "Invalid actions": junk never crashes an env).
 MAX_INT_DIGITS = 18         # every Int range in the games fits; avoids int() on huge digit strings
 
 
-def _clean_token(token: str) -> str:
-    return token.strip(_EDGE_PUNCTUATION)
+def clean_token(token: str) -> str:
+    """``token`` without the punctuation an agent may wrap it in."""
+    return token.strip(EDGE_PUNCTUATION)
 
 
 class Arg:
@@ -49,7 +50,9 @@ class Arg:
         return rng.choice(self.options())
 
 
-def _next_token(rest: str) -> tuple[str, str]:
+def next_token(rest: str) -> tuple[str, str]:
+    """The first token of ``rest`` (tokens end at whitespace and commas) and the text after it;
+    for :class:`Arg` kinds defined elsewhere (a game's own move slot)."""
     rest = rest.lstrip(" \t\n,")
     if not rest:
         return "", ""
@@ -67,8 +70,8 @@ class Choice(Arg):
     name: str = "OPTION"
 
     def parse(self, rest):
-        token, rest = _next_token(rest)
-        cleaned = fold(_clean_token(token))
+        token, rest = next_token(rest)
+        cleaned = fold(clean_token(token))
         for option in self.choices:
             if fold(option) == cleaned:
                 return option, rest
@@ -92,8 +95,8 @@ class Player(Arg):
     name: str = "NAME"
 
     def parse(self, rest):
-        token, rest = _next_token(rest)
-        cleaned = fold(_clean_token(token))
+        token, rest = next_token(rest)
+        cleaned = fold(clean_token(token))
         for agent_id, display in self.candidates:
             if cleaned in (fold(display), fold(agent_id)):
                 return agent_id, rest
@@ -125,8 +128,8 @@ class Int(Arg):
     name: str = "N"
 
     def parse(self, rest):
-        token, rest = _next_token(rest)
-        cleaned = _clean_token(token)
+        token, rest = next_token(rest)
+        cleaned = clean_token(token)
         if not _INT_RE.match(cleaned):
             raise ActionError(f"{self.name} must be a whole number from {self.low} to {self.high} (got {token[:40]!r})")
         if len(cleaned) > MAX_INT_DIGITS:
@@ -154,8 +157,8 @@ class Word(Arg):
     name: str = "WORD"
 
     def parse(self, rest):
-        token, rest = _next_token(rest)
-        cleaned = _clean_token(token)
+        token, rest = next_token(rest)
+        cleaned = clean_token(token)
         if not cleaned:
             raise ActionError(f"{self.name} is missing")
         if len(cleaned) > self.max_length:

@@ -58,7 +58,7 @@ def _pure_spec_facts(spec: "ActionSpec") -> Optional[dict]:
     return facts
 
 
-def _describe(spec: "ActionSpec") -> str:
+def cached_description(spec: "ActionSpec") -> str:
     facts = _pure_spec_facts(spec)
     if facts is None:
         return spec.describe()
@@ -67,7 +67,7 @@ def _describe(spec: "ActionSpec") -> str:
     return facts["describe"]
 
 
-def _enumerate(spec: "ActionSpec") -> Optional[list]:
+def cached_enumeration(spec: "ActionSpec") -> Optional[list]:
     facts = _pure_spec_facts(spec)
     if facts is None:
         return spec.enumerate()
@@ -76,7 +76,7 @@ def _enumerate(spec: "ActionSpec") -> Optional[list]:
     return facts["enumerate"]
 
 
-def _enumerated_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[list]:
+def cached_texts(spec: "ActionSpec", legal: Optional[list]) -> Optional[list]:
     """The canonical texts of ``legal`` (the spec's enumeration); memoised like it."""
     if legal is None:
         return None
@@ -95,7 +95,7 @@ def lookup_key(text: str) -> str:
     return text.lower() if text.isascii() else fold(text)
 
 
-class _GrammarFacts:
+class GrammarFacts:
     """What a list of specs gives that does not depend on the decision it was built for:
     keyword table, descriptions, enumeration, the legal actions as Actions and the fast-lane
     lookup (canonical text -> Action). Shared by every Grammar of equal pure specs."""
@@ -132,7 +132,7 @@ _FACTS_BY_IDENTITY: dict = {}       # (id of each spec) -> (the specs, their sha
 _FACTS_BY_IDENTITY_MAX = 64         # the lists phases keep are few (a game's moves, talk)
 
 
-def _facts_for(specs: tuple) -> _GrammarFacts:
+def grammar_facts(specs: tuple) -> GrammarFacts:
     identity = tuple(map(id, specs))
     known = _FACTS_BY_IDENTITY.get(identity)
     if known is not None:
@@ -141,19 +141,19 @@ def _facts_for(specs: tuple) -> _GrammarFacts:
         # a check may read live state; another Arg kind may compare by identity (a chess
         # move slot holds the live board) or read case: facts of this decision only
         if spec.check is not None or spec.sampler is not None:
-            return _GrammarFacts(specs, False)
+            return GrammarFacts(specs, False)
         for arg in spec.args:
             if arg.__class__ not in _VALUE_ARGS:
-                return _GrammarFacts(specs, False)
+                return GrammarFacts(specs, False)
     try:
         facts = _GRAMMAR_FACTS.get(specs)
     except TypeError:                     # an argument holding a list: not hashable, not shared
-        return _GrammarFacts(specs, False)
+        return GrammarFacts(specs, False)
     if facts is None:
         if len(_GRAMMAR_FACTS) >= _GRAMMAR_FACTS_MAX:
             _GRAMMAR_FACTS.clear()
             _FACTS_BY_IDENTITY.clear()
-        facts = _GRAMMAR_FACTS[specs] = _GrammarFacts(specs, True)
+        facts = _GRAMMAR_FACTS[specs] = GrammarFacts(specs, True)
     elif not all(map(operator.is_, facts.specs, specs)):
         return facts        # equal specs built anew: a phase that builds them at every decision
     # the first objects of these facts (or them again): next time found by identity

@@ -6,9 +6,9 @@ import random
 from typing import Optional, Sequence
 
 from .action import Action, ActionError
-from .arguments import _clean_token, _next_token
-from .fast_lane import _describe, _enumerate, _enumerated_texts, _facts_for, lookup_key
-from .json_form import _split_json
+from .arguments import clean_token, next_token
+from .fast_lane import cached_description, cached_enumeration, cached_texts, grammar_facts, lookup_key
+from .json_form import split_json
 from .spec import ActionSpec
 from .text_safety import encodable, fold
 
@@ -30,14 +30,14 @@ class Grammar:
         if not specs:
             raise ValueError("a grammar needs at least one action type")
         self.specs = tuple(specs)
-        self._facts = _facts_for(self.specs)
+        self._facts = grammar_facts(self.specs)
         self.by_type = self._facts.by_type
 
     # -- text for agents -------------------------------------------------------------
     def legal_actions(self) -> list[str]:
         facts = self._facts
         if facts.descriptions is None:
-            facts.descriptions = [_describe(spec) for spec in self.specs]
+            facts.descriptions = [cached_description(spec) for spec in self.specs]
         return list(facts.descriptions)
 
     def action_types(self) -> list[str]:
@@ -60,10 +60,10 @@ class Grammar:
             # Capped before any parsing: no over-long integer or deep JSON reaches the parsers.
             raise ActionError(f"action too long: {len(text)} characters, at most {MAX_ACTION_CHARS}")
         if text.startswith("{"):
-            action_type, rest = _split_json(text)
+            action_type, rest = split_json(text)
         else:
-            action_type, rest = _next_token(text)
-            action_type = _clean_token(action_type)
+            action_type, rest = next_token(text)
+            action_type = clean_token(action_type)
         spec = self.by_type.get(fold(action_type))
         if spec is None:
             raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
@@ -147,7 +147,7 @@ class Grammar:
         """``specs[position].enumerate()``, once per spec of this grammar."""
         legal = self._facts.legal
         if position not in legal:
-            legal[position] = _enumerate(self.specs[position])
+            legal[position] = cached_enumeration(self.specs[position])
         return legal[position]
 
     def _texts(self):
@@ -155,7 +155,7 @@ class Grammar:
         if facts.texts is None:
             out = []
             for position, spec in enumerate(self.specs):
-                texts = _enumerated_texts(spec, self._legal(position))
+                texts = cached_texts(spec, self._legal(position))
                 if texts is None:
                     out = False
                     break

@@ -32,7 +32,7 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
-def _split_json(text: str) -> tuple[str, str]:
+def split_json(text: str) -> tuple[str, str]:
     if _json_depth(text) > MAX_JSON_DEPTH:
         raise ActionError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .action import ActionError
-from .arguments import _EDGE_PUNCTUATION, Player
+from .arguments import EDGE_PUNCTUATION, Player
 
 ENUMERATION_LIMIT = 5000   # more combinations than this: the spec's set counts as unbounded
 _NEW_DICT = object()      # ActionSpec's schema_extra default: a new dict for each spec
@@ -96,7 +96,7 @@ class ActionSpec:
                 raise ActionError(f"'{self.type}' needs {self.usage()!r}")
             value, rest = slot.parse(rest)
             values.append(value)
-        if rest.strip(" \t\n" + _EDGE_PUNCTUATION):
+        if rest.strip(" \t\n" + EDGE_PUNCTUATION):
             raise ActionError(f"unexpected text after '{self.usage()}': {rest.strip()!r}")
         return self.validate(tuple(values))
 
