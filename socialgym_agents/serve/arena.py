@@ -573,20 +573,26 @@ async def seats(game: str, config: str = ""):
     return {"game": game, "seats": list(env.possible_agents)}
 
 
+def read_new_game(body: dict, models: Sequence[str]) -> tuple:
+    """A lobby's new-game request checked: (game, config, seat plans, seed); ArenaError says
+    what is wrong. An empty seed is drawn at random."""
+    game = body.get("game")
+    if not isinstance(game, str):
+        raise ArenaError("name a game (see /api/options)")
+    config = parse_config(body.get("config"))
+    plans = plan_seats(body.get("seats"), make_env(game, config).possible_agents, models)
+    seed = body.get("seed")
+    if seed in (None, ""):
+        seed = random.SystemRandom().randrange(2**31)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ArenaError("the seed is a whole number >= 0 (or empty for a random one)")
+    return game, config, plans, seed
+
+
 @router.post("/api/games")
 async def create(arena: ArenaState, body: dict = Body(...)):
     try:
-        game = body.get("game")
-        if not isinstance(game, str):
-            raise ArenaError("name a game (see /api/options)")
-        config = parse_config(body.get("config"))
-        agents = make_env(game, config).possible_agents
-        plans = plan_seats(body.get("seats"), agents, arena.models)
-        seed = body.get("seed")
-        if seed in (None, ""):
-            seed = random.SystemRandom().randrange(2**31)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ArenaError("the seed is a whole number >= 0 (or empty for a random one)")
+        game, config, plans, seed = read_new_game(body, arena.models)
     except ArenaError as err:
         return json_response({"detail": str(err)}, 400)
     loop = asyncio.get_running_loop()
@@ -661,21 +667,7 @@ async def replay(arena: ArenaState, episode_id: str, step: int = 0, seat: Option
 async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
     await ws.accept()
     try:
-        hello = json.loads(await ws.receive_text())
-        if not isinstance(hello, dict) or hello.get("type") != "hello":
-            raise ArenaError("the first message is {\"type\": \"hello\", ...}")
-        if hello.get("watch"):
-            session = arena.games.get(game_id)
-            if session is None:
-                raise SessionError("unknown game (games close when idle)")
-            viewer = Viewer(session.value)
-        elif hello.get("hotseat"):                 # the game's own token: every human seat
-            session = arena.store.get(game_id, hello.get("token"))
-            viewer = Viewer(session.value, hotseat=True)
-        else:
-            seat = hello.get("seat")
-            session = arena.store.get(game_id, hello.get("token"), seat=seat if isinstance(seat, str) else "")
-            viewer = Viewer(session.value, seat=seat)
+        session, viewer = _greet(arena, game_id, json.loads(await ws.receive_text()))
     except (ArenaError, SessionError, ValueError) as err:
         await _send_error(ws, str(err))
         await ws.close(code=1008)
@@ -701,17 +693,7 @@ async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
             if not isinstance(message, dict):
                 continue
             try:
-                if message.get("type") == "reveal":
-                    viewer.reveal(message.get("seat"))
-                    event.set()
-                elif message.get("type") == "hide":
-                    viewer.hide()
-                    event.set()
-                elif message.get("type") == "act" and viewer.acting_seat() is not None:
-                    game.submit(viewer.acting_seat(), message.get("action"))
-                    viewer.moved()
-                    session.touch(step=True)
-                    asyncio.create_task(_advance(arena.store, session))
+                _on_message(arena, session, viewer, event, message)
             except ArenaError as err:
                 await _send_error(ws, str(err))
     except (WebSocketDisconnect, RuntimeError):
@@ -721,6 +703,42 @@ async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
         game.unlisten(event)
         if hang_up in session.on_close:
             session.on_close.remove(hang_up)
+
+
+def _greet(arena: Arena, game_id: str, hello) -> tuple:
+    """The session and :class:`Viewer` a page's first message asks for: a spectator (any live
+    game), the hot-seat screen (the game's own token) or one seat (that seat's token); raises
+    ArenaError or SessionError otherwise."""
+    if not isinstance(hello, dict) or hello.get("type") != "hello":
+        raise ArenaError("the first message is {\"type\": \"hello\", ...}")
+    if hello.get("watch"):
+        session = arena.games.get(game_id)
+        if session is None:
+            raise SessionError("unknown game (games close when idle)")
+        return session, Viewer(session.value)
+    if hello.get("hotseat"):
+        session = arena.store.get(game_id, hello.get("token"))
+        return session, Viewer(session.value, hotseat=True)
+    seat = hello.get("seat")
+    session = arena.store.get(game_id, hello.get("token"), seat=seat if isinstance(seat, str) else "")
+    return session, Viewer(session.value, seat=seat)
+
+
+def _on_message(arena: Arena, session, viewer: "Viewer", event, message: dict) -> None:
+    """A page's later message: the hot-seat screen's reveal or hide, or a move by the seat the
+    viewer may act for (a model seat's answer follows off the event loop); anything else is ignored."""
+    kind = message.get("type")
+    if kind == "reveal":
+        viewer.reveal(message.get("seat"))
+        event.set()
+    elif kind == "hide":
+        viewer.hide()
+        event.set()
+    elif kind == "act" and viewer.acting_seat() is not None:
+        session.value.submit(viewer.acting_seat(), message.get("action"))
+        viewer.moved()
+        session.touch(step=True)
+        asyncio.create_task(_advance(arena.store, session))
 
 
 async def _push_views(ws: WebSocket, session, viewer: "Viewer", event) -> None:
