@@ -2,7 +2,7 @@
 
 It is glue over four parts, each in its own module, imported one way::
 
-    env.py (AEC protocol, SocialGymEnv) -> record.py -> views.py -> machine.py -> game.py, state.py, actions.py
+    env.py (AEC protocol, SocialGymEnv) -> record.py -> views.py -> machine.py -> game.py, state.py, actions/
                aec.py (the AEC bookkeeping any AEC env shares)
 
 ``machine.py`` runs the phases (who acts, what an action does, the turn cap, the result),

@@ -16,7 +16,7 @@ import contextlib
 import json
 from typing import Any, Optional
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
 from .sessions import CapacityError, SessionError, SessionStore
@@ -39,46 +39,56 @@ def reap_interval(idle_timeout_s: Optional[float]) -> Optional[float]:
 
 
 def create_app(store: SessionStore, title: str, description: str = "", version: str = "0.1.0") -> FastAPI:
-    """A FastAPI app owning ``store`` (see the module docstring); callers add their routes."""
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):
-        interval = reap_interval(store.idle_timeout_s)
-
-        async def reaper():
-            while True:
-                await asyncio.sleep(interval)
-                await store.reap()
-
-        task = asyncio.create_task(reaper()) if interval is not None else None
-        try:
-            yield
-        finally:
-            if task is not None:
-                task.cancel()
-            await store.close_all()
-
-    app = FastAPI(title=title, description=description, version=version, lifespan=lifespan)
+    """A FastAPI app owning ``store`` (``app.state.store``; see the module docstring); callers
+    include their routers."""
+    app = FastAPI(title=title, description=description, version=version, lifespan=_lifespan)
     app.state.store = store
-
-    @app.exception_handler(CapacityError)
-    async def _capacity(request: Request, err: CapacityError):
-        return json_response({"detail": str(err), "code": "CAPACITY_REACHED"}, 503)
-
-    @app.exception_handler(SessionError)
-    async def _session(request: Request, err: SessionError):
-        return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
-
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, err: Exception):   # a game or policy bug: one JSON line
-        return json_response({"detail": f"internal error: {type(err).__name__}: {err}",
-                              "code": "EXECUTION_ERROR"}, 500)
-
-    @app.get("/health", tags=["Health"])
-    async def health():
-        return {"status": "healthy", **store.stats()}
-
+    app.add_exception_handler(CapacityError, _capacity_reached)
+    app.add_exception_handler(SessionError, _session_refused)
+    app.add_exception_handler(Exception, _internal_error)
+    app.include_router(router)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI):
+    """The idle reaper while the app runs; every session closed at shutdown."""
+    store: SessionStore = app.state.store
+    interval = reap_interval(store.idle_timeout_s)
+
+    async def reaper():
+        while True:
+            await asyncio.sleep(interval)
+            await store.reap()
+
+    task = asyncio.create_task(reaper()) if interval is not None else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+        await store.close_all()
+
+
+async def _capacity_reached(request: Request, err: CapacityError):
+    return json_response({"detail": str(err), "code": "CAPACITY_REACHED"}, 503)
+
+
+async def _session_refused(request: Request, err: SessionError):
+    return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
+
+
+async def _internal_error(request: Request, err: Exception):   # a game or policy bug: one JSON line
+    return json_response({"detail": f"internal error: {type(err).__name__}: {err}",
+                          "code": "EXECUTION_ERROR"}, 500)
+
+
+router = APIRouter()
+
+
+@router.get("/health", tags=["Health"])
+async def health(request: Request):
+    return {"status": "healthy", **request.app.state.store.stats()}
 
 
 def check_host(host: str, allow_remote: bool) -> None:
