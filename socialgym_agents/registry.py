@@ -5,7 +5,7 @@
 | ``scripted:random``               | uniform random legal action                         |
 | ``scripted:constant:<action>``    | always ``<action>``                                 |
 | ``scripted:tit_for_tat`` etc.     | iterated-game strategies (see socialgym_agents.scripted)      |
-| ``scripted:heuristic``            | the per-game heuristic baseline (socialgym_agents.baselines)  |
+| ``scripted:heuristic``            | the per-game heuristic baseline (socialgym_agents.baselines); refused in a game without one |
 | ``smollm2``, ``hf:…``, ``openai:…``| LLM policies (socialgym_agents.llm; options after ``?``)      |
 | ``human``                         | a person at the terminal (socialgym_agents.human)             |
 """
@@ -15,7 +15,7 @@ import functools
 
 import socialgym_env
 
-from .baselines import HeuristicPolicy
+from .baselines import HeuristicPolicy, refuse_without_baseline
 from .scripted import SCRIPTED, ConstantPolicy
 from .specs import LLM_KINDS, VALID_FORMS, AgentSpec, PolicySpecError, parse_specs
 
@@ -72,7 +72,7 @@ def check_spec(spec, games=None) -> AgentSpec:
     model: scripted specs are built (free); model specs have their options parsed and
     range-checked, ``hf:`` paths looked up, ``openai:`` URLs parsed, ``adapter=`` folders checked.
     ``scripted:constant:<action>`` must name an action type of ``games`` (default: of any
-    registered game)."""
+    registered game); ``scripted:heuristic`` needs a baseline in each of ``games``."""
     spec = AgentSpec.of(spec)
     if spec.kind == "scripted":
         if spec.argument and spec.name != "constant":
@@ -80,6 +80,8 @@ def check_spec(spec, games=None) -> AgentSpec:
         _make_scripted(spec, 0)
         if spec.name == "constant":
             _check_constant_action(spec, games)
+        if spec.name == "heuristic" and games:
+            refuse_without_baseline(games)
     elif spec.kind == "human":
         if spec.name or spec.options:
             raise PolicySpecError(f"human takes no argument (got {str(spec)!r})")
