@@ -19,12 +19,14 @@ Which kinds exist is not decided here: :func:`socialgym_agents.registry.check_sp
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from socialgym_env.errors import SocialGymError
 
 # Built by socialgym_agents.llm, imported only when such a spec is used.
 LLM_KINDS = ("smollm2", "hf", "openai")
+VALID_FORMS = ", ".join(["scripted:<name>", "smollm2[?options]", "hf:<model>[?options]",
+                         "openai:<model>@<url>[?options]", "human"])
 
 
 class PolicySpecError(SocialGymError, ValueError):
@@ -90,6 +92,12 @@ class AgentSpec:
         """The options as written after ``?`` (``""`` when none)."""
         return "&".join(f"{key}={value}" for key, value in self.options)
 
+    def with_option(self, key: str, value) -> "AgentSpec":
+        """This spec with ``key=value`` added to its options, unless they set ``key`` already."""
+        if any(given == key for given, _ in self.options):
+            return self
+        return replace(self, options=self.options + ((key, str(value)),))
+
     @property
     def is_model(self) -> bool:
         """A language-model spec (smollm2, hf, openai)."""
@@ -99,10 +107,6 @@ class AgentSpec:
         text = self.kind + (f":{self.name}" if self.name or self.argument else "")
         text += f":{self.argument}" if self.argument else ""
         return text + (f"?{self.query}" if self.options else "")
-
-
-VALID_FORMS = ", ".join(["scripted:<name>", "smollm2[?options]", "hf:<model>[?options]",
-                         "openai:<model>@<url>[?options]", "human"])
 
 
 def parse_specs(text: str) -> list:

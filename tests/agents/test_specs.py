@@ -123,3 +123,10 @@ def test_the_play_command_parses_each_agents_entry_once(monkeypatch, tmp_path):
     assert sorted(calls) == ["scripted:heuristic", "scripted:tit_for_tat"]
     record = json.loads(log.read_text(encoding="utf-8"))
     assert [seat["policy"] for seat in record["roster"]] == ["scripted:tit_for_tat", "scripted:heuristic"]
+
+
+def test_with_option_adds_an_option_unless_it_is_set():
+    spec = AgentSpec.parse("smollm2?temperature=0.7")
+    assert str(spec.with_option("max_new_tokens", 400)) == "smollm2?temperature=0.7&max_new_tokens=400"
+    assert spec.with_option("temperature", 0) is spec
+    assert str(AgentSpec.parse("hf:/m").with_option("stop_at_json", 0)) == "hf:/m?stop_at_json=0"
