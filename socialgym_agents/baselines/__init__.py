@@ -41,7 +41,7 @@ def refuse_without_baseline(game_ids) -> None:
     missing = [game for game in game_ids if heuristic_for(game) is None]
     if missing:
         having = [g["id"] for g in socialgym_env.list_games() if heuristic_for(g["id"]) is not None]
-        raise PolicySpecError(f"scripted:heuristic has no baseline for {', '.join(missing)} (a game's package can "
+        raise PolicySpecError(f"scripted:heuristic has no baseline for {', '.join(map(str, missing))} (a game's package can "
                               "add one with socialgym_agents.baselines.register_baseline); games with one: "
                               f"{', '.join(having)}")
 
