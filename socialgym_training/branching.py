@@ -26,7 +26,8 @@ from typing import Optional, Sequence
 import socialgym_env
 from socialgym_agents.base import Request
 from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, play_out, request_for  # noqa: F401
-from socialgym_agents.llm.transcript import LLM_KINDS, played_reply, replay_policy, split_spec_kind
+from socialgym_agents.llm.transcript import played_reply, replay_policy
+from socialgym_agents.specs import is_model_spec
 from socialgym_agents.runner import PolicyPool
 
 def _pair(row: dict, chosen: list, rejected: list, variant: str, **extra) -> dict:
@@ -83,7 +84,7 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
         policies = {agent: pool.get(spec) for agent, spec in seat_spec.items()}
         for agent, policy in policies.items():
             policy.reset((env.episode_id, agent), seed)
-        spec = seat_spec[learner] if split_spec_kind(seat_spec[learner])[0] in LLM_KINDS else as_spec
+        spec = seat_spec[learner] if is_model_spec(seat_spec[learner]) else as_spec
         chat = chats.setdefault(spec, replay_policy(spec))     # rebuilds the learner's chat turn by turn
         chat.reset((env.episode_id, learner), seed)
         branched = 0

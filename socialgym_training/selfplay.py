@@ -601,6 +601,7 @@ def paired_before_after(before: dict, after: dict) -> dict:
 
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from socialgym_agents.registry import PolicySpecError
     from socialgym_agents.runner import PolicyPool
     from socialgym_training.common import fail, grpo_args, load_base, lora_config, parse_config
     config = parse_config(Config, argv)
@@ -615,6 +616,10 @@ def main(argv=None, preloaded=None) -> dict:
         fail(str(err).strip("'\""))
     if info.num_players != 2 and not info.team_game and not config.num_players == 2:
         fail(f"{config.game} is neither a two-player game nor a team game")
+    try:                   # the evaluation plays the heuristic: a game without one fails now, not after training
+        PolicyPool().check("scripted:heuristic", games=[config.game])
+    except PolicySpecError as err:
+        fail(str(err))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()

@@ -36,7 +36,8 @@ from socialgym_env.actions import safe_repr
 from socialgym_env.env import MAX_SEED
 
 from ..jobs import PolicyPool
-from ..registry import LLM_KINDS, PolicySpecError, check_spec
+from ..registry import PolicySpecError, check_spec
+from ..specs import is_model_spec
 from ..single_agent import SingleAgentEnv
 
 MAX_ACTION_CHARS = 4000          # the text action space's own bound
@@ -57,10 +58,6 @@ class GameDefaults:
     opponents: tuple = ("scripted:heuristic",)
     config: dict = field(default_factory=dict)
     policy_seed: int = 0
-
-
-def is_model_spec(spec: str) -> bool:
-    return spec.partition(":")[0].partition("?")[0] in LLM_KINDS
 
 
 class GameSession:
