@@ -51,15 +51,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 from socialgym_training.multiturn import (episode_specs, hf_generate_fn, make_layout, play_episodes, policy_options,
                                 role_summary, rollout_output, vllm_generate_fn)
 
 
 @dataclass
-class Config:
-    game: str = "rock_paper_scissors"
-    """Game id (socialgym games lists them)"""
+class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     seat: str = "player_0"
     """A seat id, index or role (e.g. "werewolf")"""
     opponents: str = "scripted:constant:rock"
@@ -68,43 +67,14 @@ class Config:
     """Game config "rounds" (0 = the game's default)"""
     max_steps_per_episode: int = 0
     """Engine turn cap (0 = the game's own)"""
-    model: str = "smollm2"
-    """smollm2, hf:<folder or .gguf>, or a local model folder"""
-    seed: int = 0
-    """Seed of the data sample, the adapter's initialisation and the sampling"""
-    steps: int = 20
-    """GRPO optimiser steps"""
     episodes_per_step: int = 2
     """Distinct seeds per step"""
     num_generations: int = 6
     """Episodes per seed (one GRPO group)"""
-    learning_rate: float = 2e-4
-    """AdamW learning rate (LoRA needs more than a full fine-tune)"""
-    lora_r: int = 16
-    """LoRA rank"""
-    lora_alpha: int = 32
-    """LoRA scaling (alpha / r multiplies the update)"""
-    max_new_tokens: int = 24
-    """Per learner reply"""
-    prompt: str = "turns"
-    """Learner's view: turns (the LLM policy's own prompts: what a rated adapter reads), or the
-    env-text layouts full (observation text) / compact (~half the tokens), which no policy plays"""
-    policy_options: str = ""
-    """With --prompt turns: LLM options of the spec that will rate the adapter, e.g. 'context=2048&max_retries=0'
-    (they set its trimming budget; the reply budget and constraint come from --max_new_tokens / --constrained)"""
-    reply_prefix: str = ""
-    """full / compact: forced start of every reply, e.g. '{"action_type": "' (not in the loss); turns
-    prefills what the policy's backend does (the grammar's forced prefix)"""
-    temperature: float = 1.0
-    """Sampling temperature of the learner's replies"""
     constrained: bool = True
     """Learner replies sampled under the grammar of its legal replies"""
     invalid_penalty: float = 0.0
     """Subtracted per invalid learner action"""
-    max_turns: int = 32
-    """Learner turns per episode before it is cut"""
-    eval_episodes: int = 100
-    """Held-out seeded episodes of each evaluation (before and after)"""
     eval_batch: int = 25
     """Episodes per generation batch (and per Ray shard)"""
     eval_actors: int = 0
@@ -113,20 +83,12 @@ class Config:
     """Generate the learner's replies with TRL's vLLM engine (GPU; docs/training/gpu.md)"""
     vllm_mode: str = "server"
     """TRL's vLLM mode: server (trl vllm-serve on another GPU) or colocate"""
-    eval_before: bool = True
-    """Evaluate the base model first (--steps 0: only that)"""
-    threads: int = 2
-    """Torch CPU threads (0 = torch's default)"""
-    device: str = "auto"
-    """auto (a GPU when one is visible), cpu or cuda"""
-    progress: bool = True
-    """Show a progress bar (steps, ETA) and each step's logged loss and reward"""
     env_server: str = ""
     """OpenEnv URL of a `socialgym serve-env` that plays every episode (training and evaluation);
     "local" starts one in-process"""
+    # defaults of this script (the options are documented in socialgym_training.configs)
     out: str = "runs/grpo_games"
-    """Output folder"""
-
+    learning_rate: float = 2e-4
 
 def game_config(config: Config) -> dict:
     out = {}
@@ -314,7 +276,7 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     from trl import GRPOTrainer
 
     from socialgym_agents.runner import PolicyPool
-    from socialgym_training.common import finish_run, grpo_args, load_base, lora_config
+    from socialgym_training.common import finish_run, grpo_args, load_base
     out = Path(config.out)
     started = time.time()
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
@@ -338,7 +300,7 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
                      use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
-                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          processing_class=tokenizer, peft_config=config.peft_config(),
                           rollout_func=make_rollout_func(config, tokenizer, log, pool, make_vec, layout))
     trained_at = time.time()
     trainer.train()

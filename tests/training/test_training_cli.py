@@ -29,6 +29,31 @@ def test_every_option_has_a_help_line_from_its_field(name):
         assert " ".join(docs[field].split()[:4]) in text, field
 
 
+@pytest.mark.parametrize("name", CONFIG_SCRIPTS + ["kuhn_llm_exploitability"])
+def test_every_option_is_documented_once_in_its_class_hierarchy(name):
+    """The configs are composed from the shared groups of socialgym_training.configs: a field's
+    docstring is written in one class only (a script that changes a default writes none)."""
+    from socialgym_env.docgen import _own_field_docs
+    config = importlib.import_module(f"socialgym_training.{name}").Config
+    writers = {}
+    for klass in config.__mro__[:-1]:
+        for field in _own_field_docs(klass):
+            writers.setdefault(field, []).append(klass.__name__)
+    assert {field: where for field, where in writers.items() if len(where) > 1} == {}
+    assert set(writers) == {f.name for f in dataclasses.fields(config)}
+
+
+def test_shared_groups_are_composed_not_copied():
+    """The SFT and DPO scripts declare only their own fields and defaults: the LoRA, optimiser,
+    model and data options come from the shared groups."""
+    from socialgym_env.docgen import _own_field_docs
+    from socialgym_training import configs, dpo, sft
+    assert set(_own_field_docs(sft.Config)) == set() and set(_own_field_docs(dpo.Config)) == {"beta"}
+    for group in (configs.ModelArgs, configs.LoraArgs, configs.TrainerArgs, configs.DataArgs):
+        assert issubclass(sft.Config, group) and issubclass(dpo.Config, group)
+    assert sft.Config().lora_targets == "all-linear" and configs.LoraArgs().lora_targets == configs.ATTENTION
+
+
 def _run(target: str, argv: list, as_file: bool):
     """Run a script in this process as ``python socialgym_training/x.py ARGS`` or ``python -m socialgym_training.x ARGS``;
     returns the exit code (0 when it returned)."""
