@@ -254,6 +254,14 @@ def main(cfg: Config) -> dict:
         fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
     out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
     train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
+    if not train or not test:
+        fail(f"--test_fraction {cfg.test_fraction} with --seed {cfg.seed} puts all "
+             f"{len({e.episode_id for e in examples})} episodes on one side (each is drawn alone); "
+             "give more episodes or another fraction")
+    untested = sorted({e.game for e in train} - {e.game for e in test})
+    if untested:
+        print(f"no test episode of {', '.join(untested)} (each episode is drawn alone; more episodes fix it)",
+              flush=True)
     if cfg.max_train_examples and len(train) > cfg.max_train_examples:
         rng = np.random.default_rng(cfg.seed)
         train = [train[i] for i in sorted(rng.choice(len(train), cfg.max_train_examples, replace=False))]
