@@ -111,8 +111,12 @@ class DataArgs:
     """Dataset folder (save_to_disk with a train split, as socialgym export writes) or a JSONL file"""
     max_examples: int = 2000
     """Rows used (0 = all; else a seeded sample)"""
-    max_length: int = 1024
-    """Tokens per example (longer ones are truncated)"""
+    max_length: int = 0
+    """Tokens per row; 0 = what the longest row needs, at most --max_length_cap. A longer row is
+    shortened on the prompt side (oldest turns first, head and current turn kept), never in the
+    completion; a row that cannot fit is named in the log and left out"""
+    max_length_cap: int = 2048
+    """Memory cap on the length --max_length 0 chooses (the activation memory grows with it)"""
 
 
 @dataclass

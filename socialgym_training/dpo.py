@@ -31,7 +31,7 @@ class Config(RunArgs, ModelArgs, LoraArgs, TrainerArgs, DataArgs):
 
 
 def main(argv=None) -> dict:
-    from socialgym_training.common import load_base, load_rows, parse_config, train_and_save, trainer_args
+    from socialgym_training.common import fit_dataset, load_base, load_rows, parse_config, train_and_save, trainer_args
     config = parse_config(Config, argv)
     from trl import DPOConfig, DPOTrainer
 
@@ -39,11 +39,13 @@ def main(argv=None) -> dict:
     dataset = load_rows(config.data, ("prompt", "chosen", "rejected"), config.max_examples, seed=config.seed)
     # 2. model: a fresh copy of the base; with a peft_config the reference is the base without the adapter
     model, tokenizer = load_base(config.model, config.threads, config.device)
-    args = DPOConfig(**trainer_args(config), beta=config.beta)
+    # every row within the max_length it needs, its completion whole (TRL would cut the completion)
+    dataset, max_length, fit = fit_dataset(dataset, tokenizer, ("prompt", "chosen", "rejected"), config)
+    args = DPOConfig(**trainer_args(config, max_length), beta=config.beta)
     trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          peft_config=config.peft_config())
     # 3. train (resuming a killed run), then save adapter + config + metrics
-    return train_and_save(trainer, config, {"pairs": len(dataset)})
+    return train_and_save(trainer, config, {"pairs": len(dataset), "fit": fit})
 
 if __name__ == "__main__":
     from socialgym_env.cli_errors import main_of

@@ -247,8 +247,11 @@ def dpo_dataset(pairs: Sequence[dict], test_fraction: float = 0.1, seed: int = 0
 
 
 def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None, test_fraction: float = 0.1,
-           seed: int = 0, as_spec: str = "smollm2", branch=None, rollout_policy: str = "") -> dict:
-    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json.
+           seed: int = 0, as_spec: str = "smollm2", branch=None, rollout_policy: str = "",
+           tokenizer: str = "") -> dict:
+    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json,
+    with the rows' token lengths for ``tokenizer`` (``smollm2``, a .gguf or a model folder;
+    :func:`socialgym_training.rows.length_report`) when one is given.
     DPO pairs come from branching at each kept decision (:func:`socialgym_training.branching.logged_branching_pairs`,
     ``branch`` its settings, ``rollout_policy`` the policy of every seat in the rollouts; default
     the episode's own)."""
@@ -269,6 +272,14 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
         pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy)
         data = dpo_dataset(pairs, test_fraction, seed)
         report["decisions_branched"] = len(rows)
+    if tokenizer:
+        from socialgym_agents.llm.transcript import tokenizer_and_context
+
+        from socialgym_training.rows import length_report
+        completions = ("chosen", "rejected") if kind == "dpo" else ("completion",)
+        measured = [row for split in data.values() for row in split] if kind != "grpo" else []
+        if measured:                       # GRPO rows hold prompts only: their completions are sampled
+            report["token_lengths"] = length_report(tokenizer_and_context(tokenizer)[0], measured, completions, tokenizer)
     meta = {"kind": kind, "logs": [str(p) for p in paths], "filter": asdict(keep), "test_fraction": test_fraction,
             "seed": seed, "episodes_read": len(records), "prompts_as": as_spec, **report}
     return save_dataset(data, out, meta)

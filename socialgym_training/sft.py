@@ -30,7 +30,7 @@ class Config(RunArgs, ModelArgs, LoraArgs, TrainerArgs, DataArgs):
 
 
 def main(argv=None) -> dict:
-    from socialgym_training.common import load_base, load_rows, parse_config, train_and_save, trainer_args
+    from socialgym_training.common import fit_dataset, load_base, load_rows, parse_config, train_and_save, trainer_args
     config = parse_config(Config, argv)
     from trl import SFTConfig, SFTTrainer
 
@@ -38,11 +38,13 @@ def main(argv=None) -> dict:
     dataset = load_rows(config.data, ("prompt", "completion"), config.max_examples, seed=config.seed)
     # 2. model: a fresh copy of the base, LoRA added by the trainer
     model, tokenizer = load_base(config.model, config.threads, config.device)
-    args = SFTConfig(**trainer_args(config), completion_only_loss=True, packing=False)
+    # every row within the max_length it needs, its completion whole (TRL would cut the completion)
+    dataset, max_length, fit = fit_dataset(dataset, tokenizer, ("prompt", "completion"), config)
+    args = SFTConfig(**trainer_args(config, max_length), completion_only_loss=True, packing=False)
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          peft_config=config.peft_config())
     # 3. train (resuming a killed run), then save adapter + config + metrics
-    return train_and_save(trainer, config, {"examples": len(dataset)})
+    return train_and_save(trainer, config, {"examples": len(dataset), "fit": fit})
 
 if __name__ == "__main__":
     from socialgym_env.cli_errors import main_of

@@ -185,8 +185,8 @@ def test_sft_and_dpo_configs_default_to_auto_device_and_progress():
     from socialgym_training.dpo import Config as DPOConfig
     from socialgym_training.sft import Config as SFTConfig
     for config in (SFTConfig(), DPOConfig()):
-        args = trainer_args(config)
-        assert config.device == "auto" and args["disable_tqdm"] is False
+        args = trainer_args(config, 512)
+        assert config.device == "auto" and args["disable_tqdm"] is False and args["max_length"] == 512
         assert args["use_cpu"] == (resolve_device("auto") == "cpu")
 
 
