@@ -115,14 +115,19 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
 
 
 def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch: Optional[BranchConfig] = None,
-                           pool: Optional[PolicyPool] = None, rollout_policy: str = "") -> list[dict]:
+                           pool: Optional[PolicyPool] = None, rollout_policy: str = "",
+                           report: Optional[dict] = None) -> list[dict]:
     """Branch at each decision row (:func:`socialgym_training.export.decision_rows`) of logged episodes:
     the env is restored to that decision (a snapshot rebuilt from the seed and the earlier raw
     actions), the candidates are rolled out with the episode's own policies (or
     ``rollout_policy`` in every seat), and the significant pairs are kept. Both replies of a pair
     are generated at the row's state, and the pair carries the row's ``episode_id``, so an
-    episode split keeps state, chosen and rejected on one side."""
+    episode split keeps state, chosen and rejected on one side. Decisions of a hidden-information
+    game without enough worlds consistent with the seat's view are counted in
+    ``report["undetermined"]`` (:func:`socialgym_agents.branching.branch_decision`)."""
     from socialgym_env.logs import restore_env
+    report = {} if report is None else report
+    report.setdefault("undetermined", 0)
     branch = branch or BranchConfig()
     pool = pool or PolicyPool()
     by_id = {r["episode_id"]: r for r in records}
@@ -135,6 +140,7 @@ def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch
         policies = {agent: pool.get(spec) for agent, spec in specs.items()}
         outcome = branch_decision(env, row["seat"], policies, branch, f"{row['episode_id']}@{row['turn_index']}",
                                   record["seed"])
+        report["undetermined"] += bool(outcome.get("undetermined"))
         pair = _significant_pair({**row, "prompt": row["prompt"]}, outcome, branch)
         if pair is not None:
             pairs.append(pair)

@@ -269,9 +269,12 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
         from socialgym_agents.runner import PolicyPool
 
         from socialgym_training.branching import BranchConfig, logged_branching_pairs
-        pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy)
+        branched: dict = {}
+        pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy,
+                                       branched)
         data = dpo_dataset(pairs, test_fraction, seed)
         report["decisions_branched"] = len(rows)
+        report["decisions_undetermined"] = branched["undetermined"]      # no worlds consistent with the seat's view
     if tokenizer:
         from socialgym_agents.llm.transcript import tokenizer_and_context
 

@@ -2,6 +2,8 @@
 defecting never loses and in the last round it wins outright (tit-for-tat cannot answer)."""
 import json
 
+import pytest
+
 from socialgym_training.branching import BranchConfig, branch_decision, branching_pairs
 import socialgym_env
 from socialgym_agents.runner import PolicyPool
@@ -100,3 +102,61 @@ def test_the_null_benchmark_runs_and_prints_both_settings(capsys):
     assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     assert "null: vs uniform random" in out and "planted: vs constant rock" in out and out.strip().endswith("PASS")
+
+
+# ---------------------------------------------------------------------- hidden information
+def _kuhn_facing_a_bet(seeds, holding="Q"):
+    """(opponent's card, env) for each seed whose deal gives player_0 ``holding``, after check-bet."""
+    import socialgym_env
+    out = []
+    for seed in seeds:
+        env = socialgym_env.make("kuhn_poker")
+        env.reset(seed=seed)
+        mine = next(line for line in env.observation_text("player_0").splitlines() if "Your card" in line)
+        if f"Your card: {holding}." not in mine:
+            continue
+        env.step("check")
+        env.step("bet")
+        theirs = next(line for line in env.clone().observation_text("player_1").splitlines() if "Your card" in line)
+        out.append((theirs.split(":")[1].strip(" ."), env))
+    return out
+
+
+@pytest.mark.parametrize("determinise", ["auto", "off"])
+def test_kuhn_label_is_a_property_of_the_information_set(determinise):
+    """player_0 holds Q and faces check-bet: with determinisation the label (or "no pair") is the
+    same whether the opponent holds J or K; continuing the actual deal it follows their card."""
+    from socialgym_agents.branching import BranchConfig, branch_decision
+    from socialgym_agents.runner import PolicyPool
+    pool = PolicyPool(seed=0)
+    policies = {agent: pool.get("scripted:random") for agent in ("player_0", "player_1")}
+    branch = BranchConfig(candidates=2, rollouts=8, determinise=determinise)
+    labels = {}
+    for theirs, env in _kuhn_facing_a_bet(range(40)):
+        outcome = branch_decision(env, "player_0", policies, branch, f"{env.episode_id}@{env.state.step}", 0)
+        assert not outcome.get("undetermined")
+        actions = [c[0] for c in outcome["candidates"]]
+        kept = outcome["p_value"] < branch.alpha
+        labels.setdefault(theirs, set()).add((actions[outcome["chosen"]], actions[outcome["rejected"]]) if kept else None)
+        # chips, not the outcome's sign: a fold costs 1 chip in every rollout, a call wins or loses 2
+        rewards = {c[0]: set(c[2]) for c in outcome["candidates"]}
+        assert rewards["fold"] == {-1.0} and rewards["call"] <= {2.0, -2.0}
+    assert set(labels) == {"J", "K"}
+    if determinise == "auto":
+        assert len(labels["J"] | labels["K"]) == 1
+    else:
+        assert labels["J"] == {("call", "fold")} and labels["K"] == {("fold", "call")}
+
+
+def test_worlds_agree_with_the_seat_and_redeal_the_rest():
+    from socialgym_agents.branching import consistent_worlds, view_key
+    theirs_by_world = set()
+    for _, env in _kuhn_facing_a_bet(range(10))[:1]:
+        worlds = consistent_worlds(env, "player_0", 12, view_key(env, "player_0", 0), 50)
+        assert len(worlds) == 12
+        for world in worlds:
+            assert world.observation_text("player_0") == env.observation_text("player_0")
+            assert [t["action"] for t in world.turns] == [t["action"] for t in env.turns]
+            line = next(l for l in world.observation_text("player_1").splitlines() if "Your card" in l)
+            theirs_by_world.add(line.split(":")[1].strip(" ."))
+    assert theirs_by_world == {"J", "K"}         # the opponent's card is re-dealt, never the seat's Q
