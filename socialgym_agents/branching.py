@@ -8,15 +8,17 @@ random numbers (the env's RNG reseeded with m; every policy's seat has the same 
 rollout m of each candidate, so scripted and sampled players draw alike): common random numbers,
 so candidates differ by their action, not their luck, and the M rewards of two candidates are
 paired. The best and the worst candidate are those with the highest and lowest mean final
-reward of the seat. Picking the best and the worst of K makes their gap large even when every
-action is worth the same, so :func:`max_gap_test` is a **permutation test of the max-min gap**:
-under the null the K rewards of one rollout are exchangeable, so the candidate labels are
-shuffled within each rollout and the gap of the best and worst *shuffled* means is recomputed --
-the selection is part of the statistic, and the pairing is kept. ``socialgym_benchmarks/branching_null.py``
-measures the false-pair rate where every action is worth the same (Rock-Paper-Scissors against a
-uniform random opponent) and the power where one is better. Deterministic policies make all M
-rollouts of a candidate equal; the smallest p is then about ``K!^-(M-1)``, so M >= 6 for K = 2
-at alpha 0.05.
+value of the seat. Picking the best and the worst of K makes their gap large even when every
+action is worth the same, so :func:`pair_test` tests every candidate pair's paired differences
+(a studentised sign-flip test) and adjusts over the K (K - 1) / 2 pairs by Holm: the pair is
+kept when the best-worst pair's adjusted p is below alpha. It assumes only that a pair's
+differences are symmetric under the null, not that the K values of a rollout are exchangeable
+(what :func:`max_gap_test`, the rule it replaced, assumed: two actions of equal value and
+unequal risk made it keep too many pairs). ``socialgym_benchmarks/branching_null.py`` measures
+the false-pair rate where every action is worth the same (Rock-Paper-Scissors against a uniform
+random opponent; two safe actions and a fair gamble) and the power where one is better. The
+smallest p of M rollouts is 2^(1-M) per pair before Holm, so M >= 6 for K = 2 and M >= 8 for
+K <= 4 at alpha 0.05.
 
 **Determinisation.** In a game with hidden information (``GameInfo.information`` other than
 ``complete``) a rollout that continued the actual deal would value an action by what the seat
@@ -102,6 +104,69 @@ def max_gap_test(rewards, permutations: int = 2000, seed: int = 0) -> tuple[int,
     shuffled = np.take_along_axis(np.broadcast_to(table, (permutations, k, m)), order, axis=1).mean(axis=2)
     null_gaps = shuffled.max(axis=1) - shuffled.min(axis=1)
     return best, worst, float((1 + np.sum(null_gaps >= gap - 1e-12)) / (1 + permutations))
+
+
+EXACT_FLIPS_UP_TO = 12          # rollouts up to which every sign pattern is enumerated (2^12 = 4096)
+
+
+def studentised_sign_flip_p(differences, permutations: int = 2000, seed: int = 0) -> float:
+    """Two-sided p of the paired sign-flip test of ``differences`` (one per rollout: candidate i's
+    reward minus candidate j's in the same rollout) with the studentised mean (t) as statistic.
+    Under H0 each difference is as likely positive as negative; studentising keeps the test close
+    to its level when the two candidates' rewards differ in spread. Every sign pattern is
+    enumerated up to :data:`EXACT_FLIPS_UP_TO` rollouts (exact), else ``permutations`` random ones.
+    A constant non-zero difference has t = ±inf, matched only by the all-same-sign patterns."""
+    import numpy as np
+    d = np.asarray(differences, dtype=float)
+    m = len(d)
+    if m < 2 or not np.any(d):
+        return 1.0
+    if m <= EXACT_FLIPS_UP_TO:
+        signs = 1 - 2 * ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1)
+    else:
+        signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(permutations, m))
+    flipped = signs * d
+
+    def t(values):
+        mean = values.mean(axis=-1)
+        sd = values.std(axis=-1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(sd > 0, mean / (sd / np.sqrt(m)), np.where(mean != 0, np.inf * np.sign(mean), 0.0))
+
+    observed = abs(float(t(d)))
+    extreme = int(np.sum(np.abs(t(flipped)) >= observed - 1e-9))
+    return extreme / len(signs) if m <= EXACT_FLIPS_UP_TO else (1 + extreme) / (1 + permutations)
+
+
+def holm(p_values: Sequence[float]) -> list:
+    """Holm's step-down adjusted p-values (family-wise error at most alpha for any adjusted p < alpha)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [1.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def pair_test(rewards, permutations: int = 2000, seed: int = 0) -> tuple[int, int, float]:
+    """(best, worst, p): the candidates with the highest and lowest mean of ``rewards`` (K x M,
+    paired by rollout) and the Holm-adjusted p of their studentised sign-flip test among all
+    K (K - 1) / 2 candidate pairs. Unlike :func:`max_gap_test` it does not assume the K rewards of
+    a rollout exchangeable, only each pair's differences symmetric under H0, so two actions of
+    equal value and unequal risk (a sure 0 and a fair +-1 gamble) do not make a pair more often
+    than alpha. The smallest p of M rollouts is 2^(1-M) per pair, times the K (K - 1) / 2 pairs:
+    M = 8 allows K <= 4 at alpha 0.05."""
+    import numpy as np
+    table = np.asarray(rewards, dtype=float)
+    means = table.mean(axis=1)
+    best = int(max(range(len(means)), key=lambda i: (means[i], -i)))
+    worst = int(min(range(len(means)), key=lambda i: (means[i], i)))
+    if means[best] - means[worst] <= 0:
+        return best, worst, 1.0
+    pairs = [(i, j) for i in range(len(table)) for j in range(i + 1, len(table))]
+    raw = [studentised_sign_flip_p(table[i] - table[j], permutations, seed) for i, j in pairs]
+    adjusted = dict(zip(pairs, holm(raw)))
+    return best, worst, adjusted[(min(best, worst), max(best, worst))]
 
 
 # ---------------------------------------------------------------------- rollouts
@@ -277,6 +342,6 @@ def branch_decision(env, agent: str, seat_policies: dict, branch: BranchConfig, 
               "chosen": None, "rejected": None, "p_value": 1.0}
     if len(candidates) < 2:
         return result
-    best, worst, p_value = max_gap_test(per_candidate, branch.permutations, seed=zlib.crc32(f"{seed}|{tag}".encode()))
+    best, worst, p_value = pair_test(per_candidate, branch.permutations, seed=zlib.crc32(f"{seed}|{tag}".encode()))
     result.update(chosen=best, rejected=worst, p_value=p_value)
     return result

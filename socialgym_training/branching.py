@@ -1,9 +1,10 @@
 """Branching rollouts as DPO preference pairs whose labels come from the game's rules, not a judge.
 
 :mod:`socialgym_agents.branching` measures, at a decision, K candidate actions by M paired
-(common-random-number) rollouts to the end and tests the gap of the best and the worst with a
-permutation test that accounts for picking them. A branched decision becomes a pair when that
-test gives p < ``alpha``: chosen = the best candidate's reply, rejected = the worst's, both at the
+(common-random-number) rollouts to the end (in hidden-information games from worlds re-dealt
+consistently with the seat's view) and tests the best against the worst with paired
+studentised sign-flip tests, Holm-adjusted over every candidate pair (which covers picking
+them). A branched decision becomes a pair when that test gives p < ``alpha``: chosen = the best candidate's reply, rejected = the worst's, both at the
 same state, the prompt the learner's whole chat at that decision.
 
     from socialgym_training.branching import BranchConfig, branching_pairs
@@ -25,7 +26,7 @@ from typing import Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.base import Request
-from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, play_out, request_for  # noqa: F401
+from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, pair_test, play_out, request_for  # noqa: F401
 from socialgym_agents.llm.transcript import LLM_KINDS, played_reply, replay_policy, split_spec_kind
 from socialgym_agents.runner import PolicyPool
 

@@ -45,7 +45,7 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                                                   "model's tokenizer: smollm2, a .gguf or a model folder; '' = none"),
                candidates: int = typer.Option(4, "--candidates", help="dpo: legal actions compared per decision"),
                rollouts: int = typer.Option(8, "--rollouts", help="dpo: paired rollouts to the end per candidate"),
-               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the max-min permutation p < alpha"),
+               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the best-worst paired test, Holm-adjusted over the candidate pairs, gives p < alpha"),
                rollout_policy: str = typer.Option("", "--rollout-policy",
                                                   help="dpo: policy of every seat in the rollouts (default: the "
                                                        "episode's own)")):

@@ -97,11 +97,46 @@ def test_rollouts_share_their_random_numbers():
     assert len(set(columns)) > 1                                      # the opponent's move varies across m
 
 
-def test_the_null_benchmark_runs_and_prints_both_settings(capsys):
+def test_the_null_benchmark_runs_and_prints_every_setting(capsys):
     from socialgym_benchmarks.branching_null import main
-    assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1"]) == 0
+    assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1", "--draws", "300"]) == 0
     out = capsys.readouterr().out
-    assert "null: vs uniform random" in out and "planted: vs constant rock" in out and out.strip().endswith("PASS")
+    for setting in ("null: RPS vs uniform random", "planted: RPS vs constant rock", "null: 2 safe + fair gamble",
+                    "planted: 2 safe + gamble p=0.85"):
+        assert setting in out
+    assert "studentised + Holm" in out and out.strip().endswith("PASS")
+
+
+def test_pair_test_holds_alpha_when_equal_values_differ_in_risk():
+    """Two safe candidates (0) and a fair +-1 gamble, K = 3, M = 8: the max-gap test, which takes
+    the three as exchangeable, keeps a pair too often; the studentised sign-flip test with Holm
+    stays at or below alpha, and still ranks a gamble worth +0.7 over a safe action."""
+    import numpy as np
+
+    from socialgym_agents.branching import max_gap_test, pair_test
+    rng = np.random.default_rng(7)
+    trials, alpha = 1500, 0.05
+    false_new = false_old = power = 0
+    for t in range(trials):
+        table = np.zeros((3, 8))
+        table[2] = rng.choice([-1.0, 1.0], 8)
+        false_new += pair_test(table)[2] < alpha
+        false_old += max_gap_test(table, 300, seed=t)[2] < alpha
+        planted = np.zeros((3, 8))
+        planted[2] = np.where(rng.random(8) < 0.85, 1.0, -1.0)
+        best, _, p = pair_test(planted)
+        power += p < alpha and best == 2
+    band = 2 * (alpha * (1 - alpha) / trials) ** 0.5
+    assert false_new / trials <= alpha and false_old / trials > alpha + band
+    assert power / trials > 0.2
+
+
+def test_holm_and_the_sign_flip_test():
+    from socialgym_agents.branching import holm, studentised_sign_flip_p
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert studentised_sign_flip_p([1.0] * 8) == pytest.approx(2 / 256)     # only the all-same-sign patterns
+    assert studentised_sign_flip_p([0.0] * 8) == 1.0
+    assert 0.3 < studentised_sign_flip_p([1, -1, 2, -2, 1, -1, 0.5, -0.5]) <= 1.0
 
 
 # ---------------------------------------------------------------------- hidden information
