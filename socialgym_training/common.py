@@ -74,6 +74,20 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def process_device(device: str) -> str:
+    """Where this process puts the model: ``cpu``, or under a multi-process launcher
+    (``accelerate launch``, ``torchrun``: ``LOCAL_RANK`` set) this process's own GPU,
+    ``cuda:<LOCAL_RANK>``, made current first, so N processes do not all load onto GPU 0 before
+    the trainer moves them."""
+    import torch
+    where = resolve_device(device)
+    if where == "cuda" and "LOCAL_RANK" in os.environ:
+        index = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(index)
+        return f"cuda:{index}"
+    return where
+
+
 def precision_args(device: str) -> dict:
     """TrainingArguments for the device: ``use_cpu`` only on the CPU (TRL/transformers would
     otherwise stay off the GPU even under ``accelerate launch``), bf16 where the GPU has it."""
@@ -115,8 +129,8 @@ def load_base(model: str, threads: int = 0, device: str = "auto"):
     if threads:
         torch.set_num_threads(threads)
     path = model_path(model)
-    where = resolve_device(device)
-    dtype = torch.bfloat16 if where == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    where = process_device(device)
+    dtype = torch.bfloat16 if where.startswith("cuda") and torch.cuda.is_bf16_supported() else torch.float32
     base = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype).to(where)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if tokenizer.pad_token is None:

@@ -47,6 +47,7 @@ import contextlib
 import csv
 import functools
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,14 @@ def check_config(config: Config) -> None:
         policy_options(config.max_new_tokens, config.constrained, config.policy_options)
     except ValueError as err:
         fail(str(err))
+    if config.use_vllm and config.vllm_mode not in ("server", "colocate"):
+        fail(f"--vllm_mode must be server or colocate, got {config.vllm_mode!r}")
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    if config.use_vllm and config.vllm_mode == "server" and processes > 1:
+        # TRL creates the vLLM client on the main process only, and each learner turn is its own
+        # request (per schema, per process): the other processes would have no client
+        fail(f"--use_vllm --vllm_mode server runs in one process ({processes} launched): TRL gives only the "
+             "main process a vLLM client; launch one process, or use --vllm_mode colocate")
     if config.use_vllm and config.constrained and config.reply_prefix:
         fail("--use_vllm with --constrained takes no --reply_prefix (vLLM's schema constrains whole replies)")
     try:
@@ -194,7 +203,7 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, mak
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         if config.use_vllm:
-            generate = vllm_generate_fn(trainer, constrained=config.constrained)
+            generate = vllm_generate_fn(trainer, constrained=config.constrained, tokenizer=tokenizer)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,

@@ -327,7 +327,7 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
         name, _, command = line.partition(": ")
         commands[name.removeprefix("DRY ")] = shlex.split(command)
     assert set(commands) == {"cuda_visible", "policy_on_cuda", "grpo_hf", "grpo_vllm", "hrd_data", "sft_accelerate",
-                             "tournament_cuda"}
+                             "sft_2proc", "grpo_hf_2proc", "tournament_cuda"}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     for name in ("grpo_hf", "grpo_vllm"):
@@ -337,6 +337,15 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
         check_config(config)
         assert config.device == "cuda" and config.steps == 2
     assert parse_config(Config, commands["grpo_vllm"][2:]).use_vllm
+    for name in ("sft_2proc", "grpo_hf_2proc"):            # 2 processes, each on its own GPU
+        launch = commands[name]
+        assert launch[launch.index("--num_processes") + 1] == "2"
+        assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).distributed_type == "MULTI_GPU"
+    grpo_2proc = commands["grpo_hf_2proc"]
+    check_config(parse_config(Config, grpo_2proc[grpo_2proc.index("socialgym_training/grpo_games.py") + 1:]))
+    sft_2proc = commands["sft_2proc"]
+    from socialgym_training.sft import Config as SFTConfig
+    assert parse_config(SFTConfig, sft_2proc[sft_2proc.index("socialgym_training.sft") + 1:]).max_steps == 2
     launch = commands["sft_accelerate"]
     assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).num_processes == 1
     from socialgym_training.sft import Config as SFTConfig
