@@ -43,7 +43,7 @@ check policy_on_cuda "$PY" -c "from socialgym_agents.registry import make_policy
 assert p.backend.device.type == 'cuda', p.backend.device; print('smollm2 on', p.backend.device)"
 check grpo_hf "$PY" "${GRPO[@]}" --out "$OUT/grpo_hf"          # the policy's own prompts (--prompt turns)
 if [ -n "${DRY_RUN:-}" ] || "$PY" -c "import vllm" > /dev/null 2>&1; then
-    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --prompt full --out "$OUT/grpo_vllm"
+    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --out "$OUT/grpo_vllm"   # the policy's prompts
 else
     echo "SKIP grpo_vllm (the vllm package is not installed: pip install vllm)"
 fi

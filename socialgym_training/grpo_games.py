@@ -111,8 +111,6 @@ def check_config(config: Config) -> None:
         fail(f"--prompt must be turns, full or compact, got {config.prompt!r}")
     if config.prompt == "turns" and config.reply_prefix:
         fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
-    if config.prompt == "turns" and config.use_vllm:
-        fail("--use_vllm plays the env-text layouts: add --prompt full (or compact)")
     if config.env_server and (config.eval_actors or config.prompt != "full"):
         fail("--env_server plays the full prompt in process: drop --eval_actors, add --prompt full")
     if config.prompt != "turns" and config.policy_options:
@@ -203,7 +201,8 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, mak
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         if config.use_vllm:
-            generate = vllm_generate_fn(trainer, constrained=config.constrained, tokenizer=tokenizer)
+            generate = vllm_generate_fn(trainer, constrained=config.constrained, tokenizer=tokenizer,
+                                        reply_prefix=layout.reply_prefix if layout else None)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,

@@ -592,27 +592,31 @@ class _GrammarProcessor:
         return scores
 
 
-def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None):
+def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None, reply_prefix=None):
     """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
     colocated), whose weights TRL syncs to the policy before each rollout. Returns (reply ids,
     their per-token sampling log-probabilities): TRL's importance-sampling correction compares
     those with the trained model's. ``constrained``: each row is generated under vLLM's
-    structured outputs with the JSON schema of its seat's legal replies
-    (:meth:`socialgym_agents.llm.constraint.ReplyGrammar.json_schema`; rows with the same schema go in one
-    request), with a reply budget of at least the longest legal reply's tokens plus EOS
-    (:func:`reply_budget`; the trainer's ``max_completion_length`` otherwise). Server mode talks
-    to the server from this process (the scripts refuse it under several processes: only the
-    main one holds TRL's client); colocated rows go through TRL's own ``VLLMGeneration.generate``
-    (sleep-mode wake-up and weight sync included)."""
+    structured outputs (:func:`reply_constraint`): the JSON schema of its seat's legal replies
+    (:meth:`socialgym_agents.llm.constraint.ReplyGrammar.json_schema`), or, when the context already
+    ends with the policy's forced reply prefix (``reply_prefix``, a function of the row's info:
+    the policy's own layout, :meth:`PolicyLayout.reply_prefix`), the choice of the legal replies'
+    rests after it; rows with the same constraint go in one request, with a reply budget of at
+    least the longest legal reply's tokens plus EOS (:func:`reply_budget`; the trainer's
+    ``max_completion_length`` otherwise). Server mode talks to the server from this process (the
+    scripts refuse it under several processes: only the main one holds TRL's client); colocated
+    rows go through TRL's own ``VLLMGeneration.generate`` (sleep-mode wake-up and weight sync
+    included)."""
     generation = trainer.vllm_generation
 
     def generate(contexts: list, infos: Optional[list] = None) -> tuple:
         by_request: dict = defaultdict(list)
         for row, info in enumerate(infos or [None] * len(contexts)):
-            schema = _reply_schema(info) if constrained and info is not None else None
-            budget = reply_budget(info, tokenizer, generation.max_completion_length) if schema else \
+            prefix = reply_prefix(info) if reply_prefix is not None and info is not None else ""
+            constraint = reply_constraint(info, prefix) if constrained and info is not None else None
+            budget = reply_budget(info, tokenizer, generation.max_completion_length, prefix) if constraint else \
                 generation.max_completion_length
-            by_request[(json.dumps(schema, sort_keys=True) if schema else "", budget)].append(row)
+            by_request[(json.dumps(constraint, sort_keys=True) if constraint else "", budget)].append(row)
         replies: list = [None] * len(contexts)
         logprobs: list = [None] * len(contexts)
         for (key, budget), rows in by_request.items():
@@ -624,21 +628,39 @@ def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None):
     return generate
 
 
-def reply_budget(info: Optional[dict], tokenizer, floor: int) -> int:
-    """Tokens a constrained reply may need: the longest of the seat's legal replies (as the policy
-    writes them) plus EOS, never below ``floor``; ``floor`` when the replies are not a finite list
-    or no tokenizer is given. A budget below it cuts a legal reply short (Rock-Paper-Scissors'
-    longest reply is 13 SmolLM2 tokens plus EOS; a budget of 12 truncated every "scissors")."""
-    if info is None or tokenizer is None:
-        return floor
+def reply_constraint(info: dict, prefix: str = "") -> Optional[dict]:
+    """vLLM's ``structured_outputs`` for a reply: ``{"json": schema}`` of the legal replies, or,
+    after a forced ``prefix`` already in the context, ``{"choice": [the legal replies' rests]}``
+    (a schema would start a new object); None where no constraint applies (free text after a
+    prefix, or no action schema)."""
+    if not prefix:
+        schema = _reply_schema(info)
+        return {"json": schema} if schema else None
+    rests = [reply[len(prefix):] for reply in _legal_replies(info) or [] if reply.startswith(prefix)]
+    return {"choice": rests} if rests else None
+
+
+def _legal_replies(info: Optional[dict]) -> Optional[list]:
+    """The legal reply strings of a decision, when they are a finite list."""
     from socialgym_agents.llm.constraint import reply_grammar
+    if info is None:
+        return None
     try:
-        finite = reply_grammar(info).finite
+        return reply_grammar(info).finite
     except ValueError:
-        return floor
+        return None
+
+
+def reply_budget(info: Optional[dict], tokenizer, floor: int, prefix: str = "") -> int:
+    """Tokens a constrained reply may need: the longest of the seat's legal replies (as the policy
+    writes them, less a forced ``prefix`` already in the context) plus EOS, never below ``floor``;
+    ``floor`` when the replies are not a finite list or no tokenizer is given. A budget below it
+    cuts a legal reply short (a budget of 12 truncated every Rock-Paper-Scissors "scissors")."""
+    finite = _legal_replies(info) if tokenizer is not None else None
     if not finite:
         return floor
-    longest = max(len(tokenizer(reply, add_special_tokens=False)["input_ids"]) for reply in finite)
+    longest = max(len(tokenizer(reply[len(prefix):] if reply.startswith(prefix) else reply,
+                                add_special_tokens=False)["input_ids"]) for reply in finite)
     return max(floor, longest + 1)
 
 
@@ -650,15 +672,16 @@ def _reply_schema(info: dict) -> Optional[dict]:
         return None
 
 
-def vllm_sample(generation, prompts: list, schema: Optional[dict], max_tokens: Optional[int] = None) -> tuple:
+def vllm_sample(generation, prompts: list, constraint: Optional[dict], max_tokens: Optional[int] = None) -> tuple:
     """(completion ids, sampled-token log-probabilities) of one reply per prompt (token ids) from
-    TRL's ``VLLMGeneration`` at its sampling settings, under the JSON ``schema`` when given, up to
-    ``max_tokens`` (default: its ``max_completion_length``). Server mode calls the client;
-    colocated, TRL's own ``generate`` runs with the schema and budget set for the call."""
+    TRL's ``VLLMGeneration`` at its sampling settings, under the ``constraint`` when given (vLLM's
+    ``structured_outputs``: ``{"json": schema}`` or ``{"choice": [...]}``), up to ``max_tokens``
+    (default: its ``max_completion_length``). Server mode calls the client; colocated, TRL's own
+    ``generate`` runs with the constraint and budget set for the call."""
     budget = max_tokens or generation.max_completion_length
     extra = dict(generation.generation_kwargs or {})
-    if schema is not None:
-        extra["structured_outputs"] = {"json": schema}
+    if constraint is not None:
+        extra["structured_outputs"] = constraint
     if generation.mode == "server":
         settings = dict(temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k or 0,
                         min_p=generation.min_p or 0.0, repetition_penalty=generation.repetition_penalty,

@@ -76,3 +76,58 @@ def test_episode_logprobs_are_never_none_in_a_vllm_batch():
     assert episode_logprobs([never_acted]) is None                                 # HF generation
     with pytest.raises(ValueError, match="without sampling log-probabilities"):
         episode_logprobs([acted, Episode(spec, completion_ids=[1], env_mask=[1])])
+
+
+class _ChoiceClient:
+    """TRL's ``VLLMClient.generate`` (signature-checked) answering each prompt with the longest
+    option its constraint allows: the schema's longest legal reply, or the longest ``choice``."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.calls = tokenizer, []
+
+    def generate(self, prompts, features=None, n=1, repetition_penalty=1.0, temperature=1.0, top_p=1.0, top_k=0,
+                 min_p=0.0, max_tokens=16, logprobs=0, structured_outputs_regex=None, generation_kwargs=None):
+        import inspect
+
+        from trl.generation.vllm_client import VLLMClient
+        inspect.signature(VLLMClient.generate).bind(self, prompts, features=features, n=n, max_tokens=max_tokens,
+                                                    logprobs=logprobs, generation_kwargs=generation_kwargs)
+        constraint = (generation_kwargs or {}).get("structured_outputs") or {}
+        self.calls.append({"constraint": sorted(constraint), "max_tokens": max_tokens})
+        options = constraint.get("choice") or [json.dumps({k: v["const"] for k, v in o["properties"].items()})
+                                               for o in constraint["json"]["anyOf"]]
+        tokens = lambda text: self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = (max((tokens(o) for o in options), key=len) + [self.tokenizer.eos_token_id])[:max_tokens]
+        completions = [list(ids) for _ in prompts]
+        return {"prompt_ids": prompts, "completion_ids": completions,
+                "logprobs": [[[-0.5] for _ in c] for c in completions], "logprob_token_ids": None}
+
+
+def test_vllm_rollouts_play_the_policys_own_layout(tokenizer):
+    """--use_vllm with --prompt turns: the context holds the policy's prompt and its forced reply
+    prefix, and vLLM is asked for the choice of the legal replies' rests after it (a schema would
+    start a new object); the replies are whole and legal, their log-probabilities line up."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig
+
+    from socialgym_training.common import model_path
+    from socialgym_training.multiturn import (episode_specs, make_layout, play_episodes, policy_options,
+                                              rollout_output, vllm_generate_fn)
+    model = SimpleNamespace(config=AutoConfig.from_pretrained(model_path("smollm2"), local_files_only=True))
+    layout = make_layout("turns", tokenizer, model, policy_options(12, True))
+    client = _ChoiceClient(tokenizer)
+    generation = SimpleNamespace(mode="server", temperature=1.0, top_p=1.0, top_k=0, min_p=0.0,
+                                 repetition_penalty=1.0, max_completion_length=12, generation_kwargs=None,
+                                 vllm_client=client)
+    specs = episode_specs("rock_paper_scissors", "player_0", ["scripted:constant:rock"], range(2), {"rounds": 2})
+    generate = vllm_generate_fn(SimpleNamespace(vllm_generation=generation), tokenizer=tokenizer,
+                                reply_prefix=layout.reply_prefix)
+    episodes = play_episodes(specs, generate, tokenizer, max_turns=4, prompt="turns", layout=layout)
+    assert client.calls and all(call["constraint"] == ["choice"] for call in client.calls)
+    for episode in episodes:
+        assert episode.invalid_actions == 0 and episode.outside_row == 0
+        assert [json.loads(a)["action_type"] for a in episode.actions] == \
+            ["scissors", "scissors"]
+    out = rollout_output(episodes)
+    assert [len(lp) for lp in out["logprobs"]] == [len(c) for c in out["completion_ids"]]
