@@ -138,6 +138,17 @@ def check_config(config: Config) -> None:
         fail(str(err).strip("'\""))
 
 
+def vllm_args(config: Config) -> dict:
+    """GRPOConfig's vLLM settings. A constrained reply's vLLM log-probabilities are those of the
+    grammar-masked distribution (renormalised over the legal tokens), while the trainer's are of
+    the unconstrained model, so TRL's importance-sampling correction would read the mask as
+    policy drift and down-weight every constrained reply: it is switched off for constrained
+    runs (the weights are synced to vLLM before every rollout, so the sampler is the policy up
+    to the mask). Unconstrained runs keep TRL's default correction."""
+    return {"use_vllm": config.use_vllm, "vllm_mode": config.vllm_mode,
+            "vllm_importance_sampling_correction": not (config.use_vllm and config.constrained)}
+
+
 def training_dataset(config: Config, n_rows: int):
     from datasets import Dataset
     specs = episode_specs(config.game, config.seat, config.opponents.split(","),
@@ -305,7 +316,7 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
                      per_device_train_batch_size=config.episodes_per_step * config.num_generations,
                      num_generations=config.num_generations, temperature=config.temperature,
                      max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
-                     use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
+                     **vllm_args(config))
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
                           processing_class=tokenizer, peft_config=config.peft_config(),

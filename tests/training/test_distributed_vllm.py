@@ -131,3 +131,17 @@ def test_vllm_rollouts_play_the_policys_own_layout(tokenizer):
             ["scissors", "scissors"]
     out = rollout_output(episodes)
     assert [len(lp) for lp in out["logprobs"]] == [len(c) for c in out["completion_ids"]]
+
+
+def test_constrained_vllm_runs_skip_the_masked_importance_correction():
+    """vLLM's log-probabilities under the grammar mask are not the trainer's unconstrained ones:
+    TRL's correction is off for constrained vLLM runs, on (TRL's default) otherwise."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from socialgym_training.grpo_games import Config, vllm_args
+    assert "vllm_importance_sampling_correction" in {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert vllm_args(Config(use_vllm=True, constrained=True))["vllm_importance_sampling_correction"] is False
+    assert vllm_args(Config(use_vllm=True, constrained=False))["vllm_importance_sampling_correction"] is True
+    assert vllm_args(Config())["use_vllm"] is False
