@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 from .base import Request
 from .llm.parsing import action_string
@@ -227,7 +228,7 @@ def _seat_views(env, seed: int, agent: str):
     from socialgym_env.errors import InvalidActionError
     from socialgym_env.registry import make
     world = make(env.game_info.id, **(env.config or {}))
-    names = [env.state.seat[agent].name for agent in env.possible_agents]     # public: kept
+    names = [env.state.seat[seat].name for seat in env.possible_agents]     # public: kept
     world.reset(seed=seed, options={"episode_id": env.episode_id, "names": names})
     views = []
     for turn in env.turns:
@@ -249,11 +250,14 @@ def _seat_views(env, seed: int, agent: str):
     return world, views
 
 
-def view_key(env, agent: str, seed: int) -> str:
+def view_key(env, agent: str, seed: int) -> Optional[str]:
     """A key of the seat's information set: its observation text at each of its decisions and
-    now (the seats' names read as their ids), with the branching seed."""
-    import re
-    _, views = _seat_views(env, env.seed_value, agent)
+    now (the seats' names read as their ids), with the branching seed; None when the episode does
+    not replay from its own seed (an env not made by ``make`` with its config)."""
+    replayed = _seat_views(env, env.seed_value, agent)
+    if replayed is None:
+        return None
+    views = replayed[1]
     # the seats' names are drawn per episode and carry no information: the key reads seat ids
     names = {env.state.seat[a].name: a for a in env.possible_agents}
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
@@ -316,7 +320,7 @@ def branch_decision(env, agent: str, seat_policies: dict, branch: BranchConfig, 
     if determinised(env, branch):
         # everything below is keyed by the seat's view, not the episode: a label of the information set
         tag = view_key(env, agent, seed)
-        worlds = consistent_worlds(env, agent, branch.rollouts, tag, branch.world_tries)
+        worlds = consistent_worlds(env, agent, branch.rollouts, tag, branch.world_tries) if tag else []
         if len(worlds) < branch.rollouts:
             return {"candidates": [], "chosen": None, "rejected": None, "p_value": 1.0, "undetermined": True}
     rng = random.Random(f"{seed}|{tag}")
