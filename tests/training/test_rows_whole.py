@@ -112,3 +112,24 @@ def test_export_reports_token_lengths(werewolves_records, tokenizer, tmp_path):
     assert lengths == summary["token_lengths"] and lengths["tokenizer"] == "smollm2"
     assert lengths["rows"] == sum(summary["rows"].values())
     assert 0 < lengths["completion"]["max"] < lengths["prompt"]["p50"] <= lengths["total"]["max"]
+
+
+def test_dpo_pairs_fit_whole_through_the_real_trainer(werewolves_rows, smollm2_base, tokenizer, tmp_path):
+    """DPO: the longer of chosen and rejected sets a pair's length; after fitting, DPOTrainer's
+    preprocessing keeps every pair, and no pair exceeds max_length (its collator would cut the end)."""
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+    pairs = [{"prompt": r["prompt"], "chosen": r["completion"],
+              "rejected": [{"role": "assistant", "content": '{"action_type": "pass", "argument": "' + "x" * 40 + '"}'}],
+              "episode_id": r["episode_id"], "turn_index": r["turn_index"]} for r in werewolves_rows]
+    cap = length_report(tokenizer, pairs, ("chosen", "rejected"))["total"]["p50"]
+    kept, max_length, fit = fit_rows(pairs, tokenizer, ("chosen", "rejected"), 0, cap)
+    assert fit["shortened"] > 0 and len(kept) + len(fit["unfit"]) == len(pairs)
+    args = DPOConfig(output_dir=str(tmp_path), max_length=max_length, report_to=[], use_cpu=True)
+    data = Dataset.from_list([{k: p[k] for k in ("prompt", "chosen", "rejected")} for p in kept])
+    trainer = DPOTrainer(model=smollm2_base[0], args=args, train_dataset=data, processing_class=tokenizer)
+    processed = trainer.train_dataset
+    assert len(processed) == len(kept)
+    for example in processed:
+        longest = max(len(example["chosen_ids"]), len(example["rejected_ids"]))
+        assert len(example["prompt_ids"]) + longest <= max_length
