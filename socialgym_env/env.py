@@ -149,7 +149,7 @@ class SocialGymEnv(AECEnv):
             seed = random.SystemRandom().randrange(2**31)
         seed = check_seed(seed)
         self.episode_id = encodable(str(options.get("episode_id", f"{self.game_info.id}-{seed}")))
-        self.machine.reset(seed)
+        self.machine.reset(seed, options.get("names"))       # "names": keep given public names (branching)
         start_aec_episode(self)
         self._after_transition()
 
