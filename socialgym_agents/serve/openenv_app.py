@@ -16,7 +16,9 @@ its own game. The client sends ``{"type": "reset", "data": {...}}``, ``{"type": 
 ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
 with OpenEnv's codes (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``,
 ``EXECUTION_ERROR``, ``CAPACITY_REACHED``). The connection itself is the session's credential:
-no other connection can reach it. Closing the socket, or a disconnect mid-episode, frees the
+no other connection can reach it. The session opens with the first message, which must come
+within the handshake timeout (:class:`~socialgym_agents.serve.app.ServerLimits`); a socket
+that stays silent is closed without ever holding a session. Closing the socket, or a disconnect mid-episode, frees the
 session at once; a silent one is closed after the idle timeout.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
@@ -33,7 +35,6 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
@@ -46,8 +47,9 @@ import socialgym_env
 
 from ..jobs import PolicyPool
 from ..registry import check_spec
-from .app import create_app, json_response, to_json
+from .app import create_app, json_response, parse_json, to_json
 from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
+from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -114,8 +116,9 @@ router = APIRouter()
 
 
 def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: int = 1024,
-                       idle_timeout_s: Optional[float] = 300.0) -> FastAPI:
-    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset."""
+                       idle_timeout_s: Optional[float] = 300.0, limits: Optional[ServerLimits] = None) -> FastAPI:
+    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset,
+    ``limits`` to every connection."""
     defaults = defaults or GameDefaults()
     for spec in defaults.opponents:                    # a bad operator default fails at start-up
         check_spec(spec)
@@ -129,7 +132,8 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     models = any(is_model_spec(spec) for spec in defaults.opponents)
     store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
-                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.")
+                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.",
+                     limits=limits)
     app.state.env_server = EnvServer(defaults, store, PolicyPool(seed=defaults.policy_seed))
     app.include_router(router)
     return app
@@ -207,6 +211,9 @@ async def close(server: Server, body: dict = Body(...)):
 @router.websocket("/ws")
 async def websocket(ws: WebSocket, server: Server):
     await ws.accept()
+    raw = await ws.app.state.handshakes.first_message(ws)
+    if raw is None:                                # silent too long, evicted or gone: no session held
+        return
     store = server.store
     try:
         session = await store.create(server.new_game)
@@ -222,11 +229,11 @@ async def websocket(ws: WebSocket, server: Server):
     session.on_close.append(hang_up)
     try:
         while True:
-            raw = await ws.receive_text()
             reply = await _answer(store, session, raw)
             if reply is None:
                 break
             await ws.send_text(reply)
+            raw = await ws.receive_text()
     except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
         pass
     finally:
@@ -241,8 +248,8 @@ async def websocket(ws: WebSocket, server: Server):
 async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
     """One WebSocket message -> the reply text (None: the client asked to close)."""
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as err:
+        message = parse_json(raw)
+    except ValueError as err:
         return _error(f"Invalid JSON: {err}", "INVALID_JSON")
     if not isinstance(message, dict):
         return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
