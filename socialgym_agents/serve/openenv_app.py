@@ -16,9 +16,10 @@ its own game. The client sends ``{"type": "reset", "data": {...}}``, ``{"type": 
 ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
 with OpenEnv's codes (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``,
 ``EXECUTION_ERROR``, ``CAPACITY_REACHED``). The connection itself is the session's credential:
-no other connection can reach it. The session opens with the first message, which must come
-within the handshake timeout (:class:`~socialgym_agents.serve.app.ServerLimits`); a socket
-that stays silent is closed without ever holding a session. Closing the socket, or a disconnect mid-episode, frees the
+no other connection can reach it. A socket is a session from the moment it connects (OpenEnv's
+client connects before its first reset, often long before): it counts against
+``max_sessions`` and a silent one is closed after the idle timeout, so there is no separate
+handshake to wait for, unlike the arena's ``hello``. Closing the socket, or a disconnect mid-episode, frees the
 session at once; a silent one is closed after the idle timeout.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
@@ -211,9 +212,6 @@ async def close(server: Server, body: dict = Body(...)):
 @router.websocket("/ws")
 async def websocket(ws: WebSocket, server: Server):
     await ws.accept()
-    raw = await ws.app.state.handshakes.first_message(ws)
-    if raw is None:                                # silent too long, evicted or gone: no session held
-        return
     store = server.store
     try:
         session = await store.create(server.new_game)
@@ -229,11 +227,10 @@ async def websocket(ws: WebSocket, server: Server):
     session.on_close.append(hang_up)
     try:
         while True:
-            reply = await _answer(store, session, raw)
+            reply = await _answer(store, session, await ws.receive_text())
             if reply is None:
                 break
             await ws.send_text(reply)
-            raw = await ws.receive_text()
     except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
         pass
     finally:

@@ -162,8 +162,7 @@ def test_capacity_and_idle_timeout():
         with http.websocket_connect("/ws") as first:
             first.send_text(json.dumps({"type": "reset", "data": {"seed": 1}}))
             assert first.receive_json()["type"] == "observation"
-            with http.websocket_connect("/ws") as second:      # a socket takes a session with its first message
-                second.send_text(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            with http.websocket_connect("/ws") as second:
                 assert second.receive_json()["data"]["code"] == "CAPACITY_REACHED"
             deadline = time.monotonic() + 10                 # silent: the reaper closes it
             while http.get("/health").json()["active_sessions"] and time.monotonic() < deadline:

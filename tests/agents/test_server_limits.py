@@ -27,6 +27,7 @@ from socialgym_agents.serve.limits import ServerLimits   # noqa: E402
 from socialgym_agents.serve.openenv_app import create_openenv_app   # noqa: E402
 
 LIMITS = ServerLimits(max_body_bytes=1 << 20, handshake_timeout_s=0.5, max_handshakes=8)
+MAX_SESSIONS, IDLE_TIMEOUT_S = 16, 1.0
 HUGE_ID = "A" * 300_000
 # Per server: the route that starts a game, a body naming a game, and a WebSocket path.
 SERVERS = {
@@ -39,8 +40,9 @@ SERVERS = {
 
 def build(kind, tmp_path_factory):
     if kind == "serve-env":
-        return create_openenv_app(max_sessions=16, idle_timeout_s=60, limits=LIMITS)
-    return create_arena_app(tmp_path_factory.mktemp("arena"), idle_timeout_s=60, limits=LIMITS)
+        return create_openenv_app(max_sessions=MAX_SESSIONS, idle_timeout_s=IDLE_TIMEOUT_S, limits=LIMITS)
+    return create_arena_app(tmp_path_factory.mktemp("arena"), max_games=MAX_SESSIONS,
+                            idle_timeout_s=IDLE_TIMEOUT_S, limits=LIMITS)
 
 
 @pytest.fixture(scope="module", params=sorted(SERVERS))
@@ -152,23 +154,32 @@ def test_half_sent_requests_are_capped_and_dropped(server):
 
 
 def test_silent_websockets_are_capped_and_closed(server):
-    """30 WebSockets that never send their first message hold no session: the oldest past the cap
-    are closed (1013), the rest after the handshake timeout (1008)."""
+    """30 WebSockets that never send a message. The arena (whose first message is a ``hello``
+    with a token) holds at most ``max_handshakes`` of them, closing the oldest past that (1013)
+    and the rest after the handshake timeout (1008). serve-env has no handshake: a socket is a
+    session from its connection, so the session cap refuses the surplus (CAPACITY_REACHED) and
+    the idle timeout closes the rest (1001)."""
     sockets = [connect(server["url"].replace("http", "ws", 1) + server["ws"], open_timeout=5) for _ in range(30)]
     codes = []
     try:
         health = httpx.get(server["url"] + "/health").json()
-        assert health["waiting_handshakes"] <= LIMITS.max_handshakes and health["active_sessions"] == 0
+        assert health["waiting_handshakes"] <= LIMITS.max_handshakes
+        assert health["active_sessions"] <= health["max_sessions"] == MAX_SESSIONS
         assert health_latency(server["url"]) < 0.1
         for ws in sockets:
             with pytest.raises(ConnectionClosed):
-                ws.recv(timeout=5 * LIMITS.handshake_timeout_s)
+                while True:                              # serve-env says CAPACITY_REACHED first
+                    ws.recv(timeout=5 * max(LIMITS.handshake_timeout_s, IDLE_TIMEOUT_S))
             codes.append(ws.close_code)
     finally:
         for ws in sockets:
             ws.close()
-    assert codes.count(1013) >= 30 - LIMITS.max_handshakes and set(codes) <= {1008, 1013}
-    assert httpx.get(server["url"] + "/health").json()["waiting_handshakes"] == 0
+    if server["kind"] == "arena":
+        assert codes.count(1013) >= 30 - LIMITS.max_handshakes and set(codes) <= {1008, 1013}
+    else:
+        assert codes.count(1000) == 30 - MAX_SESSIONS and codes.count(1001) == MAX_SESSIONS
+    health = httpx.get(server["url"] + "/health").json()
+    assert health["waiting_handshakes"] == 0 and health["active_sessions"] == 0
 
 
 def test_a_300_kb_game_id_is_refused_in_milliseconds(server):
@@ -245,3 +256,61 @@ def test_serve_env_answers_a_300_kb_game_id_over_its_websocket(tmp_path_factory)
             reply = json.loads(ws.recv(timeout=30))
             assert time.perf_counter() - start < 0.5
         assert reply["data"]["code"] == "EXECUTION_ERROR" and len(reply["data"]["message"]) < 300
+
+
+@pytest.mark.parametrize("command", ["serve-env", "arena"])
+@pytest.mark.parametrize("option", ["--max-body-bytes=0", "--handshake-timeout=0", "--max-handshakes=-1"])
+def test_bad_limits_are_refused_with_one_line(command, option):
+    from typer.testing import CliRunner
+
+    from socialgym_env.cli import app
+
+    result = CliRunner().invoke(app, [command, option])
+    assert result.exit_code == 2 and "must be positive" in result.output
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_sigterm_ends_the_server_while_it_is_attacked(kind, tmp_path):
+    """The server process (as the CLI starts it) refuses a 120 MB "game" unread and a 300 kB one
+    at once, and so still stops within seconds of SIGTERM sent right after them."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with socket.socket() as probe:                      # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    extra = ["--log-dir", str(tmp_path)] if kind == "arena" else []
+    process = subprocess.Popen([sys.executable, "-m", "socialgym_env.cli", kind, "--port", str(port), *extra],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        with raw_request(url, f"POST {SERVERS[kind]['start']} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                         "application/json\r\nContent-Length: 125829120\r\n\r\n".encode()) as sock:
+            assert status_of(sock) == 413
+        body = json.dumps(SERVERS[kind]["body"](HUGE_ID)).encode()
+        attacks = [raw_request(url, f"POST {SERVERS[kind]['start']} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                               f"application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                   for _ in range(3)]                 # unbounded, each would hold the loop for seconds
+        time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        process.wait(timeout=60)
+        assert time.monotonic() - start < 3, time.monotonic() - start
+        for sock in attacks:
+            sock.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
