@@ -12,9 +12,10 @@
   handler runs: a request body over ``max_body_bytes`` is answered 413 unread
   (:class:`BodyLimit`, a middleware on every route), a request whose headers or body do not arrive
   within ``handshake_timeout_s`` is dropped (:func:`guarded_http_protocol`, given to uvicorn), and
-  a WebSocket must send its first message within ``handshake_timeout_s`` while at most
-  ``max_handshakes`` wait (:class:`Handshakes`; one more evicts the oldest waiting, so clients
-  that speak at once keep getting through while idle ones are shed).
+  a WebSocket whose first message is a greeting (the arena's ``hello``) must send it within
+  ``handshake_timeout_s`` while at most ``max_handshakes`` wait (:class:`Handshakes`; one more
+  evicts the oldest waiting, so clients that speak at once keep getting through while idle ones
+  are shed).
 """
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 
-def uvicorn_options(limits: ServerLimits) -> dict:
-    """Settings for uvicorn.Config: WebSocket frames capped like HTTP bodies, requests that never
-    finish arriving dropped."""
+def uvicorn_options(app) -> dict:
+    """Settings for uvicorn.Config under the app's limits (the defaults for an app that
+    :func:`create_app` did not build): WebSocket frames capped like HTTP bodies, requests that
+    never finish arriving dropped."""
+    limits = getattr(app.state, "limits", None) or ServerLimits()
     return {"ws_max_size": limits.max_body_bytes, "http": guarded_http_protocol(limits)}
 
 
@@ -134,10 +137,10 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         limit = self.limits.max_body_bytes
+        too_large = f"the request body is over {limit} bytes (the server's --max-body-bytes)"
         declared = dict(scope["headers"]).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > limit:
-            return await _refuse(send, 413, f"the request body is over {limit} bytes (the server's "
-                                 "--max-body-bytes)", "PAYLOAD_TOO_LARGE")
+            return await _refuse(send, 413, too_large, "PAYLOAD_TOO_LARGE")
         chunks, size = [], 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.handshake_timeout_s
@@ -152,8 +155,7 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > limit:
-                return await _refuse(send, 413, f"the request body is over {limit} bytes (the server's "
-                                     "--max-body-bytes)", "PAYLOAD_TOO_LARGE")
+                return await _refuse(send, 413, too_large, "PAYLOAD_TOO_LARGE")
             if not message.get("more_body", False):
                 break
         body, replayed = b"".join(chunks), False
@@ -281,7 +283,7 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, allow_remote:
     import uvicorn
 
     check_host(host, allow_remote)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(app.state.limits))
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(app))
 
 
 class BackgroundServer:
@@ -297,7 +299,7 @@ class BackgroundServer:
 
         check_host(host, allow_remote=False)
         self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                                                    **uvicorn_options(app.state.limits)))
+                                                    **uvicorn_options(app)))
         self.server.install_signal_handlers = lambda: None     # not the main thread
         self.host = host
         self.thread = None

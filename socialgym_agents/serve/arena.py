@@ -75,7 +75,7 @@ from fastapi.requests import HTTPConnection
 from fastapi.responses import FileResponse
 
 import socialgym_env
-from socialgym_env.actions import ActionError
+from socialgym_env.actions import ActionError, safe_repr
 from socialgym_env.logs import append_episode, iter_log_dir, restore_env
 from socialgym_env.record import public_transcript
 
@@ -464,7 +464,7 @@ def find_record(log_dir: Path, episode_id: str) -> dict:
         for record in iter_log_dir(log_dir, on_skip=lambda message, why: None):
             if record.get("episode_id") == episode_id and not record.get("failed") and record.get("finished"):
                 return record
-    raise ArenaError(f"no finished episode {episode_id!r} in {log_dir}")
+    raise ArenaError(f"no finished episode {safe_repr(episode_id, 80)} in {log_dir}")
 
 
 def replay_view(record: dict, step: int, seat: Optional[str]) -> dict:
