@@ -25,7 +25,10 @@ import json
 from typing import Any, Optional
 
 from fastapi import APIRouter, FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+
+from socialgym_env.actions import safe_repr
 
 from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
@@ -65,6 +68,14 @@ def parse_json(raw: str) -> Any:
         raise ValueError("the JSON is nested too deeply") from None
 
 
+def validation_errors(errors: list, limit: int = 10) -> list:
+    """Pydantic's error list without what the client sent (``input``: up to a megabyte) and with
+    short locations, so a refusal never echoes a huge value or key back."""
+    return [{"type": e.get("type"), "msg": e.get("msg"),
+             "loc": [part if isinstance(part, int) else safe_repr(part, 60).strip("'") for part in e.get("loc", ())]}
+            for e in errors[:limit]]
+
+
 def create_app(store: SessionStore, title: str, description: str = "", version: str = "0.1.0",
                limits: Optional[ServerLimits] = None) -> FastAPI:
     """A FastAPI app owning ``store`` (``app.state.store``) under ``limits`` (``app.state.limits``,
@@ -77,6 +88,7 @@ def create_app(store: SessionStore, title: str, description: str = "", version: 
     app.add_middleware(BodyLimit, limits=limits)
     app.add_exception_handler(CapacityError, _capacity_reached)
     app.add_exception_handler(SessionError, _session_refused)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal_error)
     app.include_router(router)
     return app
@@ -108,6 +120,10 @@ async def _capacity_reached(request: Request, err: CapacityError):
 
 async def _session_refused(request: Request, err: SessionError):
     return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
+
+
+async def _invalid_request(request: Request, err: RequestValidationError):
+    return json_response({"detail": validation_errors(err.errors()), "code": "VALIDATION_ERROR"}, 422)
 
 
 async def _internal_error(request: Request, err: Exception):   # a game or policy bug: one JSON line

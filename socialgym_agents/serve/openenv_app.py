@@ -48,7 +48,7 @@ import socialgym_env
 
 from ..jobs import PolicyPool
 from ..registry import check_spec
-from .app import create_app, json_response, parse_json, to_json
+from .app import create_app, json_response, parse_json, to_json, validation_errors
 from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
 from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
@@ -184,7 +184,7 @@ async def step(server: Server, body: dict = Body(...)):
     try:
         action = GameAction.model_validate(body.get("action"))
     except ValidationError as err:
-        return json_response({"detail": err.errors(include_url=False)}, 422)
+        return json_response({"detail": validation_errors(err.errors())}, 422)
     try:
         result = await server.store.run(session, session.value.step, action.model_dump())
     except BadRequest as err:
@@ -263,7 +263,7 @@ async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
             try:
                 action = GameAction.model_validate(data)
             except ValidationError as err:
-                return _error("Invalid message", "VALIDATION_ERROR", errors=err.errors(include_url=False))
+                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors()))
             result = await store.run(session, game.step, action.model_dump())
             session.touch(step=True)
             return to_json({"type": "observation", "data": result})

@@ -314,3 +314,22 @@ def test_sigterm_ends_the_server_while_it_is_attacked(kind, tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_validation_refusals_never_echo_what_was_sent(tmp_path_factory):
+    """A 5,000-character move, a 300 kB extra key, a list body: 422 with the reason, not the input."""
+    with BackgroundServer(build("serve-env", tmp_path_factory)) as url:
+        with httpx.Client(base_url=url) as http:
+            session = http.post("/reset", json={"seed": 1}).json()["observation"]["session"]
+            ids = {"session_id": session["id"], "session_token": session["token"]}
+            replies = [http.post("/step", json={**ids, "action": {"message": "y" * 5000, HUGE_ID: 1}}),
+                       http.post("/reset", json=[HUGE_ID])]
+        with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=5) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            ws.recv(timeout=5)
+            ws.send(json.dumps({"type": "step", "data": {"message": "z" * 5000}}))
+            frame = ws.recv(timeout=5)
+    for reply in replies:
+        assert reply.status_code == 422 and len(reply.text) < 500 and "yyyy" not in reply.text, reply.text[:300]
+    assert [e["type"] for e in replies[0].json()["detail"]] == ["string_too_long", "extra_forbidden"]
+    assert "string_too_long" in frame and "zzzz" not in frame and len(frame) < 500
