@@ -62,7 +62,6 @@ model thinks.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import threading
@@ -76,15 +75,17 @@ from fastapi.requests import HTTPConnection
 from fastapi.responses import FileResponse
 
 import socialgym_env
-from socialgym_env.actions import ActionError
+from socialgym_env.actions import ActionError, safe_repr
 from socialgym_env.logs import append_episode, iter_log_dir, restore_env
 from socialgym_env.record import public_transcript
 
 from ..base import Request, seat_seed
 from ..jobs import EpisodeJob, PolicyPool, failed_record
 from ..registry import PolicySpecError, check_spec
-from .app import create_app, json_response, to_json
-from .game_session import MAX_ACTION_CHARS, is_model_spec
+from .app import create_app, json_response, parse_json, to_json
+from .game_session import (MAX_ACTION_CHARS, MAX_CONFIG_CHARS, BadRequest, check_config, check_id,
+                           is_model_spec)
+from .limits import ServerLimits
 from .sessions import SessionError, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,6 @@ logger = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 HUMAN = "human"
 MAX_NAME_CHARS = 32
-MAX_CONFIG_CHARS = 2000
 LOG_FILE = "arena.jsonl"
 # The page may run only its own script and style files: a string that slipped into the DOM
 # as markup still could not run.
@@ -151,7 +151,10 @@ def plan_seats(seats, agents: Sequence[str], models: Sequence[str]) -> list[Seat
         spec = seat.get("spec")
         if not isinstance(spec, str) or not spec.strip():
             raise ArenaError(f"{agent}: a policy seat needs a spec")
-        spec = spec.strip()
+        try:
+            spec = check_id(spec.strip(), "a policy spec")
+        except BadRequest as err:
+            raise ArenaError(f"{agent}: {err}") from None
         if is_model_spec(spec) and spec not in models:
             raise ArenaError(f"{agent}: model spec {spec!r} is not offered by this arena; offered: "
                              f"{', '.join(models) or 'none (start it with --models)'}")
@@ -173,18 +176,19 @@ def parse_config(config) -> dict:
         if len(config) > MAX_CONFIG_CHARS:
             raise ArenaError(f"the config is at most {MAX_CONFIG_CHARS} characters")
         try:
-            config = json.loads(config)
-        except (ValueError, RecursionError) as err:     # RecursionError: nested deeper than json's stack
+            config = parse_json(config)
+        except ValueError as err:
             raise ArenaError(f"the config is a JSON object, e.g. {{\"rounds\": 3}} "
                              f"({type(err).__name__}: {err})") from None
-    if not isinstance(config, dict):
-        raise ArenaError('the config is a JSON object, e.g. {"rounds": 3}')
-    return config
+    try:
+        return check_config(config)
+    except BadRequest as err:
+        raise ArenaError(str(err)) from None
 
 
 def make_env(game: str, config: dict):
     try:
-        return socialgym_env.make(game, **config)
+        return socialgym_env.make(check_id(game, "game"), **config)
     except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
         raise ArenaError(str(err)) from None
 
@@ -460,7 +464,7 @@ def find_record(log_dir: Path, episode_id: str) -> dict:
         for record in iter_log_dir(log_dir, on_skip=lambda message, why: None):
             if record.get("episode_id") == episode_id and not record.get("failed") and record.get("finished"):
                 return record
-    raise ArenaError(f"no finished episode {episode_id!r} in {log_dir}")
+    raise ArenaError(f"no finished episode {safe_repr(episode_id, 80)} in {log_dir}")
 
 
 def replay_view(record: dict, step: int, seat: Optional[str]) -> dict:
@@ -523,9 +527,11 @@ router = APIRouter()
 
 
 def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
-                     idle_timeout_s: Optional[float] = 1800.0, policy_seed: int = 0) -> FastAPI:
+                     idle_timeout_s: Optional[float] = 1800.0, policy_seed: int = 0,
+                     limits: Optional[ServerLimits] = None) -> FastAPI:
     """The arena app (see the module docstring). ``models``: the model specs the lobby may
-    seat (checked here); ``log_dir``: where ``arena.jsonl`` goes and replays are read from."""
+    seat (checked here); ``log_dir``: where ``arena.jsonl`` goes and replays are read from;
+    ``limits``: what one connection may send or hold."""
     models = tuple(models)
     for spec in models:
         check_spec(spec)
@@ -534,7 +540,8 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
                              "(scripted specs are always offered)")
     store = SessionStore(max_sessions=max_games, idle_timeout_s=idle_timeout_s, worker_thread=True)
     app = create_app(store, title="Social Gym arena",
-                     description="Play any Social Gym game in the browser against people and policies.")
+                     description="Play any Social Gym game in the browser against people and policies.",
+                     limits=limits)
     app.state.arena = Arena(Path(log_dir), models, store, PolicyPool(seed=policy_seed))
     app.include_router(router)
     return app
@@ -666,8 +673,11 @@ async def replay(arena: ArenaState, episode_id: str, step: int = 0, seat: Option
 @router.websocket("/ws/{game_id}")
 async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
     await ws.accept()
+    hello = await ws.app.state.handshakes.first_message(ws)
+    if hello is None:                              # silent too long, evicted or gone
+        return
     try:
-        session, viewer = _greet(arena, game_id, json.loads(await ws.receive_text()))
+        session, viewer = _greet(arena, game_id, parse_json(hello))
     except (ArenaError, SessionError, ValueError) as err:
         await _send_error(ws, str(err))
         await ws.close(code=1008)
@@ -685,7 +695,7 @@ async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
     try:
         while not session.closed:
             try:
-                message = json.loads(await ws.receive_text())
+                message = parse_json(await ws.receive_text())
             except ValueError:
                 await _send_error(ws, "a message is JSON: {\"type\": \"act\", \"action\": \"...\"}")
                 continue

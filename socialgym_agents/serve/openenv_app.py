@@ -16,7 +16,10 @@ its own game. The client sends ``{"type": "reset", "data": {...}}``, ``{"type": 
 ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
 with OpenEnv's codes (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``,
 ``EXECUTION_ERROR``, ``CAPACITY_REACHED``). The connection itself is the session's credential:
-no other connection can reach it. Closing the socket, or a disconnect mid-episode, frees the
+no other connection can reach it. A socket is a session from the moment it connects (OpenEnv's
+client connects before its first reset, often long before): it counts against
+``max_sessions`` and a silent one is closed after the idle timeout, so there is no separate
+handshake to wait for, unlike the arena's ``hello``. Closing the socket, or a disconnect mid-episode, frees the
 session at once; a silent one is closed after the idle timeout.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
@@ -33,7 +36,6 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
@@ -46,8 +48,9 @@ import socialgym_env
 
 from ..jobs import PolicyPool
 from ..registry import check_spec
-from .app import create_app, json_response, to_json
+from .app import create_app, json_response, parse_json, to_json, validation_errors
 from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
+from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -114,8 +117,9 @@ router = APIRouter()
 
 
 def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: int = 1024,
-                       idle_timeout_s: Optional[float] = 300.0) -> FastAPI:
-    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset."""
+                       idle_timeout_s: Optional[float] = 300.0, limits: Optional[ServerLimits] = None) -> FastAPI:
+    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset,
+    ``limits`` to every connection."""
     defaults = defaults or GameDefaults()
     for spec in defaults.opponents:                    # a bad operator default fails at start-up
         check_spec(spec)
@@ -129,7 +133,8 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     models = any(is_model_spec(spec) for spec in defaults.opponents)
     store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
-                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.")
+                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.",
+                     limits=limits)
     app.state.env_server = EnvServer(defaults, store, PolicyPool(seed=defaults.policy_seed))
     app.include_router(router)
     return app
@@ -179,7 +184,7 @@ async def step(server: Server, body: dict = Body(...)):
     try:
         action = GameAction.model_validate(body.get("action"))
     except ValidationError as err:
-        return json_response({"detail": err.errors(include_url=False)}, 422)
+        return json_response({"detail": validation_errors(err.errors())}, 422)
     try:
         result = await server.store.run(session, session.value.step, action.model_dump())
     except BadRequest as err:
@@ -222,8 +227,7 @@ async def websocket(ws: WebSocket, server: Server):
     session.on_close.append(hang_up)
     try:
         while True:
-            raw = await ws.receive_text()
-            reply = await _answer(store, session, raw)
+            reply = await _answer(store, session, await ws.receive_text())
             if reply is None:
                 break
             await ws.send_text(reply)
@@ -241,8 +245,8 @@ async def websocket(ws: WebSocket, server: Server):
 async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
     """One WebSocket message -> the reply text (None: the client asked to close)."""
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as err:
+        message = parse_json(raw)
+    except ValueError as err:
         return _error(f"Invalid JSON: {err}", "INVALID_JSON")
     if not isinstance(message, dict):
         return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
@@ -259,7 +263,7 @@ async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
             try:
                 action = GameAction.model_validate(data)
             except ValidationError as err:
-                return _error("Invalid message", "VALIDATION_ERROR", errors=err.errors(include_url=False))
+                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors()))
             result = await store.run(session, game.step, action.model_dump())
             session.touch(step=True)
             return to_json({"type": "observation", "data": result})
