@@ -40,6 +40,12 @@ class BootstrapBy(str, Enum):
     battle = "battle"
 
 
+class Interval(str, Enum):
+    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.elo.rate)."""
+    profile = "profile"
+    bootstrap = "bootstrap"
+
+
 TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
              "each way, the paper's released code)")
 
@@ -130,11 +136,14 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
                     bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
                     by: BootstrapBy = typer.Option(BootstrapBy.episode, "--bootstrap-by",
                                                    help="resample whole episodes or single battles"),
-                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
+                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
+                    interval: Interval = typer.Option(Interval.profile, "--interval",
+                                                      help="profile: profile likelihood (keeps coverage with few "
+                                                           "episodes and under separation) | bootstrap: percentile")):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
     check_output_folder(out, "--out")
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties)
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties, interval=interval.value)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 

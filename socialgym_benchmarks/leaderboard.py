@@ -121,9 +121,13 @@ def _battles(records, opts, label=None, players=None) -> bt.Battles:
     return bt.collect_battles(records, label, opts["compare"], players, opts["ties"])
 
 
-def _fit(records, name, opts, label=None, players=None, battles=None) -> dict:
-    battles = battles or _battles(records, opts, label, players)
-    ratings = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"])
+def _rate(battles, name, opts, keep_samples=False) -> bt.Ratings:
+    return bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"],
+                   interval=opts["interval"], keep_samples=keep_samples)
+
+
+def _fit(records, name, opts, label=None, players=None) -> dict:
+    ratings = _rate(_battles(records, opts, label, players), name, opts)
     return {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
 
 
@@ -132,9 +136,15 @@ def _online(records, name, opts, players=None) -> dict:
 
 
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude") -> dict:
-    """Every table of the leaderboard, as one JSON-friendly dict."""
-    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties)}
+              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude",
+              interval: str = "profile") -> dict:
+    """Every table of the leaderboard, as one JSON-friendly dict. ``interval``: how every Elo
+    interval is made, ``profile`` (profile likelihood, default) or ``bootstrap`` (percentile,
+    resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`."""
+    if interval not in bt.INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(bt.INTERVALS)}, got {interval!r}")
+    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties),
+            "interval": interval}
     by_game = defaultdict(list)
     for record in records:
         by_game[record["game"]].append(record)
@@ -149,7 +159,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         "episodes": len(records),
         "settings": {"model": "Bradley-Terry MLE, L2 logistic regression", "C": C, "scale": bt.SCALE,
                      "anchor_mean": bt.ANCHOR, "bootstrap": n_boot, "bootstrap_by": by, "seed": seed,
-                     "compare": compare, "ties": ties, "ci": 0.95},
+                     "compare": compare, "ties": ties, "ci": 0.95, "interval": interval},
         "games": games, "competitive_games": competitive, "cooperative_games": cooperative,
         "game_info": {g: {k: infos[g].get(k) for k in ("name", "category", "information", "communication",
                                                         "horizon", "skills", "num_players", "cooperative",
@@ -233,22 +243,42 @@ def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
 
 def _role_fit(records: list, name: str, opts: dict, label=None) -> dict:
     battles = _battles(records, opts, label)
-    return _role_table(_fit(records, name, opts, battles=battles), bt.components(battles))
+    ratings = _rate(battles, name, opts, keep_samples=True)
+    fit = {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
+    return _role_table(fit, battles, ratings)
 
 
-def _role_table(fit: dict, component: dict) -> dict:
-    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main, with
-    ``gap_identified``: True only when the policy's main and alt sides are in one component
-    of the battle graph (else the gap shown is the penalty's split of the mean gap)."""
+def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
+    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main with its own
+    interval: ``gap_lo``/``gap_hi`` by the leaderboard's interval method (profile likelihood
+    of the contrast, or the bootstrap), ``gap_boot_lo``/``gap_boot_hi`` always the percentile
+    bootstrap by episode (None where a side is unbounded or not identified).
+    ``gap_identified``: whether the data pin this policy's gap, i.e. its contrast lies in the
+    row space of the design matrix (:func:`socialgym_benchmarks.elo.estimable`); when not, the
+    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies)."""
     table = defaultdict(dict)
     for name, v in fit.items():
         policy, _, side = name.rpartition("|")
         table[policy].update({f"elo_{side}": v["elo"], f"{side}_lo": v["lo"], f"{side}_hi": v["hi"],
                               f"{side}_battles": v["battles"]})
+    index = {p: i for i, p in enumerate(battles.players)}
     for policy, row in table.items():
-        if row.get("elo_alt") is not None and row.get("elo_main") is not None:
-            row["gap"] = row["elo_alt"] - row["elo_main"]
-            row["gap_identified"] = component.get(f"{policy}|alt") == component.get(f"{policy}|main")
+        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False)
+        if row.get("elo_alt") is None or row.get("elo_main") is None:
+            continue
+        alt, main = index[f"{policy}|alt"], index[f"{policy}|main"]
+        contrast = np.zeros(len(battles.players))
+        contrast[alt], contrast[main] = 1.0, -1.0
+        row["gap"] = row["elo_alt"] - row["elo_main"]
+        row["gap_identified"] = bt.estimable(battles, contrast)
+        if not row["gap_identified"]:
+            continue
+        if ratings.samples is not None:
+            boot = np.percentile(ratings.samples[:, alt] - ratings.samples[:, main], [2.5, 97.5])
+            row["gap_boot_lo"], row["gap_boot_hi"] = float(boot[0]), float(boot[1])
+        if ratings.interval == "profile":
+            lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
+            row["gap_lo"], row["gap_hi"] = bt.finite_or_none(lo), bt.finite_or_none(hi)
         else:
-            row["gap"], row["gap_identified"] = None, False
+            row["gap_lo"], row["gap_hi"] = row["gap_boot_lo"], row["gap_boot_hi"]
     return dict(table)

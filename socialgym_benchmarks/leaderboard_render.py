@@ -86,7 +86,8 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
           [[axis, group, p, v["elo"], v["lo"], v["hi"], v["battles"]]
            for axis, groups in summary["profiles"].items() for group, table in groups.items()
            for p, v in table.items()])
-    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_identified"]
+    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_lo", "gap_hi",
+                 "gap_boot_lo", "gap_boot_hi", "gap_identified"]
     write("role_elo.csv", ["game", "policy", *role_cols],
           [[g, p, *(v.get(c) for c in role_cols)] for g, table in
            list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
@@ -103,6 +104,9 @@ def _heatmap_matrix(summary):
             if v:
                 m[i, j] = v["elo"]
     return m
+
+
+UNBOUNDED_BAR = 600.0
 
 
 def plot_elo_heatmap(summary: dict, path: Path) -> None:
@@ -144,8 +148,9 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ok = [i for i, e in enumerate(elos) if e is not None]
     if ok:
         e = np.array([elos[i] for i in ok])
-        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v) for i, v in zip(ok, e)])
-        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v) for i, v in zip(ok, e)])
+        # an unbounded side (None) is drawn UNBOUNDED_BAR long: past every finite bar of a usual board
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v - UNBOUNDED_BAR) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v + UNBOUNDED_BAR) for i, v in zip(ok, e)])
         # A policy that wins everything can sit outside its own bootstrap interval (the fit is
         # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
         xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
@@ -219,13 +224,28 @@ def _gap(row: dict) -> str:
     return f"{row['gap']:+.0f}" + ("" if row.get("gap_identified") else " (n.i.)")
 
 
+def _bound(value, sign: str) -> str:
+    """An interval end; None is an unbounded side."""
+    return f"{sign}∞" if value is None else f"{value:.0f}"
+
+
+def _ci(row: dict, lo: str = "lo", hi: str = "hi") -> str:
+    return f"[{_bound(row.get(lo), '−')}, {_bound(row.get(hi), '+')}]"
+
+
+def _gap_ci(row: dict) -> str:
+    if row.get("gap") is None or not row.get("gap_identified"):
+        return ""
+    return _ci(row, "gap_lo", "gap_hi")
+
+
 def _tables(summary: dict) -> list[tuple[str, list, list]]:
     """(title, header, rows) of every table, shared by Markdown and HTML."""
     out = []
     rows = []
     for i, p in enumerate(summary["policies"]):
         v = summary["overall"][p]
-        ci = f"[{_fmt(v['lo'])}, {_fmt(v['hi'])}]" if v["elo"] is not None else ""
+        ci = _ci(v) if v["elo"] is not None else ""
         wci = f"[{_pct(v['win_lo'])}, {_pct(v['win_hi'])}]" if v["win_rate"] is not None else ""
         rows.append([i + 1, p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), wci, v["episodes"], v["battles"]])
     out.append(("Overall (competitive games)", ["#", "policy", "Elo", "95% CI", "win rate", "Wilson 95% CI",
@@ -258,8 +278,8 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
             for p in summary["policies"]:
                 v = table.get(p)
                 if v:
-                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v)])
-        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap"], rows))
+                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v), _gap_ci(v)])
+        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap", "gap 95% CI"], rows))
     for axis in AXES:
         groups = summary["profiles"].get(axis, {})
         if groups:
@@ -279,10 +299,18 @@ def md_cell(value) -> str:
             .replace("\n", " "))
 
 
+def interval_note(settings: dict) -> str:
+    """How the 95% intervals were made, for the page headers."""
+    if settings.get("interval", "bootstrap") == "profile":
+        return ("95% profile-likelihood CIs (Firth-penalised, widened for the episodes' clustering; "
+                "±∞: the data bound that side not at all)")
+    return f"95% bootstrap CIs ({settings['bootstrap']} resamples by {settings['bootstrap_by']})"
+
+
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
-             f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by {summary['settings']['bootstrap_by']}).",
+             f"{interval_note(summary['settings'])}.",
              *notes, ""]
     for title, header, rows in _tables(summary):
         lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
@@ -316,8 +344,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              "img{max-width:100%}</style></head><body>",
              "<h1>Social Gym leaderboard</h1>",
              f"<p>{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
-             f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by "
-             f"{html.escape(summary['settings']['bootstrap_by'])}).</p>"]
+             f"{html.escape(interval_note(summary['settings']))}.</p>"]
     parts += [f"<p>{html.escape(n)}</p>" for n in notes]
     replays = summary.get("replays") or {}
     if replays:
@@ -338,7 +365,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
 
 
 def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-                      compare: str = "reward", ties: str = "exclude") -> dict:
+                      compare: str = "reward", ties: str = "exclude", interval: str = "profile") -> dict:
     """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
@@ -349,7 +376,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     if unknown:                        # rated and drawn without its rules: a silent wrong board
         raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
                                f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
-    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties)
+    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval)
     outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
@@ -396,7 +423,7 @@ def print_leaderboard(summary: dict, console=None) -> None:
         table.add_column(col, justify="left" if col == "policy" else "right")
     for i, p in enumerate(summary["policies"]):
         v = summary["overall"][p]
-        ci = f"[{_fmt(v['lo'])}, {_fmt(v['hi'])}]" if v["elo"] is not None else ""
+        ci = _ci(v) if v["elo"] is not None else ""
         table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), str(v["episodes"]))
     console.print(table)
     games = summary["competitive_games"]
