@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
-from scipy.optimize import brentq, minimize
+from scipy.optimize import minimize
 from scipy.stats import chi2
 
 from socialgym_env.errors import SocialGymError
@@ -673,6 +673,7 @@ def rate_records(records: Sequence[dict], *, label=None, compare: str = "reward"
 # ----------------------------------------------------------------------------- profile-likelihood intervals
 PROFILE_RIDGE = 1e-9        # fixes the free shift; keeps separated strengths finite (negligible otherwise)
 PROFILE_REACH = 12_800.0    # Elo from the MLE beyond which a bound is reported unbounded
+PROFILE_TOL = 0.5           # Elo: how closely a bound is located
 
 
 class _FirthLikelihood:
@@ -715,24 +716,27 @@ def _argmin(fun, x0):
     return minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": 5_000, "gtol": 1e-9})
 
 
-def design_effect(battles: Battles, beta: np.ndarray, contrast: np.ndarray) -> float:
+def design_effect(battles: Battles, contrast: np.ndarray) -> float:
     """How much the episodes' clustering inflates the variance of ``contrast @ beta``: the
-    episode-clustered (sandwich) variance over the model's, at ``beta`` (log10 units), never
-    below 1. Battles of one episode are not independent (a free-for-all winner beats every
-    other seat at once); the likelihood treats them as if they were."""
+    episode-clustered (sandwich) variance over the model's, never below 1. Battles of one
+    episode are not independent (a free-for-all winner beats every other seat at once; a
+    team's seats win or lose together); the likelihood treats them as if they were.
+
+    Taken at equal strengths (every battle's residual is +-1/2), so it measures how the
+    battles of an episode move together, not how well a fit predicts them: at a fitted point,
+    near-separated pairs have residuals near 0 and the sandwich loses the clustering (six
+    battles that move as one read as 1.3 battles). A one-battle episode counts exactly once;
+    m battles that always move together count m times."""
     k = len(battles.players)
-    if battles.n == 0 or battles.n_episodes < 2:
+    if battles.n == 0:
         return 1.0
     w, l = battles.winner, battles.loser
-    p = 1.0 / (1.0 + BASE ** -(beta[w] - beta[l]))              # P(winner beats loser) at beta
     score = np.zeros((battles.n_episodes, k))
-    np.add.at(score, (battles.episode, w), LN_BASE * (1 - p))
-    np.add.at(score, (battles.episode, l), -LN_BASE * (1 - p))
-    # not centred: at the true strengths each episode's score has mean 0, and centring at a
-    # penalised (or separated) fit would remove what the episodes share
-    meat = score.T @ score * battles.n_episodes / (battles.n_episodes - 1)
+    np.add.at(score, (battles.episode, w), 0.5 * LN_BASE)
+    np.add.at(score, (battles.episode, l), -0.5 * LN_BASE)
+    meat = score.T @ score
     fisher = np.zeros((k, k))
-    weight = LN_BASE ** 2 * p * (1 - p)
+    weight = np.full(battles.n, 0.25 * LN_BASE ** 2)
     np.add.at(fisher, (w, w), weight)
     np.add.at(fisher, (l, l), weight)
     np.add.at(fisher, (w, l), -weight)
@@ -756,14 +760,15 @@ def _profile_interval(battles: Battles, contrast: np.ndarray, beta_hat: np.ndarr
                       level: float) -> tuple[float, float]:
     """Profile-likelihood interval for ``contrast @ beta`` in Elo (x400): the values t whose
     best likelihood under ``contrast @ beta = t`` is within chi2_1(level)/2 of the maximum,
-    the statistic divided by the episodes' :func:`design_effect` at ``beta_hat`` (the point
-    fit, log10 units). Unlike a bootstrap, it does not collapse under separation: when one
-    competitor beat another in every battle, the interval is one-sided (an infinite bound),
-    and its finite bound comes from the likelihood, not from the penalty."""
+    the statistic divided by the episodes' :func:`design_effect` (``beta_hat``, the point fit
+    in log10 units, is where the search starts). Unlike a bootstrap, it does not collapse
+    under separation: when one competitor beat another in every battle, the interval stays
+    wide on the open side, and both ends come from the likelihood, not from the L2 penalty.
+    A bound farther than PROFILE_REACH from the maximum is infinite."""
     wins = battles.win_matrix()
     k = wins.shape[0]
     contrast = np.asarray(contrast, dtype=float)
-    cutoff = chi2.ppf(level, 1) * design_effect(battles, beta_hat, contrast)
+    cutoff = chi2.ppf(level, 1) * design_effect(battles, contrast)
     direction = contrast / (contrast @ contrast)
     # orthonormal basis of the directions that keep the contrast fixed
     null = np.linalg.svd(contrast[None, :])[2][1:].T
@@ -791,8 +796,16 @@ def _profile_interval(battles: Battles, contrast: np.ndarray, beta_hat: np.ndarr
         bound = sign * math.inf
         while step <= PROFILE_REACH:
             if excess(SCALE * t_hat + sign * step) > 0:
-                bound = brentq(lambda d: excess(SCALE * t_hat + sign * d), inside, step, xtol=0.5)
-                bound = SCALE * t_hat + sign * bound
+                # bisection on the bracket the scan found, not brentq: a profile point solved
+                # again from another start can differ in the last digits, and brentq then
+                # refuses a bracket whose ends no longer differ in sign
+                while step - inside > PROFILE_TOL:
+                    middle = 0.5 * (inside + step)
+                    if excess(SCALE * t_hat + sign * middle) > 0:
+                        step = middle
+                    else:
+                        inside = middle
+                bound = SCALE * t_hat + sign * 0.5 * (inside + step)
                 break
             inside, step = step, 2 * step
         bounds.append(bound)
