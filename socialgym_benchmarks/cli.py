@@ -50,6 +50,22 @@ TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, defau
              "each way, the paper's released code)")
 
 
+def parse_prices(items) -> dict:
+    """``SPEC=IN,OUT`` items -> {spec: (IN, OUT)}; the spec may itself hold '=' (split at the last)."""
+    prices = {}
+    for item in items:
+        spec, sep, pair = item.rpartition("=")
+        parts = pair.split(",")
+        try:
+            values = tuple(float(x) for x in parts)
+        except ValueError:
+            values = ()
+        if not sep or not spec or len(values) != 2 or any(not v >= 0 for v in values):
+            raise ValueError(f"{item!r} is not SPEC=IN,OUT (two non-negative prices per million tokens)")
+        prices[spec] = values
+    return prices
+
+
 def _check_ties(ties: str) -> None:
     try:
         check_ties(ties)
@@ -139,11 +155,20 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
                     ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
                     interval: Interval = typer.Option(Interval.profile, "--interval",
                                                       help="profile: profile likelihood (keeps coverage with few "
-                                                           "episodes and under separation) | bootstrap: percentile")):
+                                                           "episodes and under separation) | bootstrap: percentile"),
+                    price: Optional[List[str]] = typer.Option(
+                        None, "--price", help="SPEC=IN,OUT: a policy's price per million prompt (IN) and completion "
+                                              "(OUT) tokens, for the cost column (repeatable)")):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
     check_output_folder(out, "--out")
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties, interval=interval.value)
+    try:
+        prices = parse_prices(price or ())
+    except ValueError as err:
+        typer.echo(f"error: --price: {err}", err=True)
+        raise typer.Exit(2)
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties, interval=interval.value,
+                                prices=prices)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import zlib
 from collections import defaultdict
 from functools import lru_cache
+from typing import Optional
 
 import numpy as np
 
@@ -137,7 +138,7 @@ def _online(records, name, opts, players=None) -> dict:
 
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
               C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude",
-              interval: str = "profile") -> dict:
+              interval: str = "profile", prices: Optional[dict] = None) -> dict:
     """Every table of the leaderboard, as one JSON-friendly dict. ``interval``: how every Elo
     interval is made, ``profile`` (profile likelihood, default) or ``bootstrap`` (percentile,
     resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`."""
@@ -172,6 +173,12 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["overall"] = overall
     summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
+    summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
+    summary["decisions"] = {"overall": decision_stats(records, prices),
+                            "per_game": {g: decision_stats(by_game[g], prices) for g in games},
+                            "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
+    for p, row in summary["game_weighted"]["overall"].items():
+        overall[p].update(elo_games_equal=row["elo"], games_equal_lo=row["lo"], games_equal_hi=row["hi"])
     summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
     summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
     summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
@@ -200,6 +207,90 @@ def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
         row.update(win_rate=w["rate"], win_lo=w["lo"], win_hi=w["hi"], seats=w["seats"], wins=w["wins"],
                    episodes=episodes_per_policy.get(p, 0))
     return overall
+
+
+def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list, opts: dict) -> dict:
+    """Bradley–Terry with every competitive game counting equally (the Kaggle Game Arena
+    weighting), overall and per category, beside the pooled fit, in which a game counts by its
+    battles; and each game's share of the pooled battles.
+
+    A game's battles get weight (all battles / games) / (its battles), so the weighted total is
+    the pooled one. The interval is the percentile bootstrap by episode within each game
+    (stratified: every resample keeps each game's episode count and weight); the profile
+    likelihood does not apply to weighted counts, and under separation this bootstrap narrows
+    as the pooled one did (see docs/ratings_choices.md)."""
+    battles = {g: _battles(by_game[g], opts, players=policies) for g in competitive}
+    total = sum(b.n for b in battles.values())
+    share = {g: (b.n / total if total else 0.0) for g, b in battles.items()}
+    groups = {"overall": competitive}
+    for g in competitive:
+        groups.setdefault(f"category:{infos[g].get('category', 'unknown')}", []).append(g)
+    fits = {name: _weighted_fit([battles[g] for g in games], policies, opts, f"games_equal:{name}")
+            for name, games in groups.items()}
+    return {"overall": fits.pop("overall"),
+            "per_category": {name.split(":", 1)[1]: fit for name, fit in fits.items()},
+            "battle_share": share, "battles": {g: b.n for g, b in battles.items()}}
+
+
+def _weighted_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
+    parts = [b for b in parts if b.n]
+    if not parts:
+        return {}
+    mean = sum(b.n for b in parts) / len(parts)
+    weights = [mean / b.n for b in parts]
+    wins = sum(w * b.win_matrix() for w, b in zip(weights, parts))
+    elo = bt.fit_bt(wins, opts["C"])
+    lo, hi = elo.copy(), elo.copy()
+    if opts["n_boot"]:
+        resampled = sum(w * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
+                        for i, (w, b) in enumerate(zip(weights, parts)))
+        lo, hi = np.percentile(bt.fit_bt_batch(resampled, opts["C"], start=elo), [2.5, 97.5], axis=0)
+    played = wins.sum(0) + wins.sum(1)
+    return {p: {"elo": float(elo[i]), "lo": float(lo[i]), "hi": float(hi[i])}
+            for i, p in enumerate(policies) if played[i] > 0}
+
+
+def decision_stats(records: list, prices: Optional[dict] = None) -> dict:
+    """Per policy, over every decision its seats made in ``records`` (all games, cooperative
+    ones too): ``decisions``; ``invalid_first_rate`` (the first reply gave no legal action:
+    unparsed, a backend error, or refused by the game); ``invalid_rate`` (still invalid after
+    the re-asks, as the game logged the turn); ``fallbacks`` (turns the game's fallback
+    played); ``prompt_tokens`` / ``completion_tokens`` per decision (summed over a decision's
+    attempts, as the backends report them; None for policies that log no usage, e.g. scripted
+    ones); and ``cost`` in the prices' currency when ``prices`` has the policy: {spec: (per
+    million prompt tokens, per million completion tokens)}. The logs hold no time per
+    decision, so there is no seconds column."""
+    totals: dict = defaultdict(lambda: {"decisions": 0, "invalid_first": 0, "invalid": 0, "fallbacks": 0,
+                                        "prompt_tokens": 0, "completion_tokens": 0, "with_usage": 0})
+    for record in records:
+        policy_of = {seat.get("agent"): seat.get("policy") for seat in record.get("roster", [])}
+        for turn in record.get("turns") or ():
+            policy = policy_of.get(turn.get("agent"))
+            if policy is None:
+                continue
+            row = totals[policy]
+            attempts = (turn.get("agent_meta") or {}).get("attempts") or []
+            row["decisions"] += 1
+            row["invalid"] += not turn.get("valid", True)
+            row["invalid_first"] += not turn.get("valid", True) or bool(attempts and "action" not in attempts[0])
+            row["fallbacks"] += bool(turn.get("fallback"))
+            usage = [a["usage"] for a in attempts if isinstance(a.get("usage"), dict)]
+            if usage:
+                row["with_usage"] += 1
+                row["prompt_tokens"] += sum(u.get("prompt_tokens") or 0 for u in usage)
+                row["completion_tokens"] += sum(u.get("new_tokens") or 0 for u in usage)
+    out = {}
+    for policy, row in totals.items():
+        n, used = row["decisions"], row["with_usage"]
+        stats = {"decisions": n, "invalid_first_rate": row["invalid_first"] / n if n else None,
+                 "invalid_rate": row["invalid"] / n if n else None, "fallbacks": row["fallbacks"],
+                 "prompt_tokens": row["prompt_tokens"] / used if used else None,
+                 "completion_tokens": row["completion_tokens"] / used if used else None, "cost": None}
+        if prices and policy in prices:
+            price_in, price_out = prices[policy]
+            stats["cost"] = (row["prompt_tokens"] * price_in + row["completion_tokens"] * price_out) / 1e6
+        out[policy] = stats
+    return out
 
 
 def _cooperative_table(records: list, win_rates: dict) -> dict:

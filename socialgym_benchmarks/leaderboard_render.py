@@ -6,7 +6,12 @@ writes to ``outdir``:
 
 | file                 | what it holds                                                          |
 |----------------------|------------------------------------------------------------------------|
-| ``leaderboard.csv``  | overall Elo over the competitive games, 95% CI, win rate (Wilson CI)   |
+| ``leaderboard.csv``  | overall Elo over the competitive games pooled and with games equal,    |
+|                      | 95% CIs, win rate (Wilson CI)                                          |
+| ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
+| ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
+|                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
+| ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
 | ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
 | ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
 | ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
@@ -34,6 +39,7 @@ import math
 import textwrap
 import warnings
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -67,11 +73,27 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
             writer.writerows(rows)
         files[name] = str(path)
 
-    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "battles", "win_rate", "win_lo",
-                              "win_hi", "seats", "wins", "episodes"],
-          [[i + 1, p, *(summary["overall"][p].get(k) for k in ("elo", "lo", "hi", "battles", "win_rate", "win_lo",
-                                                                  "win_hi", "seats", "wins", "episodes"))]
+    overall_cols = ("elo", "lo", "hi", "elo_games_equal", "games_equal_lo", "games_equal_hi", "battles", "win_rate",
+                    "win_lo", "win_hi", "seats", "wins", "episodes")
+    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "elo_games_equal", "games_equal_lo",
+                              "games_equal_hi", "battles", "win_rate", "win_lo", "win_hi", "seats", "wins", "episodes"],
+          [[i + 1, p, *(summary["overall"][p].get(k) for k in overall_cols)]
            for i, p in enumerate(summary["policies"])])
+    weighted = summary["game_weighted"]
+    write("games_equal.csv", ["group", "policy", "elo", "elo_lo", "elo_hi"],
+          [[group, p, v["elo"], v["lo"], v["hi"]]
+           for group, table in [("overall", weighted["overall"])] + sorted(weighted["per_category"].items())
+           for p, v in table.items()])
+    decision_cols = ["decisions", "invalid_first_rate", "invalid_rate", "fallbacks", "prompt_tokens",
+                     "completion_tokens", "cost"]
+    decisions = summary["decisions"]
+    write("decisions.csv", ["game", "policy", *decision_cols],
+          [[g, p, *(v[c] for c in decision_cols)]
+           for g, table in [("ALL", decisions["overall"])] + list(decisions["per_game"].items())
+           for p, v in sorted(table.items())])
+    write("battle_share.csv", ["game", "category", "battles", "share_of_pooled_battles"],
+          [[g, summary["game_info"][g]["category"], weighted["battles"][g], weighted["battle_share"][g]]
+           for g in summary["competitive_games"]])
     write("per_game_elo.csv", ["game", "category", "policy", "elo", "elo_lo", "elo_hi", "battles"],
           [[g, summary["game_info"][g]["category"], p, v["elo"], v["lo"], v["hi"], v["battles"]]
            for g, table in summary["per_game"].items() for p, v in table.items()])
@@ -247,9 +269,22 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
         v = summary["overall"][p]
         ci = _ci(v) if v["elo"] is not None else ""
         wci = f"[{_pct(v['win_lo'])}, {_pct(v['win_hi'])}]" if v["win_rate"] is not None else ""
-        rows.append([i + 1, p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), wci, v["episodes"], v["battles"]])
-    out.append(("Overall (competitive games)", ["#", "policy", "Elo", "95% CI", "win rate", "Wilson 95% CI",
-                                                 "episodes", "pairwise outcomes"], rows))
+        equal = _ci(v, "games_equal_lo", "games_equal_hi") if v.get("elo_games_equal") is not None else ""
+        rows.append([i + 1, p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), equal, _pct(v["win_rate"]), wci,
+                     v["episodes"], v["battles"]])
+    out.append(("Overall (competitive games)", ["#", "policy", "Elo (pooled)", "95% CI", "Elo (games equal)",
+                                                 "95% CI (bootstrap)", "win rate", "Wilson 95% CI", "episodes",
+                                                 "pairwise outcomes"], rows))
+    weighted = summary["game_weighted"]
+    if weighted["per_category"]:
+        names = sorted(weighted["per_category"])
+        rows = [[p] + [_fmt(weighted["per_category"][c].get(p, {}).get("elo")) for c in names]
+                for p in summary["policies"]]
+        out.append(("Per category, games equal", ["policy"] + names, rows))
+    rows = [[g, weighted["battles"][g], _pct(weighted["battle_share"][g])] for g in summary["competitive_games"]]
+    out.append(("Each game's share of the pooled battles (games equal: each 1/"
+                f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
+    out.append(_decision_table(summary))
     games = summary["competitive_games"]
     if games:
         rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
@@ -287,6 +322,22 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
             rows = [[p] + [_fmt(groups[g].get(p, {}).get("elo")) for g in names] for p in summary["policies"]]
             out.append((f"Profile by {axis}", ["policy"] + names, rows))
     return out
+
+
+DECISION_HEADER = ["policy", "decisions", "invalid 1st try", "invalid after re-asks", "fallbacks",
+                   "prompt tok/decision", "completion tok/decision", "cost"]
+
+
+def _decision_rows(summary: dict) -> list:
+    table = summary["decisions"]["overall"]
+    return [[p, v["decisions"], _pct(v["invalid_first_rate"]), _pct(v["invalid_rate"]), v["fallbacks"],
+             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4)]
+            for p in summary["policies"] if (v := table.get(p))]
+
+
+def _decision_table(summary: dict) -> tuple:
+    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens)",
+            DECISION_HEADER, _decision_rows(summary))
 
 
 def _or(value, default):
@@ -365,7 +416,8 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
 
 
 def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-                      compare: str = "reward", ties: str = "exclude", interval: str = "profile") -> dict:
+                      compare: str = "reward", ties: str = "exclude", interval: str = "profile",
+                      prices: Optional[dict] = None) -> dict:
     """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
@@ -376,7 +428,8 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     if unknown:                        # rated and drawn without its rules: a silent wrong board
         raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
                                f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
-    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval)
+    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval,
+                        prices=prices)
     outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
@@ -419,12 +472,16 @@ def print_leaderboard(summary: dict, console=None) -> None:
     console = console or Console()
     table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
                         f"{len(summary['competitive_games'])} competitive games")
-    for col in ("#", "policy", "Elo", "95% CI", "win rate", "episodes"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+    # policy names are never cut: the numbers' columns give way (wrap) first
+    name_width = max((len(p) for p in summary["policies"]), default=6)
+    for col in ("#", "policy", "Elo", "95% CI", "games equal", "win rate", "episodes"):
+        table.add_column(col, justify="left" if col == "policy" else "right",
+                         min_width=name_width if col == "policy" else None)
     for i, p in enumerate(summary["policies"]):
         v = summary["overall"][p]
         ci = _ci(v) if v["elo"] is not None else ""
-        table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), str(v["episodes"]))
+        table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), _pct(v["win_rate"]),
+                      str(v["episodes"]))
     console.print(table)
     games = summary["competitive_games"]
     if games:
@@ -432,11 +489,21 @@ def print_leaderboard(summary: dict, console=None) -> None:
         per_game.add_column("game")
         for p in summary["policies"]:
             per_game.add_column(p, justify="right")
+        per_game.add_column("share of battles", justify="right")
+        share = summary["game_weighted"]["battle_share"]
         for g in games:
-            per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]))
+            per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]),
+                             _pct(share.get(g)))
         for g, t in summary["cooperative"].items():
-            per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]))
+            per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
         console.print(per_game)
+    decisions = Table(title="Decisions")
+    for col in DECISION_HEADER:
+        decisions.add_column(col, justify="left" if col == "policy" else "right",
+                             min_width=name_width if col == "policy" else None)
+    for row in _decision_rows(summary):
+        decisions.add_row(*map(str, row))
+    console.print(decisions)
     note = skipped_note(summary.get("skipped") or {})
     if note:
         console.print(note, markup=False, highlight=False)

@@ -84,3 +84,52 @@ def test_side_blind_gaps_cover_zero_and_two_policies_are_not_identified():
     assert len(covered) == 75 and np.mean(covered) >= 0.88
     two = summarize(ic.team_game_records({"a": strength["a"], "b": strength["b"]}, 10, rng), n_boot=50)["roles"]["werewolves"]
     assert not two["a"]["gap_identified"] and two["a"]["gap_lo"] is None and two["a"]["gap_boot_lo"] is None
+
+
+# ----------------------------------------------------------------------------- games equal
+def duel(game, a_wins, i):
+    roster = [{"agent": "x", "policy": "A", "team": "", "role": "player"},
+              {"agent": "y", "policy": "B", "team": "", "role": "player"}]
+    reward = {"x": 1.0 if a_wins else -1.0, "y": -1.0 if a_wins else 1.0}
+    return {"episode_id": f"{game}-{i}", "game": game, "finished": True, "roster": roster, "rewards": reward,
+            "scores": reward}
+
+
+def test_games_equal_follows_the_games_not_the_battle_count():
+    # one game with many battles A mostly wins, two with few battles B mostly wins
+    records = ([duel("chess", i % 5 != 0, i) for i in range(100)]
+               + [duel(g, i % 5 == 0, i) for g in ("kuhn_poker", "prisoners_dilemma") for i in range(10)])
+    summary = summarize(records, n_boot=50)
+    pooled, equal = summary["overall"], summary["game_weighted"]["overall"]
+    assert pooled["A"]["elo"] > pooled["B"]["elo"] and equal["B"]["elo"] > equal["A"]["elo"]
+    assert pooled["A"]["elo_games_equal"] == equal["A"]["elo"]
+    assert summary["game_weighted"]["battle_share"]["chess"] == pytest.approx(100 / 120)
+    # null: games alike in size and outcome -> the two fits agree
+    alike = [duel(g, i % 3 != 0, i) for g in ("chess", "kuhn_poker") for i in range(30)]
+    same = summarize(alike, n_boot=0)
+    assert same["overall"]["A"]["elo"] == pytest.approx(same["game_weighted"]["overall"]["A"]["elo"], abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- decisions
+def test_decision_stats_count_first_tries_reasks_fallbacks_tokens_and_cost():
+    from socialgym_benchmarks.cli import parse_prices
+    from socialgym_benchmarks.leaderboard import decision_stats
+    ok = {"reply": "a", "action": "a", "usage": {"prompt_tokens": 100, "new_tokens": 10}}
+    bad = {"reply": "?", "error": "no action", "usage": {"prompt_tokens": 120, "new_tokens": 20}}
+    turns = [{"agent": "x", "valid": True, "agent_meta": {"attempts": [ok]}},          # right first time
+             {"agent": "x", "valid": True, "agent_meta": {"attempts": [bad, ok]}},     # right after a re-ask
+             {"agent": "x", "valid": False, "fallback": True, "agent_meta": {"attempts": [bad, bad]}},
+             {"agent": "x", "valid": True, "agent_meta": {"attempts": [ok]}},
+             {"agent": "y", "valid": True}, {"agent": "y", "valid": True}]             # scripted: no usage
+    record = dict(duel("chess", True, 0), turns=turns)
+    prices = parse_prices(["A=2,10"])
+    stats = decision_stats([record], prices)
+    a, b = stats["A"], stats["B"]
+    assert a["decisions"] == 4 and a["invalid_first_rate"] == 0.5 and a["invalid_rate"] == 0.25
+    assert a["fallbacks"] == 1
+    assert a["prompt_tokens"] == (100 + 220 + 240 + 100) / 4 and a["completion_tokens"] == (10 + 30 + 40 + 10) / 4
+    assert a["cost"] == pytest.approx((660 * 2 + 90 * 10) / 1e6)
+    assert b == {"decisions": 2, "invalid_first_rate": 0.0, "invalid_rate": 0.0, "fallbacks": 0,
+                 "prompt_tokens": None, "completion_tokens": None, "cost": None}
+    with pytest.raises(ValueError):
+        parse_prices(["A=2"])
