@@ -17,6 +17,7 @@ connected and every gap is identified. Each role row says which (``gap_identifie
 """
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections import defaultdict
 from functools import lru_cache
@@ -174,6 +175,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
     summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
+    summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts)
     summary["decisions"] = {"overall": decision_stats(records, prices),
                             "per_game": {g: decision_stats(by_game[g], prices) for g in games},
                             "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
@@ -248,6 +250,40 @@ def _weighted_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
     played = wins.sum(0) + wins.sum(1)
     return {p: {"elo": float(elo[i]), "lo": float(lo[i]), "hi": float(hi[i])}
             for i, p in enumerate(policies) if played[i] > 0}
+
+
+def _separated_pairs(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict) -> dict:
+    """Which pairs of policies the data tell apart, overall and per game: the profile-likelihood
+    interval of each pair's Elo difference (whatever the board's interval method: the bootstrap
+    collapses under separation), at a Bonferroni-corrected level so that the whole table holds
+    at 95% (overall: one family of all pairs; per game: one family of every game's pairs)."""
+    def pairs_of(battles, level) -> list:
+        elo = bt.fit_bt(battles.win_matrix(), opts["C"])
+        wins = battles.win_matrix()
+        played = wins.sum(0) + wins.sum(1)
+        rows = []
+        for a, b in itertools.combinations(range(len(battles.players)), 2):
+            if not (played[a] and played[b]):
+                continue
+            contrast = np.zeros(len(battles.players))
+            contrast[a], contrast[b] = 1.0, -1.0
+            lo, hi = bt.contrast_interval(battles, contrast, elo, level)
+            first, second = (a, b) if elo[a] >= elo[b] else (b, a)
+            sign = 1.0 if first == a else -1.0
+            lo, hi = sorted((sign * lo, sign * hi))
+            rows.append({"higher": battles.players[first], "lower": battles.players[second],
+                         "difference": float(elo[first] - elo[second]), "lo": bt.finite_or_none(lo),
+                         "hi": bt.finite_or_none(hi), "separated": bool(lo > 0)})
+        return rows
+
+    k = len(policies)
+    per_pair = k * (k - 1) // 2 or 1
+    overall_level = 1 - 0.05 / per_pair
+    game_level = 1 - 0.05 / (per_pair * max(1, len(competitive)))
+    return {"overall": pairs_of(_battles(comp_records, opts, players=policies), overall_level),
+            "per_game": {g: pairs_of(_battles(by_game[g], opts, players=policies), game_level) for g in competitive},
+            "level_overall": overall_level, "level_per_game": game_level,
+            "method": "profile likelihood of each pair's Elo difference, Bonferroni over the table's pairs"}
 
 
 def decision_stats(records: list, prices: Optional[dict] = None) -> dict:

@@ -11,6 +11,8 @@ writes to ``outdir``:
 | ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
 | ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
 |                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
+| ``separated_pairs.csv`` | every pair of policies, overall and per game: Elo difference, its     |
+|                      | profile interval (Bonferroni-corrected) and whether it excludes 0      |
 | ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
 | ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
 | ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
@@ -91,6 +93,11 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
           [[g, p, *(v[c] for c in decision_cols)]
            for g, table in [("ALL", decisions["overall"])] + list(decisions["per_game"].items())
            for p, v in sorted(table.items())])
+    separated = summary["separated"]
+    write("separated_pairs.csv", ["game", "higher", "lower", "difference", "lo", "hi", "separated", "level"],
+          [[g, r["higher"], r["lower"], r["difference"], r["lo"], r["hi"], r["separated"], level]
+           for g, table, level in [("ALL", separated["overall"], separated["level_overall"])]
+           + [(g, t, separated["level_per_game"]) for g, t in separated["per_game"].items()] for r in table])
     write("battle_share.csv", ["game", "category", "battles", "share_of_pooled_battles"],
           [[g, summary["game_info"][g]["category"], weighted["battles"][g], weighted["battle_share"][g]]
            for g in summary["competitive_games"]])
@@ -285,6 +292,12 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
     out.append(("Each game's share of the pooled battles (games equal: each 1/"
                 f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
     out.append(_decision_table(summary))
+    separated = summary["separated"]
+    rows = [[g, r["higher"], r["lower"], _fmt(r["difference"]), _ci(r), "yes" if r["separated"] else "no"]
+            for g, table in [("ALL", separated["overall"])] + list(separated["per_game"].items()) for r in table]
+    out.append(("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
+                f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
+                "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows))
     games = summary["competitive_games"]
     if games:
         rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
@@ -338,6 +351,22 @@ def _decision_rows(summary: dict) -> list:
 def _decision_table(summary: dict) -> tuple:
     return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens)",
             DECISION_HEADER, _decision_rows(summary))
+
+
+def separation_note(separated: dict) -> str:
+    """The main job's verdict: which pairs are told apart, overall and per game."""
+    def verdict(rows):
+        apart = [f"{r['higher']} > {r['lower']}" for r in rows if r["separated"]]
+        close = [f"{r['higher']} ~ {r['lower']}" for r in rows if not r["separated"]]
+        return ("separated: " + ", ".join(apart) if apart else "no pair separated") + \
+            ("; not separated: " + ", ".join(close) if close and apart else "")
+    lines = [f"Overall ({separated['level_overall']:.2%} interval per pair, Bonferroni): {verdict(separated['overall'])}"]
+    per_game = {g: rows for g, rows in separated["per_game"].items() if any(r["separated"] for r in rows)}
+    lines.append(f"Per game ({separated['level_per_game']:.2%} per pair): "
+                 + ("; ".join(f"{g}: " + ", ".join(f"{r['higher']} > {r['lower']}" for r in rows if r["separated"])
+                              for g, rows in per_game.items())
+                    if per_game else "no pair separated in any game") + ".")
+    return "\n".join(lines)
 
 
 def _or(value, default):
@@ -497,6 +526,7 @@ def print_leaderboard(summary: dict, console=None) -> None:
         for g, t in summary["cooperative"].items():
             per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
         console.print(per_game)
+    console.print(separation_note(summary["separated"]), markup=False, highlight=False)
     decisions = Table(title="Decisions")
     for col in DECISION_HEADER:
         decisions.add_column(col, justify="left" if col == "policy" else "right",

@@ -133,3 +133,20 @@ def test_decision_stats_count_first_tries_reasks_fallbacks_tokens_and_cost():
                  "prompt_tokens": None, "completion_tokens": None, "cost": None}
     with pytest.raises(ValueError):
         parse_prices(["A=2"])
+
+
+# ----------------------------------------------------------------------------- separated pairs
+def test_separated_pairs_find_a_planted_difference_and_not_a_null_one():
+    rng = np.random.default_rng(6)
+    planted = [duel("chess", rng.random() < 0.85, i) for i in range(60)]        # A ~300 Elo above B
+    null = [duel("chess", rng.random() < 0.5, i) for i in range(60)]
+    found = summarize(planted, n_boot=0)["separated"]
+    assert found["overall"][0] | {"lo": None, "hi": None, "difference": None} == {
+        "higher": "A", "lower": "B", "separated": True, "lo": None, "hi": None, "difference": None}
+    assert found["overall"][0]["lo"] > 0 and found["per_game"]["chess"][0]["separated"]
+    assert not summarize(null, n_boot=0)["separated"]["overall"][0]["separated"]
+    # three policies: three pairs, so each pair's interval is at 1 - 0.05 / 3
+    three = [dict(duel("chess", True, i), roster=[{"agent": "x", "policy": a, "team": "", "role": "player"},
+                                                   {"agent": "y", "policy": b, "team": "", "role": "player"}])
+             for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("A", "C")] * 5)]
+    assert summarize(three, n_boot=0)["separated"]["level_overall"] == pytest.approx(1 - 0.05 / 3)
