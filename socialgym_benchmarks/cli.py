@@ -173,6 +173,23 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
 
 
+@app.command("ratings-validity")
+def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
+                         folds: int = typer.Option(5, "--folds", min=2, help="folds, split by episode"),
+                         seed: int = typer.Option(0, "--seed")):
+    """Held-out log-loss and Brier score of each rating choice (pooled vs games-equal, ties left out vs
+    split, Bradley–Terry vs online Elo), split by episode: which predicts outcomes best on these logs."""
+    from .validity import format_table, validity_from_logs
+    try:
+        table = validity_from_logs(logdir, folds, seed)
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    print(f"held-out decisive battles, {folds} folds by episode, seed {seed} (lower is better; "
+          "differences to pooled are paired, se clustered by episode)")
+    print(format_table(table))
+
+
 @app.command("replay")
 def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the episode"),
                episode: Optional[str] = typer.Option(None, "--episode", help="episode id (default: the first episode)"),

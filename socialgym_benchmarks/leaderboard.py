@@ -227,14 +227,16 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
     groups = {"overall": competitive}
     for g in competitive:
         groups.setdefault(f"category:{infos[g].get('category', 'unknown')}", []).append(g)
-    fits = {name: _weighted_fit([battles[g] for g in games], policies, opts, f"games_equal:{name}")
+    fits = {name: games_equal_fit([battles[g] for g in games], policies, opts, f"games_equal:{name}")
             for name, games in groups.items()}
     return {"overall": fits.pop("overall"),
             "per_category": {name.split(":", 1)[1]: fit for name, fit in fits.items()},
             "battle_share": share, "battles": {g: b.n for g, b in battles.items()}}
 
 
-def _weighted_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
+def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
+    """{policy: {elo, lo, hi}} of the BT fit with every part (a game's battles) weighted to an
+    equal share of the total; percentile bootstrap within each part when ``opts["n_boot"]``."""
     parts = [b for b in parts if b.n]
     if not parts:
         return {}

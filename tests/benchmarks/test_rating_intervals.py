@@ -1,6 +1,9 @@
-"""Profile-likelihood Elo intervals, estimability and role-gap intervals (socialgym_benchmarks.elo,
-.leaderboard, .interval_coverage): planted effects are found, nulls are covered, separation does
-not collapse the interval."""
+"""Profile-likelihood Elo intervals, estimability, role-gap intervals, the games-equal overall,
+decision columns, separated pairs and held-out validity (socialgym_benchmarks.elo, .leaderboard,
+.interval_coverage, .validity): planted effects are found, nulls are covered or not flagged,
+separation does not collapse the interval."""
+
+import math
 
 import numpy as np
 import pytest
@@ -150,3 +153,18 @@ def test_separated_pairs_find_a_planted_difference_and_not_a_null_one():
                                                    {"agent": "y", "policy": b, "team": "", "role": "player"}])
              for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("A", "C")] * 5)]
     assert summarize(three, n_boot=0)["separated"]["level_overall"] == pytest.approx(1 - 0.05 / 3)
+
+
+# ----------------------------------------------------------------------------- validity
+def test_validity_beats_the_coin_on_a_planted_effect_and_not_on_a_null():
+    from socialgym_benchmarks.validity import CHOICES, validity
+    rng = np.random.default_rng(7)
+    planted = validity([duel("chess", rng.random() < 0.85, i) for i in range(80)], folds=4)
+    assert set(planted) == set(CHOICES) and all(row["battles"] == 80 for row in planted.values())
+    assert planted["coin"]["log_loss"] == pytest.approx(math.log(2))
+    gain = planted["coin"]["log_loss_vs_pooled"]                    # coin minus pooled, paired
+    assert gain > 2 * planted["coin"]["log_loss_se_vs_pooled"]     # the fit predicts held-out episodes
+    null = validity([duel("chess", rng.random() < 0.5, i) for i in range(80)], folds=4)
+    assert null["pooled"]["log_loss"] > math.log(2) - 0.02          # nothing to learn: no better than the coin
+    with pytest.raises(ValueError):
+        validity([duel("chess", True, 0)], folds=4)
