@@ -268,8 +268,8 @@ def _gap_ci(row: dict) -> str:
     return _ci(row, "gap_lo", "gap_hi")
 
 
-def _tables(summary: dict) -> list[tuple[str, list, list]]:
-    """(title, header, rows) of every table, shared by Markdown and HTML."""
+def _overall_tables(summary: dict) -> list[tuple[str, list, list]]:
+    """The overall table (pooled and games equal), the games-equal categories, the battle shares."""
     out = []
     rows = []
     for i, p in enumerate(summary["policies"]):
@@ -291,13 +291,23 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
     rows = [[g, weighted["battles"][g], _pct(weighted["battle_share"][g])] for g in summary["competitive_games"]]
     out.append(("Each game's share of the pooled battles (games equal: each 1/"
                 f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
-    out.append(_decision_table(summary))
+    return out
+
+
+def _separated_table(summary: dict) -> tuple:
     separated = summary["separated"]
     rows = [[g, r["higher"], r["lower"], _fmt(r["difference"]), _ci(r), "yes" if r["separated"] else "no"]
             for g, table in [("ALL", separated["overall"])] + list(separated["per_game"].items()) for r in table]
-    out.append(("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
-                f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
-                "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows))
+    return ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
+            f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
+            "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows)
+
+
+def _tables(summary: dict) -> list[tuple[str, list, list]]:
+    """(title, header, rows) of every table, shared by Markdown and HTML."""
+    out = _overall_tables(summary)
+    out.append(_separated_table(summary))
+    out.append(_decision_table(summary))
     games = summary["competitive_games"]
     if games:
         rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
