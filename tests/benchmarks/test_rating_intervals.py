@@ -168,3 +168,10 @@ def test_validity_beats_the_coin_on_a_planted_effect_and_not_on_a_null():
     assert null["pooled"]["log_loss"] > math.log(2) - 0.02          # nothing to learn: no better than the coin
     with pytest.raises(ValueError):
         validity([duel("chess", True, 0)], folds=4)
+
+
+def test_side_split_policy_on_real_werewolves_games_gets_a_positive_gap_excluding_zero():
+    from socialgym_benchmarks.role_gap_games import SPLIT, hidden_role_games, play_game
+    assert "werewolves" in hidden_role_games() and "chess" not in hidden_role_games()
+    row = play_game("werewolves", episodes=10)[SPLIT]
+    assert row["gap_identified"] and row["gap"] > 0 and row["gap_lo"] > 0
