@@ -40,8 +40,30 @@ class BootstrapBy(str, Enum):
     battle = "battle"
 
 
+class Interval(str, Enum):
+    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.elo.rate)."""
+    profile = "profile"
+    bootstrap = "bootstrap"
+
+
 TIES_HELP = ("same-value pairs in every rating: exclude (the paper's text, default) | split (one win and one loss "
              "each way, the paper's released code)")
+
+
+def parse_prices(items) -> dict:
+    """``SPEC=IN,OUT`` items -> {spec: (IN, OUT)}; the spec may itself hold '=' (split at the last)."""
+    prices = {}
+    for item in items:
+        spec, sep, pair = item.rpartition("=")
+        parts = pair.split(",")
+        try:
+            values = tuple(float(x) for x in parts)
+        except ValueError:
+            values = ()
+        if not sep or not spec or len(values) != 2 or any(not v >= 0 for v in values):
+            raise ValueError(f"{item!r} is not SPEC=IN,OUT (two non-negative prices per million tokens)")
+        prices[spec] = values
+    return prices
 
 
 def _check_ties(ties: str) -> None:
@@ -130,13 +152,42 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
                     bootstrap: int = typer.Option(1000, "--bootstrap", min=1),
                     by: BootstrapBy = typer.Option(BootstrapBy.episode, "--bootstrap-by",
                                                    help="resample whole episodes or single battles"),
-                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP)):
+                    ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
+                    interval: Interval = typer.Option(Interval.profile, "--interval",
+                                                      help="profile: profile likelihood (keeps coverage with few "
+                                                           "episodes and under separation) | bootstrap: percentile"),
+                    price: Optional[List[str]] = typer.Option(
+                        None, "--price", help="SPEC=IN,OUT: a policy's price per million prompt (IN) and completion "
+                                              "(OUT) tokens, for the cost column (repeatable)")):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
     check_output_folder(out, "--out")
-    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties)
+    try:
+        prices = parse_prices(price or ())
+    except ValueError as err:
+        typer.echo(f"error: --price: {err}", err=True)
+        raise typer.Exit(2)
+    summary = build_leaderboard(logdir, out, n_boot=bootstrap, by=by.value, ties=ties, interval=interval.value,
+                                prices=prices)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
+
+
+@app.command("ratings-validity")
+def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
+                         folds: int = typer.Option(5, "--folds", min=2, help="folds, split by episode"),
+                         seed: int = typer.Option(0, "--seed")):
+    """Held-out log-loss and Brier score of each rating choice (pooled vs games-equal, ties left out vs
+    split, Bradley–Terry vs online Elo), split by episode: which predicts outcomes best on these logs."""
+    from .validity import format_table, validity_from_logs
+    try:
+        table = validity_from_logs(logdir, folds, seed)
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    print(f"held-out decisive battles, {folds} folds by episode, seed {seed} (lower is better; "
+          "differences to pooled are paired, se clustered by episode)")
+    print(format_table(table))
 
 
 @app.command("replay")

@@ -17,9 +17,11 @@ connected and every gap is identified. Each role row says which (``gap_identifie
 """
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections import defaultdict
 from functools import lru_cache
+from typing import Optional
 
 import numpy as np
 
@@ -121,9 +123,13 @@ def _battles(records, opts, label=None, players=None) -> bt.Battles:
     return bt.collect_battles(records, label, opts["compare"], players, opts["ties"])
 
 
-def _fit(records, name, opts, label=None, players=None, battles=None) -> dict:
-    battles = battles or _battles(records, opts, label, players)
-    ratings = bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"])
+def _rate(battles, name, opts, keep_samples=False) -> bt.Ratings:
+    return bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"],
+                   interval=opts["interval"], keep_samples=keep_samples)
+
+
+def _fit(records, name, opts, label=None, players=None) -> dict:
+    ratings = _rate(_battles(records, opts, label, players), name, opts)
     return {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
 
 
@@ -132,9 +138,15 @@ def _online(records, name, opts, players=None) -> dict:
 
 
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude") -> dict:
-    """Every table of the leaderboard, as one JSON-friendly dict."""
-    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties)}
+              C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude",
+              interval: str = "profile", prices: Optional[dict] = None) -> dict:
+    """Every table of the leaderboard, as one JSON-friendly dict. ``interval``: how every Elo
+    interval is made, ``profile`` (profile likelihood, default) or ``bootstrap`` (percentile,
+    resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`."""
+    if interval not in bt.INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(bt.INTERVALS)}, got {interval!r}")
+    opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties),
+            "interval": interval}
     by_game = defaultdict(list)
     for record in records:
         by_game[record["game"]].append(record)
@@ -149,7 +161,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         "episodes": len(records),
         "settings": {"model": "Bradley-Terry MLE, L2 logistic regression", "C": C, "scale": bt.SCALE,
                      "anchor_mean": bt.ANCHOR, "bootstrap": n_boot, "bootstrap_by": by, "seed": seed,
-                     "compare": compare, "ties": ties, "ci": 0.95},
+                     "compare": compare, "ties": ties, "ci": 0.95, "interval": interval},
         "games": games, "competitive_games": competitive, "cooperative_games": cooperative,
         "game_info": {g: {k: infos[g].get(k) for k in ("name", "category", "information", "communication",
                                                         "horizon", "skills", "num_players", "cooperative",
@@ -162,6 +174,13 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["overall"] = overall
     summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
+    summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
+    summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts)
+    summary["decisions"] = {"overall": decision_stats(records, prices),
+                            "per_game": {g: decision_stats(by_game[g], prices) for g in games},
+                            "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
+    for p, row in summary["game_weighted"]["overall"].items():
+        overall[p].update(elo_games_equal=row["elo"], games_equal_lo=row["lo"], games_equal_hi=row["hi"])
     summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
     summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
     summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
@@ -190,6 +209,126 @@ def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
         row.update(win_rate=w["rate"], win_lo=w["lo"], win_hi=w["hi"], seats=w["seats"], wins=w["wins"],
                    episodes=episodes_per_policy.get(p, 0))
     return overall
+
+
+def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list, opts: dict) -> dict:
+    """Bradley–Terry with every competitive game counting equally (the Kaggle Game Arena
+    weighting), overall and per category, beside the pooled fit, in which a game counts by its
+    battles; and each game's share of the pooled battles.
+
+    A game's battles get weight (all battles / games) / (its battles), so the weighted total is
+    the pooled one. The interval is the percentile bootstrap by episode within each game
+    (stratified: every resample keeps each game's episode count and weight); the profile
+    likelihood does not apply to weighted counts, and under separation this bootstrap narrows
+    as the pooled one did (see docs/ratings_choices.md)."""
+    battles = {g: _battles(by_game[g], opts, players=policies) for g in competitive}
+    total = sum(b.n for b in battles.values())
+    share = {g: (b.n / total if total else 0.0) for g, b in battles.items()}
+    groups = {"overall": competitive}
+    for g in competitive:
+        groups.setdefault(f"category:{infos[g].get('category', 'unknown')}", []).append(g)
+    fits = {name: games_equal_fit([battles[g] for g in games], policies, opts, f"games_equal:{name}")
+            for name, games in groups.items()}
+    return {"overall": fits.pop("overall"),
+            "per_category": {name.split(":", 1)[1]: fit for name, fit in fits.items()},
+            "battle_share": share, "battles": {g: b.n for g, b in battles.items()}}
+
+
+def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
+    """{policy: {elo, lo, hi}} of the BT fit with every part (a game's battles) weighted to an
+    equal share of the total; percentile bootstrap within each part when ``opts["n_boot"]``."""
+    parts = [b for b in parts if b.n]
+    if not parts:
+        return {}
+    mean = sum(b.n for b in parts) / len(parts)
+    weights = [mean / b.n for b in parts]
+    wins = sum(w * b.win_matrix() for w, b in zip(weights, parts))
+    elo = bt.fit_bt(wins, opts["C"])
+    lo, hi = elo.copy(), elo.copy()
+    if opts["n_boot"]:
+        resampled = sum(w * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
+                        for i, (w, b) in enumerate(zip(weights, parts)))
+        lo, hi = np.percentile(bt.fit_bt_batch(resampled, opts["C"], start=elo), [2.5, 97.5], axis=0)
+    played = wins.sum(0) + wins.sum(1)
+    return {p: {"elo": float(elo[i]), "lo": float(lo[i]), "hi": float(hi[i])}
+            for i, p in enumerate(policies) if played[i] > 0}
+
+
+def _separated_pairs(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict) -> dict:
+    """Which pairs of policies the data tell apart, overall and per game: the profile-likelihood
+    interval of each pair's Elo difference (whatever the board's interval method: the bootstrap
+    collapses under separation), at a Bonferroni-corrected level so that the whole table holds
+    at 95% (overall: one family of all pairs; per game: one family of every game's pairs)."""
+    def pairs_of(battles, level) -> list:
+        elo = bt.fit_bt(battles.win_matrix(), opts["C"])
+        wins = battles.win_matrix()
+        played = wins.sum(0) + wins.sum(1)
+        rows = []
+        for a, b in itertools.combinations(range(len(battles.players)), 2):
+            if not (played[a] and played[b]):
+                continue
+            contrast = np.zeros(len(battles.players))
+            contrast[a], contrast[b] = 1.0, -1.0
+            lo, hi = bt.contrast_interval(battles, contrast, elo, level)
+            first, second = (a, b) if elo[a] >= elo[b] else (b, a)
+            sign = 1.0 if first == a else -1.0
+            lo, hi = sorted((sign * lo, sign * hi))
+            rows.append({"higher": battles.players[first], "lower": battles.players[second],
+                         "difference": float(elo[first] - elo[second]), "lo": bt.finite_or_none(lo),
+                         "hi": bt.finite_or_none(hi), "separated": bool(lo > 0)})
+        return rows
+
+    k = len(policies)
+    per_pair = k * (k - 1) // 2 or 1
+    overall_level = 1 - 0.05 / per_pair
+    game_level = 1 - 0.05 / (per_pair * max(1, len(competitive)))
+    return {"overall": pairs_of(_battles(comp_records, opts, players=policies), overall_level),
+            "per_game": {g: pairs_of(_battles(by_game[g], opts, players=policies), game_level) for g in competitive},
+            "level_overall": overall_level, "level_per_game": game_level,
+            "method": "profile likelihood of each pair's Elo difference, Bonferroni over the table's pairs"}
+
+
+def decision_stats(records: list, prices: Optional[dict] = None) -> dict:
+    """Per policy, over every decision its seats made in ``records`` (all games, cooperative
+    ones too): ``decisions``; ``invalid_first_rate`` (the first reply gave no legal action:
+    unparsed, a backend error, or refused by the game); ``invalid_rate`` (still invalid after
+    the re-asks, as the game logged the turn); ``fallbacks`` (turns the game's fallback
+    played); ``prompt_tokens`` / ``completion_tokens`` per decision (summed over a decision's
+    attempts, as the backends report them; None for policies that log no usage, e.g. scripted
+    ones); and ``cost`` in the prices' currency when ``prices`` has the policy: {spec: (per
+    million prompt tokens, per million completion tokens)}. The logs hold no time per
+    decision, so there is no seconds column."""
+    totals: dict = defaultdict(lambda: {"decisions": 0, "invalid_first": 0, "invalid": 0, "fallbacks": 0,
+                                        "prompt_tokens": 0, "completion_tokens": 0, "with_usage": 0})
+    for record in records:
+        policy_of = {seat.get("agent"): seat.get("policy") for seat in record.get("roster", [])}
+        for turn in record.get("turns") or ():
+            policy = policy_of.get(turn.get("agent"))
+            if policy is None:
+                continue
+            row = totals[policy]
+            attempts = (turn.get("agent_meta") or {}).get("attempts") or []
+            row["decisions"] += 1
+            row["invalid"] += not turn.get("valid", True)
+            row["invalid_first"] += not turn.get("valid", True) or bool(attempts and "action" not in attempts[0])
+            row["fallbacks"] += bool(turn.get("fallback"))
+            usage = [a["usage"] for a in attempts if isinstance(a.get("usage"), dict)]
+            if usage:
+                row["with_usage"] += 1
+                row["prompt_tokens"] += sum(u.get("prompt_tokens") or 0 for u in usage)
+                row["completion_tokens"] += sum(u.get("new_tokens") or 0 for u in usage)
+    out = {}
+    for policy, row in totals.items():
+        n, used = row["decisions"], row["with_usage"]
+        stats = {"decisions": n, "invalid_first_rate": row["invalid_first"] / n if n else None,
+                 "invalid_rate": row["invalid"] / n if n else None, "fallbacks": row["fallbacks"],
+                 "prompt_tokens": row["prompt_tokens"] / used if used else None,
+                 "completion_tokens": row["completion_tokens"] / used if used else None, "cost": None}
+        if prices and policy in prices:
+            price_in, price_out = prices[policy]
+            stats["cost"] = (row["prompt_tokens"] * price_in + row["completion_tokens"] * price_out) / 1e6
+        out[policy] = stats
+    return out
 
 
 def _cooperative_table(records: list, win_rates: dict) -> dict:
@@ -233,22 +372,42 @@ def _pooled_roles(hidden: list, by_game: dict, infos: dict, opts: dict) -> dict:
 
 def _role_fit(records: list, name: str, opts: dict, label=None) -> dict:
     battles = _battles(records, opts, label)
-    return _role_table(_fit(records, name, opts, battles=battles), bt.components(battles))
+    ratings = _rate(battles, name, opts, keep_samples=True)
+    fit = {p: v for p, v in ratings.as_dict().items() if v["battles"] > 0}
+    return _role_table(fit, battles, ratings)
 
 
-def _role_table(fit: dict, component: dict) -> dict:
-    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main, with
-    ``gap_identified``: True only when the policy's main and alt sides are in one component
-    of the battle graph (else the gap shown is the penalty's split of the mean gap)."""
+def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
+    """Per policy: Elo-Main, Elo-Alt (with CIs and battles) and the gap Alt − Main with its own
+    interval: ``gap_lo``/``gap_hi`` by the leaderboard's interval method (profile likelihood
+    of the contrast, or the bootstrap), ``gap_boot_lo``/``gap_boot_hi`` always the percentile
+    bootstrap by episode (None where a side is unbounded or not identified).
+    ``gap_identified``: whether the data pin this policy's gap, i.e. its contrast lies in the
+    row space of the design matrix (:func:`socialgym_benchmarks.elo.estimable`); when not, the
+    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies)."""
     table = defaultdict(dict)
     for name, v in fit.items():
         policy, _, side = name.rpartition("|")
         table[policy].update({f"elo_{side}": v["elo"], f"{side}_lo": v["lo"], f"{side}_hi": v["hi"],
                               f"{side}_battles": v["battles"]})
+    index = {p: i for i, p in enumerate(battles.players)}
     for policy, row in table.items():
-        if row.get("elo_alt") is not None and row.get("elo_main") is not None:
-            row["gap"] = row["elo_alt"] - row["elo_main"]
-            row["gap_identified"] = component.get(f"{policy}|alt") == component.get(f"{policy}|main")
+        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False)
+        if row.get("elo_alt") is None or row.get("elo_main") is None:
+            continue
+        alt, main = index[f"{policy}|alt"], index[f"{policy}|main"]
+        contrast = np.zeros(len(battles.players))
+        contrast[alt], contrast[main] = 1.0, -1.0
+        row["gap"] = row["elo_alt"] - row["elo_main"]
+        row["gap_identified"] = bt.estimable(battles, contrast)
+        if not row["gap_identified"]:
+            continue
+        if ratings.samples is not None:
+            boot = np.percentile(ratings.samples[:, alt] - ratings.samples[:, main], [2.5, 97.5])
+            row["gap_boot_lo"], row["gap_boot_hi"] = float(boot[0]), float(boot[1])
+        if ratings.interval == "profile":
+            lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
+            row["gap_lo"], row["gap_hi"] = bt.finite_or_none(lo), bt.finite_or_none(hi)
         else:
-            row["gap"], row["gap_identified"] = None, False
+            row["gap_lo"], row["gap_hi"] = row["gap_boot_lo"], row["gap_boot_hi"]
     return dict(table)

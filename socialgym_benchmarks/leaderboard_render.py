@@ -6,7 +6,14 @@ writes to ``outdir``:
 
 | file                 | what it holds                                                          |
 |----------------------|------------------------------------------------------------------------|
-| ``leaderboard.csv``  | overall Elo over the competitive games, 95% CI, win rate (Wilson CI)   |
+| ``leaderboard.csv``  | overall Elo over the competitive games pooled and with games equal,    |
+|                      | 95% CIs, win rate (Wilson CI)                                          |
+| ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
+| ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
+|                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
+| ``separated_pairs.csv`` | every pair of policies, overall and per game: Elo difference, its     |
+|                      | profile interval (Bonferroni-corrected) and whether it excludes 0      |
+| ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
 | ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
 | ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
 | ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
@@ -34,6 +41,7 @@ import math
 import textwrap
 import warnings
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -67,11 +75,32 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
             writer.writerows(rows)
         files[name] = str(path)
 
-    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "battles", "win_rate", "win_lo",
-                              "win_hi", "seats", "wins", "episodes"],
-          [[i + 1, p, *(summary["overall"][p].get(k) for k in ("elo", "lo", "hi", "battles", "win_rate", "win_lo",
-                                                                  "win_hi", "seats", "wins", "episodes"))]
+    overall_cols = ("elo", "lo", "hi", "elo_games_equal", "games_equal_lo", "games_equal_hi", "battles", "win_rate",
+                    "win_lo", "win_hi", "seats", "wins", "episodes")
+    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "elo_games_equal", "games_equal_lo",
+                              "games_equal_hi", "battles", "win_rate", "win_lo", "win_hi", "seats", "wins", "episodes"],
+          [[i + 1, p, *(summary["overall"][p].get(k) for k in overall_cols)]
            for i, p in enumerate(summary["policies"])])
+    weighted = summary["game_weighted"]
+    write("games_equal.csv", ["group", "policy", "elo", "elo_lo", "elo_hi"],
+          [[group, p, v["elo"], v["lo"], v["hi"]]
+           for group, table in [("overall", weighted["overall"])] + sorted(weighted["per_category"].items())
+           for p, v in table.items()])
+    decision_cols = ["decisions", "invalid_first_rate", "invalid_rate", "fallbacks", "prompt_tokens",
+                     "completion_tokens", "cost"]
+    decisions = summary["decisions"]
+    write("decisions.csv", ["game", "policy", *decision_cols],
+          [[g, p, *(v[c] for c in decision_cols)]
+           for g, table in [("ALL", decisions["overall"])] + list(decisions["per_game"].items())
+           for p, v in sorted(table.items())])
+    separated = summary["separated"]
+    write("separated_pairs.csv", ["game", "higher", "lower", "difference", "lo", "hi", "separated", "level"],
+          [[g, r["higher"], r["lower"], r["difference"], r["lo"], r["hi"], r["separated"], level]
+           for g, table, level in [("ALL", separated["overall"], separated["level_overall"])]
+           + [(g, t, separated["level_per_game"]) for g, t in separated["per_game"].items()] for r in table])
+    write("battle_share.csv", ["game", "category", "battles", "share_of_pooled_battles"],
+          [[g, summary["game_info"][g]["category"], weighted["battles"][g], weighted["battle_share"][g]]
+           for g in summary["competitive_games"]])
     write("per_game_elo.csv", ["game", "category", "policy", "elo", "elo_lo", "elo_hi", "battles"],
           [[g, summary["game_info"][g]["category"], p, v["elo"], v["lo"], v["hi"], v["battles"]]
            for g, table in summary["per_game"].items() for p, v in table.items()])
@@ -86,7 +115,8 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
           [[axis, group, p, v["elo"], v["lo"], v["hi"], v["battles"]]
            for axis, groups in summary["profiles"].items() for group, table in groups.items()
            for p, v in table.items()])
-    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_identified"]
+    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_lo", "gap_hi",
+                 "gap_boot_lo", "gap_boot_hi", "gap_identified"]
     write("role_elo.csv", ["game", "policy", *role_cols],
           [[g, p, *(v.get(c) for c in role_cols)] for g, table in
            list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
@@ -103,6 +133,9 @@ def _heatmap_matrix(summary):
             if v:
                 m[i, j] = v["elo"]
     return m
+
+
+UNBOUNDED_BAR = 600.0
 
 
 def plot_elo_heatmap(summary: dict, path: Path) -> None:
@@ -144,8 +177,9 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
     ok = [i for i, e in enumerate(elos) if e is not None]
     if ok:
         e = np.array([elos[i] for i in ok])
-        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v) for i, v in zip(ok, e)])
-        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v) for i, v in zip(ok, e)])
+        # an unbounded side (None) is drawn UNBOUNDED_BAR long: past every finite bar of a usual board
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v - UNBOUNDED_BAR) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v + UNBOUNDED_BAR) for i, v in zip(ok, e)])
         # A policy that wins everything can sit outside its own bootstrap interval (the fit is
         # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
         xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
@@ -219,17 +253,61 @@ def _gap(row: dict) -> str:
     return f"{row['gap']:+.0f}" + ("" if row.get("gap_identified") else " (n.i.)")
 
 
-def _tables(summary: dict) -> list[tuple[str, list, list]]:
-    """(title, header, rows) of every table, shared by Markdown and HTML."""
+def _bound(value, sign: str) -> str:
+    """An interval end; None is an unbounded side."""
+    return f"{sign}∞" if value is None else f"{value:.0f}"
+
+
+def _ci(row: dict, lo: str = "lo", hi: str = "hi") -> str:
+    return f"[{_bound(row.get(lo), '−')}, {_bound(row.get(hi), '+')}]"
+
+
+def _gap_ci(row: dict) -> str:
+    if row.get("gap") is None or not row.get("gap_identified"):
+        return ""
+    return _ci(row, "gap_lo", "gap_hi")
+
+
+def _overall_tables(summary: dict) -> list[tuple[str, list, list]]:
+    """The overall table (pooled and games equal), the games-equal categories, the battle shares."""
     out = []
     rows = []
     for i, p in enumerate(summary["policies"]):
         v = summary["overall"][p]
-        ci = f"[{_fmt(v['lo'])}, {_fmt(v['hi'])}]" if v["elo"] is not None else ""
+        ci = _ci(v) if v["elo"] is not None else ""
         wci = f"[{_pct(v['win_lo'])}, {_pct(v['win_hi'])}]" if v["win_rate"] is not None else ""
-        rows.append([i + 1, p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), wci, v["episodes"], v["battles"]])
-    out.append(("Overall (competitive games)", ["#", "policy", "Elo", "95% CI", "win rate", "Wilson 95% CI",
-                                                 "episodes", "pairwise outcomes"], rows))
+        equal = _ci(v, "games_equal_lo", "games_equal_hi") if v.get("elo_games_equal") is not None else ""
+        rows.append([i + 1, p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), equal, _pct(v["win_rate"]), wci,
+                     v["episodes"], v["battles"]])
+    out.append(("Overall (competitive games)", ["#", "policy", "Elo (pooled)", "95% CI", "Elo (games equal)",
+                                                 "95% CI (bootstrap)", "win rate", "Wilson 95% CI", "episodes",
+                                                 "pairwise outcomes"], rows))
+    weighted = summary["game_weighted"]
+    if weighted["per_category"]:
+        names = sorted(weighted["per_category"])
+        rows = [[p] + [_fmt(weighted["per_category"][c].get(p, {}).get("elo")) for c in names]
+                for p in summary["policies"]]
+        out.append(("Per category, games equal", ["policy"] + names, rows))
+    rows = [[g, weighted["battles"][g], _pct(weighted["battle_share"][g])] for g in summary["competitive_games"]]
+    out.append(("Each game's share of the pooled battles (games equal: each 1/"
+                f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
+    return out
+
+
+def _separated_table(summary: dict) -> tuple:
+    separated = summary["separated"]
+    rows = [[g, r["higher"], r["lower"], _fmt(r["difference"]), _ci(r), "yes" if r["separated"] else "no"]
+            for g, table in [("ALL", separated["overall"])] + list(separated["per_game"].items()) for r in table]
+    return ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
+            f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
+            "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows)
+
+
+def _tables(summary: dict) -> list[tuple[str, list, list]]:
+    """(title, header, rows) of every table, shared by Markdown and HTML."""
+    out = _overall_tables(summary)
+    out.append(_separated_table(summary))
+    out.append(_decision_table(summary))
     games = summary["competitive_games"]
     if games:
         rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
@@ -258,8 +336,8 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
             for p in summary["policies"]:
                 v = table.get(p)
                 if v:
-                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v)])
-        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap"], rows))
+                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v), _gap_ci(v)])
+        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap", "gap 95% CI"], rows))
     for axis in AXES:
         groups = summary["profiles"].get(axis, {})
         if groups:
@@ -267,6 +345,38 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
             rows = [[p] + [_fmt(groups[g].get(p, {}).get("elo")) for g in names] for p in summary["policies"]]
             out.append((f"Profile by {axis}", ["policy"] + names, rows))
     return out
+
+
+DECISION_HEADER = ["policy", "decisions", "invalid 1st try", "invalid after re-asks", "fallbacks",
+                   "prompt tok/decision", "completion tok/decision", "cost"]
+
+
+def _decision_rows(summary: dict) -> list:
+    table = summary["decisions"]["overall"]
+    return [[p, v["decisions"], _pct(v["invalid_first_rate"]), _pct(v["invalid_rate"]), v["fallbacks"],
+             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4)]
+            for p in summary["policies"] if (v := table.get(p))]
+
+
+def _decision_table(summary: dict) -> tuple:
+    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens)",
+            DECISION_HEADER, _decision_rows(summary))
+
+
+def separation_note(separated: dict) -> str:
+    """The main job's verdict: which pairs are told apart, overall and per game."""
+    def verdict(rows):
+        apart = [f"{r['higher']} > {r['lower']}" for r in rows if r["separated"]]
+        close = [f"{r['higher']} ~ {r['lower']}" for r in rows if not r["separated"]]
+        return ("separated: " + ", ".join(apart) if apart else "no pair separated") + \
+            ("; not separated: " + ", ".join(close) if close and apart else "")
+    lines = [f"Overall ({separated['level_overall']:.2%} interval per pair, Bonferroni): {verdict(separated['overall'])}"]
+    per_game = {g: rows for g, rows in separated["per_game"].items() if any(r["separated"] for r in rows)}
+    lines.append(f"Per game ({separated['level_per_game']:.2%} per pair): "
+                 + ("; ".join(f"{g}: " + ", ".join(f"{r['higher']} > {r['lower']}" for r in rows if r["separated"])
+                              for g, rows in per_game.items())
+                    if per_game else "no pair separated in any game") + ".")
+    return "\n".join(lines)
 
 
 def _or(value, default):
@@ -279,10 +389,18 @@ def md_cell(value) -> str:
             .replace("\n", " "))
 
 
+def interval_note(settings: dict) -> str:
+    """How the 95% intervals were made, for the page headers."""
+    if settings.get("interval", "bootstrap") == "profile":
+        return ("95% profile-likelihood CIs (Firth-penalised, widened for the episodes' clustering; "
+                "±∞: the data bound that side not at all)")
+    return f"95% bootstrap CIs ({settings['bootstrap']} resamples by {settings['bootstrap_by']})"
+
+
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
-             f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by {summary['settings']['bootstrap_by']}).",
+             f"{interval_note(summary['settings'])}.",
              *notes, ""]
     for title, header, rows in _tables(summary):
         lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
@@ -316,8 +434,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              "img{max-width:100%}</style></head><body>",
              "<h1>Social Gym leaderboard</h1>",
              f"<p>{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
-             f"95% bootstrap CIs ({summary['settings']['bootstrap']} resamples by "
-             f"{html.escape(summary['settings']['bootstrap_by'])}).</p>"]
+             f"{html.escape(interval_note(summary['settings']))}.</p>"]
     parts += [f"<p>{html.escape(n)}</p>" for n in notes]
     replays = summary.get("replays") or {}
     if replays:
@@ -338,7 +455,8 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
 
 
 def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
-                      compare: str = "reward", ties: str = "exclude") -> dict:
+                      compare: str = "reward", ties: str = "exclude", interval: str = "profile",
+                      prices: Optional[dict] = None) -> dict:
     """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
@@ -349,7 +467,8 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     if unknown:                        # rated and drawn without its rules: a silent wrong board
         raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
                                f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
-    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties)
+    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval,
+                        prices=prices)
     outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)
@@ -392,12 +511,16 @@ def print_leaderboard(summary: dict, console=None) -> None:
     console = console or Console()
     table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
                         f"{len(summary['competitive_games'])} competitive games")
-    for col in ("#", "policy", "Elo", "95% CI", "win rate", "episodes"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+    # policy names are never cut: the numbers' columns give way (wrap) first
+    name_width = max((len(p) for p in summary["policies"]), default=6)
+    for col in ("#", "policy", "Elo", "95% CI", "games equal", "win rate", "episodes"):
+        table.add_column(col, justify="left" if col == "policy" else "right",
+                         min_width=name_width if col == "policy" else None)
     for i, p in enumerate(summary["policies"]):
         v = summary["overall"][p]
-        ci = f"[{_fmt(v['lo'])}, {_fmt(v['hi'])}]" if v["elo"] is not None else ""
-        table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _pct(v["win_rate"]), str(v["episodes"]))
+        ci = _ci(v) if v["elo"] is not None else ""
+        table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), _pct(v["win_rate"]),
+                      str(v["episodes"]))
     console.print(table)
     games = summary["competitive_games"]
     if games:
@@ -405,11 +528,22 @@ def print_leaderboard(summary: dict, console=None) -> None:
         per_game.add_column("game")
         for p in summary["policies"]:
             per_game.add_column(p, justify="right")
+        per_game.add_column("share of battles", justify="right")
+        share = summary["game_weighted"]["battle_share"]
         for g in games:
-            per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]))
+            per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]),
+                             _pct(share.get(g)))
         for g, t in summary["cooperative"].items():
-            per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]))
+            per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
         console.print(per_game)
+    console.print(separation_note(summary["separated"]), markup=False, highlight=False)
+    decisions = Table(title="Decisions")
+    for col in DECISION_HEADER:
+        decisions.add_column(col, justify="left" if col == "policy" else "right",
+                             min_width=name_width if col == "policy" else None)
+    for row in _decision_rows(summary):
+        decisions.add_row(*map(str, row))
+    console.print(decisions)
     note = skipped_note(summary.get("skipped") or {})
     if note:
         console.print(note, markup=False, highlight=False)

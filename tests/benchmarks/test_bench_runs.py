@@ -118,8 +118,8 @@ def test_leaderboard_rebuilt_from_logs(tmp_path, toy_spy, capsys):
         data = (board / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     assert (board / "leaderboard.csv").read_text().splitlines()[0].split(",") == [
-        "rank", "policy", "elo", "elo_lo", "elo_hi", "battles", "win_rate", "win_lo", "win_hi", "seats", "wins",
-        "episodes"]
+        "rank", "policy", "elo", "elo_lo", "elo_hi", "elo_games_equal", "games_equal_lo", "games_equal_hi", "battles",
+        "win_rate", "win_lo", "win_hi", "seats", "wins", "episodes"]
     assert (board / "role_elo.csv").read_text().splitlines()[0].startswith("game,policy,elo_main,main_lo,main_hi,elo_alt")
     data = json.loads((board / "leaderboard.json").read_text())
     for key in ("overall", "per_game", "win_rates", "cooperative", "profiles", "roles", "roles_overall", "policies",

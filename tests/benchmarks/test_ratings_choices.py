@@ -127,7 +127,7 @@ def test_role_gap_table_plot_and_csv_label_what_is_not_identified(tmp_path, monk
                         lambda fig, *a, **k: (figures.append(fig), real_savefig(fig, *a, **k))[1])
     summary = build_leaderboard(tmp_path / "logs", tmp_path / "board", n_boot=20)
     csv_text = (tmp_path / "board" / "role_elo.csv").read_text()
-    assert csv_text.splitlines()[0].endswith(",gap,gap_identified") and ",False" in csv_text
+    assert csv_text.splitlines()[0].endswith(",gap,gap_lo,gap_hi,gap_boot_lo,gap_boot_hi,gap_identified") and ",False" in csv_text
     assert "(n.i.)" in (tmp_path / "board" / "leaderboard.md").read_text()
     assert "online_elo" in json.loads((tmp_path / "board" / "leaderboard.json").read_text())
     role_fig = next(f for f in figures if "Role gap" in f.axes[0].get_title())
