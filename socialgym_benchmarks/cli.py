@@ -149,7 +149,7 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
         typer.echo(f"error: no log file at {log}" + (" (a folder; give one of its .jsonl logs)" if log.is_dir() else ""),
                    err=True)
         raise typer.Exit(2)
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", replaced=True)
     try:
         path = write_replay(log, episode, out, index=index)
     except KeyError as err:

@@ -8,6 +8,7 @@ working folder that must still be empty afterwards (default outputs such as ``ru
 land there). Inputs live in a separate session folder.
 """
 import json
+import os
 import shutil
 
 import pytest
@@ -40,6 +41,7 @@ def inputs(tmp_path_factory):
     (root / "wrongcols.jsonl").write_text('{"a": 1}\n', encoding="utf-8")
     (root / "folder").mkdir()
     (root / "emptydir").mkdir()
+    os.mkfifo(root / "fifo")        # stands for a device: an output path no command may replace
     assert run_command(lambda: invoke_typer(cli.app, ["maze", "generate", "--n", "2", "--out", str(root / "maze.jsonl")], "socialgym"),
                        "t") == 0
     assert run_command(lambda: invoke_typer(cli.app, ["spy", "generate", "--n", "2", "--out", str(root / "spy.jsonl")], "socialgym"),
@@ -148,6 +150,7 @@ SOCIALGYM = [
     ("replay-binary", ["replay", "{in}/binary.bin"], 2, "holds no played episode"),
     ("replay-truncated", ["replay", "{in}/trunc.jsonl"], 2, "holds no played episode"),
     ("replay-out-under-file", ["replay", "{in}/good.jsonl", "--out", "{in}/good.jsonl/r.html"], 2, "is a file, expected a folder"),
+    ("replay-out-is-a-pipe", ["replay", "{in}/good.jsonl", "--out", "{in}/fifo"], 2, "is a pipe, not a regular file"),
     # serve-env (never starts a server)
     ("serve-unknown-game", ["serve-env", "--game", "nope"], 2, "unknown game 'nope'"),
     ("serve-bad-opponent", ["serve-env", "--opponents", "bogus"], 2, "unknown policy spec 'bogus'"),
@@ -161,6 +164,7 @@ SOCIALGYM = [
     ("arena-negative-idle", ["arena", "--idle-timeout", "-1"], 2, "idle_timeout_s must be > 0"),
     ("arena-port-out-of-range", ["arena", "--port", "70000"], 2, "less than or equal to 65535"),
     ("arena-log-dir-is-a-file", ["arena", "--log-dir", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
+    ("arena-log-dir-under-a-pipe", ["arena", "--log-dir", "{in}/fifo/x"], 2, "fifo is a pipe, expected a folder"),
     # export and detect
     ("export-unknown-kind", ["export", "bogus", "{in}/good.jsonl", "--out", "o"], 2, "unknown export 'bogus'"),
     ("export-missing-logs", ["export", "sft", "/no/such.jsonl", "--out", "o"], 2, "/no/such.jsonl"),
@@ -187,6 +191,8 @@ SOCIALGYM = [
     ("maze-generate-preset", ["maze", "generate", "--out", "o.jsonl", "--preset", "huge"], 2, "huge"),
     ("maze-generate-variant", ["maze", "generate", "--out", "o.jsonl", "--variant", "x"], 2, "'x'"),
     ("maze-generate-n", ["maze", "generate", "--out", "o.jsonl", "--n", "-1"], 2, "greater than or equal to 0"),
+    ("maze-generate-out-is-a-pipe", ["maze", "generate", "--n", "1", "--out", "{in}/fifo"], 2,
+     "is a pipe, not a regular file"),
     ("maze-show-binary", ["maze", "show", "{in}/binary.bin"], 2, "not UTF-8 text (a binary file?)"),
     ("maze-show-truncated", ["maze", "show", "{in}/trunc.jsonl"], 2, "trunc.jsonl:1 is not a SocialMaze data set"),
     ("maze-show-foreign", ["maze", "show", "{in}/good.jsonl"], 2, "missing field"),
