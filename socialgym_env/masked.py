@@ -67,6 +67,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from .actions import ActionError, Text, Word
+from .env import as_index
 from .registry import make
 
 CALIBRATION_EPISODES = 16
@@ -154,9 +155,7 @@ def step_legal_index(env, index: int) -> None:
 
 def step_slot(env, layout: "MaskedLayout", menu: list[MenuEntry], slot) -> None:
     """Play catalogue ``slot`` for the acting seat, whose current menu is ``menu``."""
-    if isinstance(slot, (bool, float)) or not isinstance(slot, (int, np.integer)):
-        raise ValueError(f"a masked action is an integer slot 0..{layout.n - 1}, got {slot!r}")
-    slot = int(slot)
+    slot = as_index(slot, f"a masked action (a slot 0..{layout.n - 1})")
     if not 0 <= slot < layout.n:
         raise ValueError(f"action slot {slot} is outside 0..{layout.n - 1}")
     entry = layout.slot_entries(menu).get(slot)
