@@ -38,9 +38,13 @@ def debug_requested(argv: list) -> bool:
     return "--debug" in argv or os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes", "on")
 
 
-def _one_line(text: str, limit: int = 400) -> str:
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line, at most ``limit`` characters (a message that echoes user input)."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_one_line = one_line
 
 
 def _first_file_above(path: Path) -> Optional[Path]:
@@ -199,3 +203,10 @@ def main_of(body: Callable[[], object], prog: str) -> None:
     debug = debug_requested(sys.argv)
     sys.argv = [a for a in sys.argv if a != "--debug"]
     raise SystemExit(run_command(body, prog, debug=debug))
+
+
+def library_only(prog: str, instead: str) -> None:
+    """The ``__main__`` of a library module: one line saying what to run instead, exit 2 (it
+    would otherwise do nothing and exit 0, as if it had worked)."""
+    print(f"{prog}: error: this module is a library, not a command; {instead}", file=sys.stderr)
+    raise SystemExit(EXIT_BAD_INPUT)
