@@ -22,7 +22,8 @@ slots legal at the seat's current decision. The catalogue is generated from the 
 declarations -- each phase's action specs as the engine enumerates them -- over the decisions
 of ``CALIBRATION_EPISODES`` seeded random-play episodes (seeds 0, 1, ...; the specs of most
 phases depend on the state, e.g. the bids above the current one, so the reachable set is
-collected rather than guessed), with every player argument widened to every seat. After the
+collected rather than guessed), with every player argument widened to every seat (a team of
+distinct, unordered seats stays one slot per set, in seat order, as enumerated). After the
 catalogued slots come ``overflow`` spare slots: a legal action the catalogue lacks takes the
 first free one, in legal-list order, so every decision has a legal slot and every legal action
 one, up to the widest decision calibration saw (a wider one leaves its extra uncatalogued
@@ -324,6 +325,7 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
     overflow = 1
     numeric: set = set()
     vocab: dict = {}
+    shapes: dict = {}             # action type -> (distinct, unordered) of its spec
     decisions = 0
     for seed in range(CALIBRATION_EPISODES):
         if decisions >= CALIBRATION_DECISIONS:
@@ -347,6 +349,8 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
                         vocab[(path, kind)][value] += 1
             menu = decision_menu(env, agent)
             labels.update(entry.label for entry in menu)
+            for spec in env.grammar(agent).specs:
+                shapes[spec.type] = (spec.distinct, spec.unordered)
             overflow = max(overflow, len(menu))
             decisions += 1
             entry = rng.choice(menu)
@@ -361,6 +365,10 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
             if word in seat_set:
                 for other in seats:
                     labels.add(" ".join(words[:position] + [other] + words[position + 1:]))
+    # ... but a team of distinct, unordered seats (Resistance's "propose") is one slot per set:
+    # the enumeration lists each set once in seat order, so a repeated seat or another order
+    # would be a slot no decision ever marks legal.
+    labels = {label for label in labels if _canonical_team(label, shapes, seats)}
     categorical = []
     for (path, kind), counts in sorted(vocab.items()):
         if kind == "seat":
@@ -371,6 +379,17 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
     return MaskedLayout(game_id=env.game_info.id, seats=seats, roles=sorted(roles), phases=list(env.game._phases),
                         actions=sorted(labels, key=_natural_key), overflow=overflow, numeric=sorted(numeric),
                         categorical=categorical, max_steps=env.max_steps)
+
+
+def _canonical_team(label: str, shapes: dict, seats: list) -> bool:
+    """Whether ``label``'s seat arguments are as its spec enumerates them: all different for a
+    ``distinct`` spec, in seat order for an ``unordered`` one."""
+    words = label.split(" ")
+    distinct, unordered = shapes.get(words[0], (False, False))
+    order = [seats.index(word) for word in words[1:] if word in seats]
+    if distinct and len(set(order)) < len(order):
+        return False
+    return not unordered or order == sorted(order)
 
 
 def _natural_key(label: str):
