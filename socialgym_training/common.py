@@ -230,8 +230,13 @@ def train_and_save(trainer, config, extra: dict) -> dict:
     resume = last_checkpoint(trainer.args.output_dir) if config.resume else None
     started = time.time()
     trainer.train(resume_from_checkpoint=resume)
-    return write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
-                                                       "wall_seconds": round(time.time() - started, 1)})
+    metrics = write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
+                                                          "wall_seconds": round(time.time() - started, 1)})
+    adapter = Path(config.out) / "adapter"
+    # the run's last line says where the adapter went and how to play it
+    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
+          f"metrics: {Path(config.out) / 'metrics.json'}", flush=True)
+    return metrics
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:
