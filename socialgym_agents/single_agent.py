@@ -133,6 +133,8 @@ class SingleAgentEnv(gym.Env):
 
     # ------------------------------------------------------------------ setup
     def _resolve(self, seat_or_role, seats):
+        if isinstance(seat_or_role, str) and seat_or_role.strip().isdigit() and seat_or_role not in seats:
+            seat_or_role = int(seat_or_role)      # a command line's "0" (verifiers' vf-eval passes text)
         if isinstance(seat_or_role, int) and not isinstance(seat_or_role, bool):
             if not 0 <= seat_or_role < len(seats):
                 raise ValueError(f"seat index {seat_or_role} out of range 0..{len(seats) - 1} for {self.game_id}")
