@@ -603,7 +603,8 @@ class _GrammarFacts:
     keyword table, descriptions, enumeration, the legal actions as Actions and the fast-lane
     lookup (canonical text -> Action). Shared by every Grammar of equal pure specs."""
 
-    __slots__ = ("specs", "shared", "by_type", "descriptions", "legal", "texts", "actions", "table", "asked")
+    __slots__ = ("specs", "shared", "by_type", "descriptions", "legal", "texts", "actions", "table", "asked",
+                 "longest")
 
     def __init__(self, specs: tuple, shared: bool):
         self.specs = specs
@@ -618,6 +619,7 @@ class _GrammarFacts:
         self.actions = None
         self.table = None
         self.asked = False         # looked up once already (the table is built on the second)
+        self.longest = 0           # the longest key of the table
 
 
 _VALUE_ARGS = frozenset((Choice, Player, Int, Word, Text))     # frozen dataclasses: equal means alike
@@ -714,7 +716,8 @@ class Grammar:
         else:
             action_type, rest = _next_token(text)
             action_type = _clean_token(action_type)
-        spec = self.by_type.get(fold(action_type))
+        # no keyword is 64 characters long: a junk first token is unknown without folding it
+        spec = self.by_type.get(fold(action_type)) if len(action_type) <= 64 else None
         if spec is None:
             raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
         values = spec.parse_args(rest)
@@ -739,6 +742,8 @@ class Grammar:
                 facts.asked = True
                 return None
             table = self._build_table()
+        if len(raw) > facts.longest + 64:
+            return None      # longer than any legal text and some padding: parse it (no fold of junk)
         return table.get(lookup_key(raw))
 
     def _build_table(self) -> dict:
@@ -756,6 +761,7 @@ class Grammar:
                     for action in actions[start:start + count]:
                         table.setdefault(lookup_key(action.text), action)
                 start += count
+        facts.longest = max(map(len, table), default=0)
         facts.table = table
         return table
 

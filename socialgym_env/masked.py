@@ -408,11 +408,13 @@ class MaskedEnv(AECEnv):
     """A Social Gym game with ``Discrete(n)`` actions and ``action_mask`` observations (see the
     module docstring). The turn order, rewards and episode record are the wrapped env's."""
 
-    def __init__(self, game_id: str, with_text: bool = True, render_mode: Optional[str] = None, **config):
+    def __init__(self, game_id: str, with_text: bool = True, render_mode: Optional[str] = None,
+                 classic_infos: bool = False, **config):
         super().__init__()
         self.env = make(game_id, render_mode=render_mode, **config)
         self.layout = masked_layout(game_id, **config)
         self.with_text = with_text
+        self.classic_infos = classic_infos
         self.metadata = dict(self.env.metadata)
         self.possible_agents = list(self.env.possible_agents)
         self.render_mode = render_mode
@@ -427,7 +429,10 @@ class MaskedEnv(AECEnv):
     rewards = property(lambda self: self.env.rewards)
     terminations = property(lambda self: self.env.terminations)
     truncations = property(lambda self: self.env.truncations)
-    infos = property(lambda self: self.env.infos)
+    # classic_infos (masked_env's docstring): empty infos, as PettingZoo's classic envs have
+    # (TorchRL's PettingZooWrapper turns every info value into a tensor, and the text env's hold
+    # strings, lists and dicts); the text env's own stay at ``env.env.infos``.
+    infos = property(lambda self: {agent: {} for agent in self.env.infos} if self.classic_infos else self.env.infos)
     _cumulative_rewards = property(lambda self: self.env._cumulative_rewards)
 
     def observation_space(self, agent):
@@ -449,10 +454,18 @@ class MaskedEnv(AECEnv):
         return cached_menu(self._menus, self.env, agent)
 
     def observe(self, agent):
-        return masked_observation(self.env, self.layout, agent, self.menu(agent), self.with_text)
+        obs = masked_observation(self.env, self.layout, agent, self.menu(agent), self.with_text)
+        if self.classic_infos and self._finished(agent):
+            obs["action_mask"][:] = 1      # a finished seat's step takes None whatever is picked
+        return obs
+
+    def _finished(self, agent) -> bool:
+        return self.terminations.get(agent, False) or self.truncations.get(agent, False)
 
     def step(self, action):
         agent = self.agent_selection
+        if self.classic_infos and self._finished(agent):
+            action = None
         if action is None or self.terminations[agent] or self.truncations[agent]:
             self.env.step(action)
         else:
@@ -483,6 +496,9 @@ def masked_observation(env, layout: MaskedLayout, agent: str, menu: list[MenuEnt
     return obs
 
 
-def masked_env(game_id: str, with_text: bool = True, **config) -> MaskedEnv:
-    """``game_id`` as a masked PettingZoo AEC env; ``config`` takes the game's and engine's keys."""
-    return MaskedEnv(game_id, with_text=with_text, **config)
+def masked_env(game_id: str, with_text: bool = True, classic_infos: bool = False, **config) -> MaskedEnv:
+    """``game_id`` as a masked PettingZoo AEC env; ``config`` takes the game's and engine's keys.
+    ``classic_infos=True`` is PettingZoo-classic compatibility, what TorchRL's
+    ``PettingZooWrapper`` needs (with ``with_text=False``): empty infos, and a finished seat's mask
+    marks every slot (a random action must exist) while its step takes None, whatever is picked."""
+    return MaskedEnv(game_id, with_text=with_text, classic_infos=classic_infos, **config)
