@@ -6,6 +6,10 @@ PIP ?= $(PYTHON) -m pip
 OUT ?= runs/demo
 SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1
 SELFPLAY_EPISODES ?= 40
+# tests/test_packaging.py installs this beside the project (its top-level package is also named
+# `agents`); setup-test fetches the wheel here once, so the test runs offline.
+COEXIST_SDK = openai-agents==0.24.0
+WHEEL_CACHE = .cache/wheels
 
 .PHONY: setup setup-test demo test bench
 
@@ -21,6 +25,8 @@ setup:
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
 	(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
+	# The OpenAI Agents SDK's wheel for the coexistence test (no dependencies: the test installs it --no-deps).
+	$(PIP) download --quiet --no-deps $(COEXIST_SDK) -d $(WHEEL_CACHE)
 
 demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the

@@ -64,7 +64,7 @@ def _start(index: int, job, pool) -> _Live:
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
         raise ValueError(f"{job.game} has {len(env.possible_agents)} seats, the job gives {len(job.seats)} policies")
-    live = _Live(index, job, env, dict(zip(env.possible_agents, job.seats)))
+    live = _Live(index, job, env, dict(zip(env.possible_agents, job.specs)))
     for agent, spec in live.seat_spec.items():
         policy = pool.get(spec)
         live.policies[agent] = policy
@@ -210,7 +210,7 @@ class _BatchRun:
         """Log a live episode that has ended."""
         self.live.remove(entry)
         job = entry.job
-        record = entry.env.episode_record(policies=entry.seat_spec, playbooks=job.playbooks,
+        record = entry.env.episode_record(policies=dict(zip(entry.env.possible_agents, job.seats)), playbooks=job.playbooks,
                                           extra={"tags": job.tags}, playbook_ids=job.playbook_ids)
         self.finish(entry.index, job, record, entry)
 

@@ -16,8 +16,11 @@ import socialgym_env
 
 from socialgym_env.cli_errors import check_output_file
 
-from .registry import PolicySpecError, check_spec, split_specs
+from .registry import PolicySpecError, check_spec, parse_specs
 from .runner import EpisodeJob, PolicyPool, run_jobs
+from .specs import AgentSpec
+
+HUMAN = AgentSpec("human")
 
 console = Console()
 
@@ -36,7 +39,7 @@ def parse_config(pairs: list[str]) -> dict:
     return config
 
 
-def fill_seats(specs: list[str], num_seats: int, game: str) -> list[str]:
+def fill_seats(specs: list, num_seats: int, game: str) -> list:
     """One spec per seat: the specs in seat order, the last one repeated for the seats left."""
     if not specs:
         raise typer.BadParameter("give at least one policy spec", param_hint="--agents")
@@ -56,7 +59,7 @@ def play_with_humans(job: EpisodeJob, pool: PolicyPool, seat_specs: dict, log: P
     from .runner import play_episode
 
     output = TerminalOutput()
-    pool.policies.setdefault("human", HumanPolicy(seed=pool.seed, output=output))
+    pool.policies.setdefault(HUMAN, HumanPolicy(seed=pool.seed, output=output))
     try:
         record = play_episode(job, pool, on_turn=TerminalTable(seat_specs, output))
     except Exception as err:               # end of input, a model server down: logged, not lost
@@ -79,8 +82,8 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
     except socialgym_env.SocialGymError as err:
         raise typer.BadParameter(str(err)) from None
     try:                                   # a bad spec is a bad argument, found before playing
-        given = split_specs(agents)
-        for spec in sorted(set(given)):
+        given = parse_specs(agents)        # parsed once; the checks, the pool and the job take these
+        for spec in sorted(set(given), key=str):
             check_spec(spec, games=[game])
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
@@ -88,12 +91,12 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
     check_output_file(log, "--log")
     pool = PolicyPool(seed=seed)
     job = EpisodeJob(game, seed, seats, config=parse_config(config))
-    if "human" in seats:
+    if HUMAN in seats:
         # A person plays: no spinner on the input line; the table says who is thinking and
         # shows the other seats' moves as they happen.
-        console.print("seats: " + ", ".join(f"{a} {s}" for a, s in zip(env.possible_agents, seats)),
+        console.print("seats: " + ", ".join(f"{a} {s}" for a, s in zip(env.possible_agents, job.seats)),
                       markup=False, highlight=False)
-        record = play_with_humans(job, pool, dict(zip(env.possible_agents, seats)), log)
+        record = play_with_humans(job, pool, dict(zip(env.possible_agents, job.seats)), log)
     else:
         with console.status(f"playing {game} (seed {seed})..."):
             # Whatever goes wrong inside the episode (a model server down, a policy bug) is logged
@@ -103,7 +106,7 @@ def play(game: str = typer.Argument(..., help="game id, see `socialgym list`"),
         console.print(f"episode failed: {record['error']}", markup=False, highlight=False)
         console.print(f"log: {log} (episode {record['episode_id']}, logged as failed)")
         raise typer.Exit(1)
-    if not quiet and "human" not in seats:     # a person has seen the board as it went
+    if not quiet and HUMAN not in seats:     # a person has seen the board as it went
         for line in record["transcript"]:
             console.print(line, markup=False, highlight=False)
     table = Table(title=f"{game}: {record['reason']}")

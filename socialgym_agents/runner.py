@@ -29,7 +29,7 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_turn: Optional[Callable] 
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
         raise ValueError(f"{job.game} has {len(env.possible_agents)} seats, the job gives {len(job.seats)} policies")
-    seat_spec = dict(zip(env.possible_agents, job.seats))
+    seat_spec = dict(zip(env.possible_agents, job.specs))
     for agent, spec in seat_spec.items():
         policy = pool.get(spec)
         key = (job.episode_id, agent)
@@ -57,7 +57,7 @@ def play_episode(job: EpisodeJob, pool: PolicyPool, on_turn: Optional[Callable] 
         policy = pool.get(spec)
         if hasattr(policy, "release"):
             policy.release((job.episode_id, agent))
-    return env.episode_record(policies=seat_spec, playbooks=job.playbooks, extra={"tags": job.tags},
+    return env.episode_record(policies=dict(zip(env.possible_agents, job.seats)), playbooks=job.playbooks, extra={"tags": job.tags},
                               playbook_ids=job.playbook_ids)
 
 

@@ -67,6 +67,7 @@ from socialgym_env.masked import (cached_menu, masked_layout, masked_observation
 
 from .base import Request, seat_seed
 from .runner import PolicyPool
+from .specs import AgentSpec
 
 # Deals tried for one reset before giving up (a seat that can never act).
 MAX_REDEALS = 100
@@ -118,9 +119,10 @@ class SingleAgentEnv(gym.Env):
         if len(opponents) != len(seats) - 1:
             raise ValueError(f"{game} has {len(seats)} seats: give one opponent spec for each of the other "
                              f"{len(seats) - 1} seats, or one spec for all of them (got {len(opponents)})")
-        self.opponent_specs = opponents
+        self._opponents = [AgentSpec.of(spec) for spec in opponents]     # parsed once, here
+        self.opponent_specs = [str(spec) for spec in self._opponents]
         self.pool = pool or PolicyPool(seed=policy_seed)
-        for spec in set(opponents):
+        for spec in set(self._opponents):
             self.pool.get(spec)                                 # bad specs fail here, not mid-episode
         self.render_mode = render_mode
         self.learner: Optional[str] = None
@@ -195,7 +197,7 @@ class SingleAgentEnv(gym.Env):
         self.game.reset(seed=seed, options={"episode_id": self.episode_id})
         self.learner = self._pick_learner()
         others = [a for a in self.game.possible_agents if a != self.learner]
-        self.seat_spec = {self.learner: "learner", **dict(zip(others, self.opponent_specs))}
+        self.seat_spec = {self.learner: "learner", **dict(zip(others, self._opponents))}
         self.record = None
         for agent in others:
             self.pool.get(self.seat_spec[agent]).reset((self.episode_id, agent), seat_seed(self.game_id, seed, agent))
@@ -279,7 +281,7 @@ class SingleAgentEnv(gym.Env):
         if self.record is None and (not self.game.agents or self.game.state.finished):
             while self.game.agents:                              # the learner's own terminal step
                 self.game.step(None)
-            self.record = self.game.episode_record(policies=self.seat_spec)
+            self.record = self.game.episode_record(policies={agent: str(spec) for agent, spec in self.seat_spec.items()})
             self._release()
 
     def _release(self) -> None:
@@ -373,7 +375,7 @@ class SingleAgentVecEnv:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.pool = pool or PolicyPool(seed=policy_seed)
-        specs = [opponents] if isinstance(opponents, str) else list(opponents)
+        specs = [AgentSpec.of(spec) for spec in ([opponents] if isinstance(opponents, str) else opponents)]
         # Model-backed policies are shared (one loaded model, one batch per tick); scripted ones
         # are per env, so that envs with one seed draw the same opponent randomness.
         shared = {spec: self.pool.get(spec) for spec in set(specs)

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from socialgym_agents.registry import PolicySpecError, split_specs
+from socialgym_agents.registry import PolicySpecError, parse_specs
 from socialgym_env.cli_errors import check_output_file, check_output_folder, one_line
 
 from . import tournament as tour
@@ -120,7 +120,7 @@ def tournament_cmd(
         raise typer.Exit(2)
     _check_ties(ties)
     try:
-        roster = split_specs(agents)
+        roster = parse_specs(agents)      # parsed once; the tournament takes these
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
     check_output_folder(out, "--out")

@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 import typer
 
-from socialgym_agents.registry import LLM_KINDS, check_spec
+from socialgym_agents.registry import check_spec
+from socialgym_agents.specs import is_model_spec
 from socialgym_agents.runner import PolicyPool
 from socialgym_env.atomic import append_records, drop_torn_tail
 from socialgym_env.socialmaze.spy import (BASELINES, CIVILIAN, DEFAULT_PLAYERS, DEFAULT_ROUNDS, SPY, Describer,
@@ -63,7 +64,7 @@ def llm_describer(policy, seed: int, n_players: int, n_rounds: int) -> Describer
 def check_model_spec(spec: str, other: str) -> None:
     """ValueError unless ``spec`` is a language-model spec that check_spec accepts (options,
     paths, URLs; nothing loaded). ``other`` names the built-in alternatives for the message."""
-    if spec.partition(":")[0].partition("?")[0] not in LLM_KINDS:
+    if not is_model_spec(spec):
         raise ValueError(f"{spec!r} is not a language-model spec (smollm2, hf:..., openai:...) nor {other}")
     check_spec(spec)
 

@@ -8,8 +8,10 @@
 # Checks: the GPU is visible; a local policy loads on it; a 2-step multi-turn GRPO with HF
 # generation; the same with vLLM generation (colocated on the training GPU; SKIP without the
 # vllm package); a 2-step SFT under `accelerate launch` with socialgym_training/accelerate/single_gpu.yaml;
-# a 4-episode tournament with the model on cuda. Env: PYTHON (default python), ACCELERATE
-# (default accelerate), SOCIALGYM (default socialgym).
+# a 4-episode tournament with the model on cuda; then the same SFT and the HF-generation GRPO in
+# 2 processes under `accelerate launch` with multi_gpu.yaml (each process on its own GPU; SKIP
+# with fewer than 2 GPUs). Env: PYTHON (default python), ACCELERATE (default accelerate),
+# SOCIALGYM (default socialgym).
 set -uo pipefail
 OUT=${1:-runs/gpu_smoke}
 PY=${PYTHON:-python}
@@ -41,7 +43,7 @@ check policy_on_cuda "$PY" -c "from socialgym_agents.registry import make_policy
 assert p.backend.device.type == 'cuda', p.backend.device; print('smollm2 on', p.backend.device)"
 check grpo_hf "$PY" "${GRPO[@]}" --out "$OUT/grpo_hf"          # the policy's own prompts (--prompt turns)
 if [ -n "${DRY_RUN:-}" ] || "$PY" -c "import vllm" > /dev/null 2>&1; then
-    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --prompt full --out "$OUT/grpo_vllm"
+    check grpo_vllm "$PY" "${GRPO[@]}" --use_vllm true --vllm_mode colocate --out "$OUT/grpo_vllm"   # the policy's prompts
 else
     echo "SKIP grpo_vllm (the vllm package is not installed: pip install vllm)"
 fi
@@ -49,6 +51,17 @@ check hrd_data "$PY" -m socialgym_training.socialmaze data --out "$OUT/hrd" --sf
 check sft_accelerate "$ACC" launch --config_file socialgym_training/accelerate/single_gpu.yaml -m socialgym_training.sft \
     --data "$OUT/hrd/sft" --out "$OUT/sft" --max_examples 16 --max_steps 2 --grad_accum 1 --batch_size 4 \
     --learning_rate 2e-4 --save_steps 100 --logging_steps 1 --device cuda --threads 0
+SFT_SMALL=(--data "$OUT/hrd/sft" --max_examples 16 --max_steps 2 --grad_accum 1 --batch_size 4 --learning_rate 2e-4
+           --save_steps 100 --logging_steps 1 --device cuda --threads 0)
+GPUS=$("$PY" -c "import torch; print(torch.cuda.device_count())" 2> /dev/null || echo 0)
+if [ -n "${DRY_RUN:-}" ] || [ "$GPUS" -ge 2 ]; then
+    check sft_2proc "$ACC" launch --config_file socialgym_training/accelerate/multi_gpu.yaml --num_processes 2 \
+        -m socialgym_training.sft "${SFT_SMALL[@]}" --out "$OUT/sft_2proc"
+    check grpo_hf_2proc "$ACC" launch --config_file socialgym_training/accelerate/multi_gpu.yaml --num_processes 2 \
+        "${GRPO[@]}" --out "$OUT/grpo_hf_2proc"
+else
+    echo "SKIP sft_2proc grpo_hf_2proc ($GPUS GPU visible; 2 processes need 2)"
+fi
 check tournament_cuda "$SG" tournament --games rock_paper_scissors --episodes 4 --workers 1 --out "$OUT/tournament" \
     --agents "smollm2?device=cuda&max_new_tokens=24,scripted:random"
 if [ -z "${DRY_RUN:-}" ]; then

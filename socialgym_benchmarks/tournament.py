@@ -40,6 +40,7 @@ from typing import Iterable, Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob
+from socialgym_agents.specs import AgentSpec
 from socialgym_env.errors import LogFormatError
 
 from .elo import check_ties
@@ -346,12 +347,14 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     games = available_games(games)
     if not games:
         raise ValueError("no playable games selected")
-    agents = list(dict.fromkeys(a.strip() for a in agents if a.strip()))
+    # Parsed once here (AgentSpecs pass through); the plan names them by their canonical strings.
+    specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
     if episodes is None:
         episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
     if scripted_episodes is None and preset == "demo":
         scripted_episodes = DEMO_SCRIPTED_EPISODES
-    _check_policies(agents, games)
+    _check_policies(specs, games)
+    agents = [str(spec) for spec in specs]
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
@@ -364,7 +367,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                           ties=ties)
 
 
-def _check_policies(agents: Sequence[str], games: Sequence[str]) -> None:
+def _check_policies(agents: Sequence, games: Sequence[str]) -> None:
     """Fail before playing when a spec is bad (socialgym_agents.registry.check_spec: options, paths and
     URLs are checked, no model is loaded; the workers load them)."""
     from socialgym_agents.registry import check_spec

@@ -2,7 +2,7 @@
 
 It is glue over four parts, each in its own module, imported one way::
 
-    env.py (AEC protocol, SocialGymEnv) -> record.py -> views.py -> machine.py -> game.py, state.py, actions.py
+    env.py (AEC protocol, SocialGymEnv) -> record.py -> views.py -> machine.py -> game.py, state.py, actions/
                aec.py (the AEC bookkeeping any AEC env shares)
 
 ``machine.py`` runs the phases (who acts, what an action does, the turn cap, the result),
@@ -52,7 +52,7 @@ def as_index(value, what: str) -> int:
             pass
     raise ValueError(f"{what} must be an integer, got {safe_repr(value, 80)}")
 
-RESET_OPTIONS = ("episode_id",)
+RESET_OPTIONS = ("episode_id", "names")
 
 
 def check_reset_options(options) -> dict:
@@ -206,15 +206,15 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
         """Start an episode. ``options`` may hold ``episode_id`` (a string; default
-        ``<game>-<seed>``); any other key is ignored with a warning; a non-dict or a non-string
-        id is a TypeError."""
+        ``<game>-<seed>``) and ``names`` (the public names to keep, for branching); any other key
+        is ignored with a warning; a non-dict or a non-string id is a TypeError."""
         options = check_reset_options(options)
         if seed is None:
             # Draw a seed so that even an unseeded episode is reproducible from its log.
             seed = random.SystemRandom().randrange(2**31)
         seed = check_seed(seed)
         self.episode_id = encodable(options.get("episode_id", f"{self.game_info.id}-{seed}"))
-        self.machine.reset(seed)
+        self.machine.reset(seed, options.get("names"))       # "names": keep given public names (branching)
         start_aec_episode(self)
         self._after_transition()
 

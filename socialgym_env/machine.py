@@ -16,7 +16,7 @@ blind actions and resolve together. ``resolve`` must ``state.goto`` or ``state.f
 from __future__ import annotations
 
 import random
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from .actions import MAX_ACTION_CHARS, Action, ActionError, Grammar
 from .errors import EngineError
@@ -59,14 +59,19 @@ class TurnMachine:
         self.epoch += 1
 
     # ------------------------------------------------------------------ reset
-    def reset(self, seed: int) -> None:
+    def reset(self, seed: int, names: Optional[Sequence[str]] = None) -> None:
         """A new episode from ``seed``: names and the role deck drawn from one RNG, the game's
-        setup, the first phase entered."""
+        setup, the first phase entered. ``names`` (one per seat) replace the drawn names after
+        the draw, so the rest of the episode is the seed's own: what branching's determinisation
+        needs to re-deal the hidden part of an episode under the public names it had."""
         if self.state is not None:
             self._change()
         self.seed_value = int(seed)
         rng = random.Random(self.seed_value)
-        names = rng.sample(NAME_POOL, len(self.possible_agents))
+        drawn = rng.sample(NAME_POOL, len(self.possible_agents))
+        if names is not None and len(names) != len(self.possible_agents):
+            raise EngineError(f"{len(names)} names for {len(self.possible_agents)} seats")
+        names = drawn if names is None else list(names)
         deck = self.game.role_deck()
         if len(deck) != len(self.possible_agents):
             raise EngineError(f"{self.game_info.id}: role deck has {len(deck)} cards for "

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from socialgym_training.configs import EncoderArgs, RunArgs
 from socialgym_env.atomic import atomic_dir, atomic_file, atomic_savefig, atomic_write_text
 
 from socialgym_training.detection_data import Example, load_examples
@@ -50,13 +51,7 @@ METHODS = ("anil", "scratch", "multitask")
 
 
 @dataclass
-class Config:
-    logs: str = "runs/detect_lm/logs"
-    """A log file or a folder of them"""
-    out: str = "runs/anil"
-    """Output folder"""
-    base: str = "minilm"
-    """Minilm | smollm2 | a local HF model folder"""
+class Config(RunArgs, EncoderArgs):
     held_out: str = ""
     """Comma-separated; empty = every game in the logs (leave-one-game-out)"""
     ks: str = "1,5,10,20"
@@ -79,18 +74,13 @@ class Config:
     """Head SGD steps when adapting to the held-out game (every method)"""
     outer_lr: float = 5e-4
     """Learning rate of the outer (meta) steps on the encoder's LoRA and the head"""
-    lora_r: int = 8
-    """LoRA rank"""
-    lora_alpha: int = 16
-    """LoRA scaling (alpha / r multiplies the update)"""
-    max_length: int = 96
-    """Tokens per example (longer ones are truncated)"""
-    seed: int = 0
-    """Seed of the data sample, the adapter's initialisation and the sampling"""
-    threads: int = 2
-    """Torch CPU threads (0 = torch's default)"""
     resume: bool = True
     """Keep held-out games already in OUT/curves.csv"""
+    # defaults of this script (the options are documented in socialgym_training.configs)
+    out: str = "runs/anil"
+    lora_r: int = 8
+    lora_alpha: int = 16
+    max_length: int = 96
 
 
 # ----------------------------------------------------------------------------- the ANIL core

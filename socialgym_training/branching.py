@@ -1,9 +1,10 @@
 """Branching rollouts as DPO preference pairs whose labels come from the game's rules, not a judge.
 
 :mod:`socialgym_agents.branching` measures, at a decision, K candidate actions by M paired
-(common-random-number) rollouts to the end and tests the gap of the best and the worst with a
-permutation test that accounts for picking them. A branched decision becomes a pair when that
-test gives p < ``alpha``: chosen = the best candidate's reply, rejected = the worst's, both at the
+(common-random-number) rollouts to the end (in hidden-information games from worlds re-dealt
+consistently with the seat's view) and tests the best against the worst with paired
+studentised sign-flip tests, Holm-adjusted over every candidate pair (which covers picking
+them). A branched decision becomes a pair when that test gives p < ``alpha``: chosen = the best candidate's reply, rejected = the worst's, both at the
 same state, the prompt the learner's whole chat at that decision.
 
     from socialgym_training.branching import BranchConfig, branching_pairs
@@ -25,8 +26,9 @@ from typing import Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.base import Request
-from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, play_out, request_for  # noqa: F401
-from socialgym_agents.llm.transcript import LLM_KINDS, played_reply, replay_policy, split_spec_kind
+from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, pair_test, play_out, request_for  # noqa: F401
+from socialgym_agents.llm.transcript import played_reply, replay_policy
+from socialgym_agents.specs import is_model_spec
 from socialgym_agents.runner import PolicyPool
 
 def _pair(row: dict, chosen: list, rejected: list, variant: str, **extra) -> dict:
@@ -83,7 +85,7 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
         policies = {agent: pool.get(spec) for agent, spec in seat_spec.items()}
         for agent, policy in policies.items():
             policy.reset((env.episode_id, agent), seed)
-        spec = seat_spec[learner] if split_spec_kind(seat_spec[learner])[0] in LLM_KINDS else as_spec
+        spec = seat_spec[learner] if is_model_spec(seat_spec[learner]) else as_spec
         chat = chats.setdefault(spec, replay_policy(spec))     # rebuilds the learner's chat turn by turn
         chat.reset((env.episode_id, learner), seed)
         branched = 0
@@ -115,14 +117,19 @@ def branching_pairs(game: str, seats: Sequence[str], seeds: Sequence[int], learn
 
 
 def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch: Optional[BranchConfig] = None,
-                           pool: Optional[PolicyPool] = None, rollout_policy: str = "") -> list[dict]:
+                           pool: Optional[PolicyPool] = None, rollout_policy: str = "",
+                           report: Optional[dict] = None) -> list[dict]:
     """Branch at each decision row (:func:`socialgym_training.export.decision_rows`) of logged episodes:
     the env is restored to that decision (a snapshot rebuilt from the seed and the earlier raw
     actions), the candidates are rolled out with the episode's own policies (or
     ``rollout_policy`` in every seat), and the significant pairs are kept. Both replies of a pair
     are generated at the row's state, and the pair carries the row's ``episode_id``, so an
-    episode split keeps state, chosen and rejected on one side."""
+    episode split keeps state, chosen and rejected on one side. Decisions of a hidden-information
+    game without enough worlds consistent with the seat's view are counted in
+    ``report["undetermined"]`` (:func:`socialgym_agents.branching.branch_decision`)."""
     from socialgym_env.logs import restore_env
+    report = {} if report is None else report
+    report.setdefault("undetermined", 0)
     branch = branch or BranchConfig()
     pool = pool or PolicyPool()
     by_id = {r["episode_id"]: r for r in records}
@@ -135,6 +142,7 @@ def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch
         policies = {agent: pool.get(spec) for agent, spec in specs.items()}
         outcome = branch_decision(env, row["seat"], policies, branch, f"{row['episode_id']}@{row['turn_index']}",
                                   record["seed"])
+        report["undetermined"] += bool(outcome.get("undetermined"))
         pair = _significant_pair({**row, "prompt": row["prompt"]}, outcome, branch)
         if pair is not None:
             pairs.append(pair)

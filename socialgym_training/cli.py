@@ -40,9 +40,12 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                prompts_as: str = typer.Option("smollm2", "--prompts-as",
                                               help="LLM spec whose prompt a seat without a model (scripted, human) "
                                                    "is given in its rows (layout, trimming)"),
+               tokenizer: str = typer.Option("smollm2", "--tokenizer",
+                                             help="report the rows' token lengths (percentiles, longest) for this "
+                                                  "model's tokenizer: smollm2, a .gguf or a model folder; '' = none"),
                candidates: int = typer.Option(4, "--candidates", help="dpo: legal actions compared per decision"),
                rollouts: int = typer.Option(8, "--rollouts", help="dpo: paired rollouts to the end per candidate"),
-               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the max-min permutation p < alpha"),
+               alpha: float = typer.Option(0.05, "--alpha", help="dpo: keep a pair when the best-worst paired test, Holm-adjusted over the candidate pairs, gives p < alpha"),
                rollout_policy: str = typer.Option("", "--rollout-policy",
                                                   help="dpo: policy of every seat in the rollouts (default: the "
                                                        "episode's own)")):
@@ -63,10 +66,11 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
                             outcomes=_split(outcome), phases=_split(phase), legal_only=legal_only)
         branch = BranchConfig(candidates=candidates, rollouts=rollouts, alpha=alpha)
         summary = export(kind, logs, out, keep, test_fraction=test_fraction, seed=seed, as_spec=prompts_as,
-                         branch=branch, rollout_policy=rollout_policy)
+                         branch=branch, rollout_policy=rollout_policy, tokenizer=tokenizer)
     except (ValueError, FileNotFoundError, FileExistsError) as err:   # FileExistsError: --out holds other files
         _fail(str(err))
-    typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"]}))
+    typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"],
+                           "token_lengths": summary.get("token_lengths")}))
 
 
 def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[int, list[dict]]:

@@ -74,6 +74,20 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def process_device(device: str) -> str:
+    """Where this process puts the model: ``cpu``, or under a multi-process launcher
+    (``accelerate launch``, ``torchrun``: ``LOCAL_RANK`` set) this process's own GPU,
+    ``cuda:<LOCAL_RANK>``, made current first, so N processes do not all load onto GPU 0 before
+    the trainer moves them."""
+    import torch
+    where = resolve_device(device)
+    if where == "cuda" and "LOCAL_RANK" in os.environ:
+        index = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(index)
+        return f"cuda:{index}"
+    return where
+
+
 def precision_args(device: str) -> dict:
     """TrainingArguments for the device: ``use_cpu`` only on the CPU (TRL/transformers would
     otherwise stay off the GPU even under ``accelerate launch``), bf16 where the GPU has it."""
@@ -115,8 +129,8 @@ def load_base(model: str, threads: int = 0, device: str = "auto"):
     if threads:
         torch.set_num_threads(threads)
     path = model_path(model)
-    where = resolve_device(device)
-    dtype = torch.bfloat16 if where == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    where = process_device(device)
+    dtype = torch.bfloat16 if where.startswith("cuda") and torch.cuda.is_bf16_supported() else torch.float32
     base = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype).to(where)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if tokenizer.pad_token is None:
@@ -147,9 +161,14 @@ def _quietly(load):
             datasets.enable_progress_bars()
 
 
+# Columns that name a row (episode and turn) in the log lines about it, kept beside the trained ones.
+ROW_NAME_COLUMNS = ("episode_id", "turn_index")
+
+
 def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "train", seed: int = 0):
     """A split of a dataset folder (``socialgym export`` / ``socialgym_training.socialmaze``) or a JSONL file,
-    reduced to ``columns`` (TRL infers the format from them) and to ``max_examples`` rows. A
+    reduced to ``columns`` (TRL infers the format from them; plus :data:`ROW_NAME_COLUMNS` where the
+    data has them, which :func:`fit_dataset` drops) and to ``max_examples`` rows. A
     missing path, a folder that is no saved dataset, a missing or empty split, missing columns
     or a file that is not JSONL are bad input (:func:`fail`)."""
     from datasets import load_dataset, load_from_disk
@@ -199,10 +218,29 @@ def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "tr
         if not (getattr(feature, "dtype", None) in ("string", "large_string") or type(feature).__name__ in
                 ("List", "Sequence", "LargeList") or isinstance(feature, list)):
             fail(f"{data}: column {column!r} holds {feature}, expected text or a list of chat messages")
-    dataset = dataset.select_columns(list(columns))
+    dataset = dataset.select_columns(list(columns) + [c for c in ROW_NAME_COLUMNS if c in dataset.column_names])
     if max_examples and len(dataset) > max_examples:
         dataset = dataset.shuffle(seed=seed).select(range(max_examples))
     return dataset
+
+
+def fit_dataset(dataset, tokenizer, columns: tuple, config):
+    """(the rows as TRL gets them, the ``max_length`` they need, the fitting report): every row
+    within ``max_length`` (``config.max_length``, or 0 = the longest row up to
+    ``config.max_length_cap``), shortened on the prompt side when it must be, its completion
+    whole (:mod:`socialgym_training.rows`); one log line says what was done and names the rows
+    that cannot fit (left out). No row left is bad input."""
+    from datasets import Dataset
+
+    from socialgym_training.rows import describe_fit, fit_rows
+    completions = tuple(c for c in columns if c != "prompt")
+    rows, max_length, report = fit_rows(list(dataset), tokenizer, completions, config.max_length,
+                                        config.max_length_cap)
+    print(describe_fit(report), flush=True)
+    if not rows:
+        fail(f"no row of {config.data} fits in {max_length} tokens with its completion whole "
+             f"(raise --max_length_cap or --max_length)")
+    return Dataset.from_list(rows).select_columns(list(columns)), max_length, report
 
 
 def last_checkpoint(output_dir: str) -> Optional[str]:
@@ -210,16 +248,16 @@ def last_checkpoint(output_dir: str) -> Optional[str]:
     return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
 
 
-def trainer_args(config) -> dict:
+def trainer_args(config, max_length: int) -> dict:
     """The TrainingArguments the SFT and DPO scripts take from their config (device, precision,
-    progress)."""
+    progress) and the ``max_length`` their rows need (:func:`fit_dataset`)."""
     return dict(
         output_dir=str(Path(config.out) / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
         learning_rate=config.learning_rate, lr_scheduler_type=config.lr_scheduler,
         warmup_steps=config.warmup_ratio,          # a float < 1 is a ratio (transformers 5)
         per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
         logging_steps=config.logging_steps, save_steps=config.save_steps, save_total_limit=2, seed=config.seed,
-        report_to=[], max_length=config.max_length, gradient_checkpointing=config.gradient_checkpointing,
+        report_to=[], max_length=max_length, gradient_checkpointing=config.gradient_checkpointing,
         dataloader_num_workers=0, disable_tqdm=not config.progress, **precision_args(config.device))
 
 

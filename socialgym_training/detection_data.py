@@ -21,7 +21,6 @@ in Triadic Werewolf played with ``measure=True``, the speaker's own deception la
 """
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,19 +145,11 @@ def statement_examples(record: dict) -> list[dict]:
 
 def split_episodes(examples: Sequence[Example], test_fraction: float = 0.3,
                    seed: int = 0) -> tuple[list[Example], list[Example]]:
-    """(train, test) with whole episodes on one side, drawn per game so every game is in both."""
-    by_game: dict[str, list[str]] = {}
-    for ex in examples:
-        ids = by_game.setdefault(ex.game, [])
-        if ex.episode_id not in ids:
-            ids.append(ex.episode_id)
-    test_ids = set()
-    rng = random.Random(seed)
-    for game in sorted(by_game):
-        ids = sorted(by_game[game])
-        rng.shuffle(ids)
-        n_test = max(1, round(len(ids) * test_fraction)) if len(ids) > 1 else 0
-        test_ids.update(ids[:n_test])
+    """(train, test) with whole episodes on one side, each episode placed by
+    :func:`socialgym_training.export.in_test_split` (its id, the seed and the fraction alone: the
+    same side as in the SFT, DPO and GRPO exports of the same logs)."""
+    from socialgym_training.export import in_test_split
+    test_ids = {ex.episode_id for ex in examples if in_test_split(ex.episode_id, test_fraction, seed)}
     train = [ex for ex in examples if ex.episode_id not in test_ids]
     test = [ex for ex in examples if ex.episode_id in test_ids]
     return train, test

@@ -26,6 +26,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_training.configs import RunArgs
 import socialgym_env
 from socialgym_agents.base import Decision, Request
 from socialgym_agents.registry import make_policy
@@ -57,9 +58,7 @@ SHORT_CONFIGS = {
 
 
 @dataclass
-class Config:
-    out: str = "runs/detect_lm/logs"
-    """Output folder: one <game>.jsonl per game"""
+class Config(RunArgs):
     episodes: int = 30
     """Episodes per game"""
     games: str = ",".join(DETECTION_GAMES)
@@ -68,10 +67,11 @@ class Config:
     """Policy that writes every free-text action"""
     finite_policy: str = "scripted:heuristic"
     """Policy that takes every choice from a finite list"""
-    seed: int = 0
-    """Seed of the first episode"""
     max_concurrent: int = 32
     """Episodes played at once by the batched runner"""
+    # defaults of this script (the options are documented in socialgym_training.configs; one
+    # <game>.jsonl per game goes to --out, the seed is that of the first episode)
+    out: str = "runs/detect_lm/logs"
 
 
 class TalkPolicy:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from socialgym_training.configs import EncoderArgs, RunArgs
 from socialgym_env.atomic import atomic_dir, atomic_file, atomic_write_json, atomic_write_text
 
 from socialgym_training.detection_data import Example, load_examples, split_episodes
@@ -36,13 +37,7 @@ from socialgym_training.detection_eval import METRICS, evaluate
 
 
 @dataclass
-class Config:
-    logs: str = "runs/detect_lm/logs"
-    """A log file or a folder of them"""
-    out: str = "runs/detector"
-    """Output folder"""
-    base: str = "minilm"
-    """Minilm | smollm2 | a local HF model folder"""
+class Config(RunArgs, EncoderArgs):
     games: str = ""
     """Comma-separated subset; empty = every detection game in the logs"""
     test_fraction: float = 0.3
@@ -50,25 +45,19 @@ class Config:
     epochs: int = 2
     """Passes over the training rows"""
     batch_size: int = 16
-    """Examples per device and step"""
+    """Examples per step"""
     lr: float = 5e-4
     """AdamW learning rate"""
-    lora_r: int = 8
-    """LoRA rank"""
-    lora_alpha: int = 16
-    """LoRA scaling (alpha / r multiplies the update)"""
-    max_length: int = 128
-    """Tokens; the transcript is truncated from the left (oldest lines go)"""
     max_train_examples: int = 0
     """0 = all; else a seeded sample (to size CPU runs)"""
     bootstrap: int = 1000
     """Bootstrap resamples (by episode) of the metric intervals"""
-    seed: int = 0
-    """Seed of the data sample, the adapter's initialisation and the sampling"""
-    threads: int = 2
-    """Torch CPU threads (0 = torch's default)"""
     lora: bool = True
     """False: the two baselines only (seconds; no model is trained)"""
+    # defaults of this script (the options are documented in socialgym_training.configs)
+    out: str = "runs/detector"
+    lora_r: int = 8
+    lora_alpha: int = 16
 
 
 # ----------------------------------------------------------------------------- the model
@@ -265,6 +254,14 @@ def main(cfg: Config) -> dict:
         fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
     out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
     train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
+    if not train or not test:
+        fail(f"--test_fraction {cfg.test_fraction} with --seed {cfg.seed} puts all "
+             f"{len({e.episode_id for e in examples})} episodes on one side (each is drawn alone); "
+             "give more episodes or another fraction")
+    untested = sorted({e.game for e in train} - {e.game for e in test})
+    if untested:
+        print(f"no test episode of {', '.join(untested)} (each episode is drawn alone; more episodes fix it)",
+              flush=True)
     if cfg.max_train_examples and len(train) > cfg.max_train_examples:
         rng = np.random.default_rng(cfg.seed)
         train = [train[i] for i in sorted(rng.choice(len(train), cfg.max_train_examples, replace=False))]

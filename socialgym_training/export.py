@@ -44,8 +44,8 @@ decision of one episode is on one side):
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
-import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -169,17 +169,23 @@ def _record_rows(record: dict, keep: ExportFilter, as_spec: str, report: dict, p
 
 
 # ---------------------------------------------------------------------- splits and saving
-def split_episodes(episode_ids: Iterable[str], test_fraction: float, seed: int = 0) -> set:
-    """The episode ids that go to the test split: a seeded shuffle of the sorted unique ids,
-    ``round(test_fraction * n)`` of them (at least one when the fraction is > 0 and n > 1)."""
+def in_test_split(episode_id: str, test_fraction: float, seed: int = 0) -> bool:
+    """Whether an episode belongs to the test split: a function of its id, the seed and the
+    fraction alone, so the SFT, DPO, GRPO and detector exports of the same logs put every episode
+    on the same side whichever of its rows each export keeps (SFT-then-DPO never evaluates on
+    trained episodes). The SHA-256 of ``seed`` and the id, read as a number in [0, 1), is compared
+    with the fraction: each episode is a test episode with probability ``test_fraction``,
+    independently, so a small export may get a few more or fewer test episodes than
+    ``test_fraction * n`` (or none; :func:`save_dataset` reports the counts)."""
     if not 0 <= test_fraction < 1:
         raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
-    unique = sorted(set(episode_ids))
-    random.Random(seed).shuffle(unique)
-    n_test = round(test_fraction * len(unique))
-    if test_fraction > 0 and len(unique) > 1:
-        n_test = min(max(n_test, 1), len(unique) - 1)
-    return set(unique[:n_test])
+    digest = hashlib.sha256(f"{seed}\x00{episode_id}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64 < test_fraction
+
+
+def split_episodes(episode_ids: Iterable[str], test_fraction: float, seed: int = 0) -> set:
+    """The episode ids that go to the test split (:func:`in_test_split` of each)."""
+    return {episode for episode in set(episode_ids) if in_test_split(episode, test_fraction, seed)}
 
 
 def to_dataset_dict(rows: Sequence[dict], test_fraction: float = 0.1, seed: int = 0, group: str = "episode_id"):
@@ -242,8 +248,11 @@ def dpo_dataset(pairs: Sequence[dict], test_fraction: float = 0.1, seed: int = 0
 
 
 def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None, test_fraction: float = 0.1,
-           seed: int = 0, as_spec: str = "smollm2", branch=None, rollout_policy: str = "") -> dict:
-    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json.
+           seed: int = 0, as_spec: str = "smollm2", branch=None, rollout_policy: str = "",
+           tokenizer: str = "") -> dict:
+    """What ``socialgym export KIND LOGS... --out DIR`` does; returns the summary written to export.json,
+    with the rows' token lengths for ``tokenizer`` (``smollm2``, a .gguf or a model folder;
+    :func:`socialgym_training.rows.length_report`) when one is given.
     DPO pairs come from branching at each kept decision (:func:`socialgym_training.branching.logged_branching_pairs`,
     ``branch`` its settings, ``rollout_policy`` the policy of every seat in the rollouts; default
     the episode's own)."""
@@ -261,9 +270,20 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
         from socialgym_agents.runner import PolicyPool
 
         from socialgym_training.branching import BranchConfig, logged_branching_pairs
-        pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy)
+        branched: dict = {}
+        pairs = logged_branching_pairs(rows, records, branch or BranchConfig(), PolicyPool(seed=seed), rollout_policy,
+                                       branched)
         data = dpo_dataset(pairs, test_fraction, seed)
         report["decisions_branched"] = len(rows)
+        report["decisions_undetermined"] = branched["undetermined"]      # no worlds consistent with the seat's view
+    if tokenizer:
+        from socialgym_agents.llm.transcript import tokenizer_and_context
+
+        from socialgym_training.rows import length_report
+        completions = ("chosen", "rejected") if kind == "dpo" else ("completion",)
+        measured = [row for split in data.values() for row in split] if kind != "grpo" else []
+        if measured:                       # GRPO rows hold prompts only: their completions are sampled
+            report["token_lengths"] = length_report(tokenizer_and_context(tokenizer)[0], measured, completions, tokenizer)
     meta = {"kind": kind, "logs": [str(p) for p in paths], "filter": asdict(keep), "test_fraction": test_fraction,
             "seed": seed, "episodes_read": len(records), "prompts_as": as_spec, **report}
     return save_dataset(data, out, meta)

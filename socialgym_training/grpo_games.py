@@ -47,19 +47,19 @@ import contextlib
 import csv
 import functools
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
 from socialgym_training.multiturn import (episode_specs, hf_generate_fn, make_layout, play_episodes, policy_options,
                                 role_summary, rollout_output, vllm_generate_fn)
 
 
 @dataclass
-class Config:
-    game: str = "rock_paper_scissors"
-    """Game id (socialgym games lists them)"""
+class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     seat: str = "player_0"
     """A seat id, index or role (e.g. "werewolf")"""
     opponents: str = "scripted:constant:rock"
@@ -68,43 +68,14 @@ class Config:
     """Game config "rounds" (0 = the game's default)"""
     max_steps_per_episode: int = 0
     """Engine turn cap (0 = the game's own)"""
-    model: str = "smollm2"
-    """smollm2, hf:<folder or .gguf>, or a local model folder"""
-    seed: int = 0
-    """Seed of the data sample, the adapter's initialisation and the sampling"""
-    steps: int = 20
-    """GRPO optimiser steps"""
     episodes_per_step: int = 2
     """Distinct seeds per step"""
     num_generations: int = 6
     """Episodes per seed (one GRPO group)"""
-    learning_rate: float = 2e-4
-    """AdamW learning rate (LoRA needs more than a full fine-tune)"""
-    lora_r: int = 16
-    """LoRA rank"""
-    lora_alpha: int = 32
-    """LoRA scaling (alpha / r multiplies the update)"""
-    max_new_tokens: int = 24
-    """Per learner reply"""
-    prompt: str = "turns"
-    """Learner's view: turns (the LLM policy's own prompts: what a rated adapter reads), or the
-    env-text layouts full (observation text) / compact (~half the tokens), which no policy plays"""
-    policy_options: str = ""
-    """With --prompt turns: LLM options of the spec that will rate the adapter, e.g. 'context=2048&max_retries=0'
-    (they set its trimming budget; the reply budget and constraint come from --max_new_tokens / --constrained)"""
-    reply_prefix: str = ""
-    """full / compact: forced start of every reply, e.g. '{"action_type": "' (not in the loss); turns
-    prefills what the policy's backend does (the grammar's forced prefix)"""
-    temperature: float = 1.0
-    """Sampling temperature of the learner's replies"""
     constrained: bool = True
     """Learner replies sampled under the grammar of its legal replies"""
     invalid_penalty: float = 0.0
     """Subtracted per invalid learner action"""
-    max_turns: int = 32
-    """Learner turns per episode before it is cut"""
-    eval_episodes: int = 100
-    """Held-out seeded episodes of each evaluation (before and after)"""
     eval_batch: int = 25
     """Episodes per generation batch (and per Ray shard)"""
     eval_actors: int = 0
@@ -113,20 +84,12 @@ class Config:
     """Generate the learner's replies with TRL's vLLM engine (GPU; docs/training/gpu.md)"""
     vllm_mode: str = "server"
     """TRL's vLLM mode: server (trl vllm-serve on another GPU) or colocate"""
-    eval_before: bool = True
-    """Evaluate the base model first (--steps 0: only that)"""
-    threads: int = 2
-    """Torch CPU threads (0 = torch's default)"""
-    device: str = "auto"
-    """auto (a GPU when one is visible), cpu or cuda"""
-    progress: bool = True
-    """Show a progress bar (steps, ETA) and each step's logged loss and reward"""
     env_server: str = ""
     """OpenEnv URL of a `socialgym serve-env` that plays every episode (training and evaluation);
     "local" starts one in-process"""
+    # defaults of this script (the options are documented in socialgym_training.configs)
     out: str = "runs/grpo_games"
-    """Output folder"""
-
+    learning_rate: float = 2e-4
 
 def game_config(config: Config) -> dict:
     out = {}
@@ -153,8 +116,6 @@ def check_config(config: Config) -> None:
             fail(f"--{name} must be at least 1, got {getattr(config, name)}")
     if config.prompt == "turns" and config.reply_prefix:
         fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
-    if config.prompt == "turns" and config.use_vllm:
-        fail("--use_vllm plays the env-text layouts: add --prompt full (or compact)")
     if config.env_server and (config.eval_actors or config.prompt != "full"):
         fail("--env_server plays the full prompt in process: drop --eval_actors, add --prompt full")
     if config.prompt != "turns" and config.policy_options:
@@ -163,6 +124,14 @@ def check_config(config: Config) -> None:
         policy_options(config.max_new_tokens, config.constrained, config.policy_options)
     except ValueError as err:
         fail(str(err))
+    if config.use_vllm and config.vllm_mode not in ("server", "colocate"):
+        fail(f"--vllm_mode must be server or colocate, got {config.vllm_mode!r}")
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    if config.use_vllm and config.vllm_mode == "server" and processes > 1:
+        # TRL creates the vLLM client on the main process only, and each learner turn is its own
+        # request (per schema, per process): the other processes would have no client
+        fail(f"--use_vllm --vllm_mode server runs in one process ({processes} launched): TRL gives only the "
+             "main process a vLLM client; launch one process, or use --vllm_mode colocate")
     if config.use_vllm and config.constrained and config.reply_prefix:
         fail("--use_vllm with --constrained takes no --reply_prefix (vLLM's schema constrains whole replies)")
     try:
@@ -172,6 +141,17 @@ def check_config(config: Config) -> None:
             seed=config.seed)
     except (KeyError, ValueError) as err:         # unknown game / seat / spec / config key
         fail(str(err).strip("'\""))
+
+
+def vllm_args(config: Config) -> dict:
+    """GRPOConfig's vLLM settings. A constrained reply's vLLM log-probabilities are those of the
+    grammar-masked distribution (renormalised over the legal tokens), while the trainer's are of
+    the unconstrained model, so TRL's importance-sampling correction would read the mask as
+    policy drift and down-weight every constrained reply: it is switched off for constrained
+    runs (the weights are synced to vLLM before every rollout, so the sampler is the policy up
+    to the mask). Unconstrained runs keep TRL's default correction."""
+    return {"use_vllm": config.use_vllm, "vllm_mode": config.vllm_mode,
+            "vllm_importance_sampling_correction": not (config.use_vllm and config.constrained)}
 
 
 def training_dataset(config: Config, n_rows: int):
@@ -237,7 +217,8 @@ def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, mak
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         if config.use_vllm:
-            generate = vllm_generate_fn(trainer, constrained=config.constrained)
+            generate = vllm_generate_fn(trainer, constrained=config.constrained, tokenizer=tokenizer,
+                                        reply_prefix=layout.reply_prefix if layout else None)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate = hf_generate_fn(model, tokenizer, config.max_new_tokens, config.temperature,
@@ -319,7 +300,7 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
     from trl import GRPOTrainer
 
     from socialgym_agents.runner import PolicyPool
-    from socialgym_training.common import finish_run, grpo_args, load_base, lora_config
+    from socialgym_training.common import finish_run, grpo_args, load_base
     out = Path(config.out)
     started = time.time()
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
@@ -340,10 +321,10 @@ def run(config: Config, preloaded=None, make_vec=None) -> dict:
                      per_device_train_batch_size=config.episodes_per_step * config.num_generations,
                      num_generations=config.num_generations, temperature=config.temperature,
                      max_completion_length=config.max_new_tokens,     # per reply (vLLM's bound)
-                     use_vllm=config.use_vllm, vllm_mode=config.vllm_mode)
+                     **vllm_args(config))
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
                           train_dataset=training_dataset(config, config.steps * config.episodes_per_step),
-                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          processing_class=tokenizer, peft_config=config.peft_config(),
                           rollout_func=make_rollout_func(config, tokenizer, log, pool, make_vec, layout))
     trained_at = time.time()
     trainer.train()

@@ -33,13 +33,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from socialgym_training.configs import EvalArgs, LoraArgs, ModelArgs, RLArgs, RunArgs
 from socialgym_env.atomic import atomic_dir
 
 
 @dataclass
-class Config:
-    model: str = "smollm2"
-    """Or a local transformers folder"""
+class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, EvalArgs):
     preset: str = "easy"
     """SocialMaze preset (easy: 6 players)"""
     variant: str = "full"
@@ -48,41 +47,22 @@ class Config:
     """Training puzzles (dataset seed = seed)"""
     eval_size: int = 100
     """Held-out puzzles (dataset seed = seed + 1000)"""
-    seed: int = 0
-    """Seed of the data sample, the adapter's initialisation and the sampling"""
-    steps: int = 30
-    """GRPO optimiser steps"""
     prompts_per_step: int = 2
     """Distinct puzzles per step"""
     num_generations: int = 8
     """Completions per puzzle (one GRPO group)"""
-    learning_rate: float = 1e-4
-    """AdamW learning rate (LoRA needs more than a full fine-tune)"""
-    lora_r: int = 16
-    """LoRA rank"""
-    lora_alpha: int = 32
-    """LoRA scaling (alpha / r multiplies the update)"""
     max_completion_length: int = 24
     """The generation length bound (tokens)"""
-    temperature: float = 1.0
-    """Sampling temperature of the learner's replies"""
     format_weight: float = 0.5
     """Weight of the format reward next to correctness"""
     answer_prefix: str = ""
     """Forced start of every reply, e.g. "Criminal: Player " (not in the loss)"""
     eval_batch_size: int = 20
     """Held-out puzzles generated per batch"""
-    eval_before: bool = True
-    """Evaluate the base model first (--steps 0: only that)"""
-    threads: int = 2
-    """Torch CPU threads (0 = torch's default)"""
-    device: str = "auto"
-    """auto (a GPU when one is visible), cpu or cuda"""
-    progress: bool = True
-    """Show a progress bar (steps, ETA) and each step's logged loss and reward"""
+    # defaults of this script (the options are documented in socialgym_training.configs)
     out: str = "runs/grpo_hrd"
-    """Output folder"""
-
+    steps: int = 30
+    learning_rate: float = 1e-4
 
 ANSWER_LINE = re.compile(r"^\s*criminal:\s*player\s+\d+\s*;\s*my role:\s*(criminal|rumormonger|lunatic|investigator)"
                          r"\s*\.?\s*$", re.I)
@@ -168,7 +148,7 @@ def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
     from trl import GRPOTrainer
 
-    from socialgym_training.common import fail, finish_run, grpo_args, load_base, lora_config, parse_config
+    from socialgym_training.common import fail, finish_run, grpo_args, load_base, parse_config
     config = parse_config(Config, argv)
     try:
         puzzles(1, config.seed, config.preset, config.variant)      # a bad preset / variant: say so now
@@ -197,7 +177,7 @@ def main(argv=None, preloaded=None) -> dict:
     tokenizer.padding_side = "left"
     trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=args,
                           train_dataset=as_dataset(train, tokenizer, config.answer_prefix), processing_class=tokenizer,
-                          peft_config=lora_config(config.lora_r, config.lora_alpha))
+                          peft_config=config.peft_config())
     trained_at = time.time()
     trainer.train()
     train_seconds = time.time() - trained_at

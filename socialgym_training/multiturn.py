@@ -592,32 +592,76 @@ class _GrammarProcessor:
         return scores
 
 
-def vllm_generate_fn(trainer, constrained: bool = True):
+def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None, reply_prefix=None):
     """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
     colocated), whose weights TRL syncs to the policy before each rollout. Returns (reply ids,
     their per-token sampling log-probabilities): TRL's importance-sampling correction compares
     those with the trained model's. ``constrained``: each row is generated under vLLM's
-    structured outputs with the JSON schema of its seat's legal replies
-    (:meth:`socialgym_agents.llm.constraint.ReplyGrammar.json_schema`; rows with the same schema go in one
-    request). Each call generates up to the trainer's ``max_completion_length`` tokens (the
-    per-reply bound). Server mode talks to the server from this process: one training process
-    per server (with several, only the main one holds the client)."""
+    structured outputs (:func:`reply_constraint`): the JSON schema of its seat's legal replies
+    (:meth:`socialgym_agents.llm.constraint.ReplyGrammar.json_schema`), or, when the context already
+    ends with the policy's forced reply prefix (``reply_prefix``, a function of the row's info:
+    the policy's own layout, :meth:`PolicyLayout.reply_prefix`), the choice of the legal replies'
+    rests after it; rows with the same constraint go in one request, with a reply budget of at
+    least the longest legal reply's tokens plus EOS (:func:`reply_budget`; the trainer's
+    ``max_completion_length`` otherwise). Server mode talks to the server from this process (the
+    scripts refuse it under several processes: only the main one holds TRL's client); colocated
+    rows go through TRL's own ``VLLMGeneration.generate`` (sleep-mode wake-up and weight sync
+    included)."""
     generation = trainer.vllm_generation
 
     def generate(contexts: list, infos: Optional[list] = None) -> tuple:
-        by_schema: dict = defaultdict(list)
+        by_request: dict = defaultdict(list)
         for row, info in enumerate(infos or [None] * len(contexts)):
-            schema = _reply_schema(info) if constrained and info is not None else None
-            by_schema[json.dumps(schema, sort_keys=True) if schema else ""].append(row)
+            prefix = reply_prefix(info) if reply_prefix is not None and info is not None else ""
+            constraint = reply_constraint(info, prefix) if constrained and info is not None else None
+            budget = reply_budget(info, tokenizer, generation.max_completion_length, prefix) if constraint else \
+                generation.max_completion_length
+            by_request[(json.dumps(constraint, sort_keys=True) if constraint else "", budget)].append(row)
         replies: list = [None] * len(contexts)
         logprobs: list = [None] * len(contexts)
-        for key, rows in by_schema.items():
-            ids, lps = vllm_sample(generation, [contexts[r] for r in rows], json.loads(key) if key else None)
+        for (key, budget), rows in by_request.items():
+            ids, lps = vllm_sample(generation, [contexts[r] for r in rows], json.loads(key) if key else None, budget)
             for r, reply, lp in zip(rows, ids, lps):
                 replies[r], logprobs[r] = reply, lp
         return replies, logprobs
 
     return generate
+
+
+def reply_constraint(info: dict, prefix: str = "") -> Optional[dict]:
+    """vLLM's ``structured_outputs`` for a reply: ``{"json": schema}`` of the legal replies, or,
+    after a forced ``prefix`` already in the context, ``{"choice": [the legal replies' rests]}``
+    (a schema would start a new object); None where no constraint applies (free text after a
+    prefix, or no action schema)."""
+    if not prefix:
+        schema = _reply_schema(info)
+        return {"json": schema} if schema else None
+    rests = [reply[len(prefix):] for reply in _legal_replies(info) or [] if reply.startswith(prefix)]
+    return {"choice": rests} if rests else None
+
+
+def _legal_replies(info: Optional[dict]) -> Optional[list]:
+    """The legal reply strings of a decision, when they are a finite list."""
+    from socialgym_agents.llm.constraint import reply_grammar
+    if info is None:
+        return None
+    try:
+        return reply_grammar(info).finite
+    except ValueError:
+        return None
+
+
+def reply_budget(info: Optional[dict], tokenizer, floor: int, prefix: str = "") -> int:
+    """Tokens a constrained reply may need: the longest of the seat's legal replies (as the policy
+    writes them, less a forced ``prefix`` already in the context) plus EOS, never below ``floor``;
+    ``floor`` when the replies are not a finite list or no tokenizer is given. A budget below it
+    cuts a legal reply short (a budget of 12 truncated every Rock-Paper-Scissors "scissors")."""
+    finite = _legal_replies(info) if tokenizer is not None else None
+    if not finite:
+        return floor
+    longest = max(len(tokenizer(reply[len(prefix):] if reply.startswith(prefix) else reply,
+                                add_special_tokens=False)["input_ids"]) for reply in finite)
+    return max(floor, longest + 1)
 
 
 def _reply_schema(info: dict) -> Optional[dict]:
@@ -628,28 +672,33 @@ def _reply_schema(info: dict) -> Optional[dict]:
         return None
 
 
-def vllm_sample(generation, prompts: list, schema: Optional[dict]) -> tuple:
+def vllm_sample(generation, prompts: list, constraint: Optional[dict], max_tokens: Optional[int] = None) -> tuple:
     """(completion ids, sampled-token log-probabilities) of one reply per prompt (token ids) from
-    TRL's ``VLLMGeneration`` (server client or colocated engine) at its sampling settings, under
-    the JSON ``schema`` when given."""
-    settings = dict(temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k or 0,
-                    min_p=generation.min_p or 0.0, repetition_penalty=generation.repetition_penalty,
-                    max_tokens=generation.max_completion_length, logprobs=0)
+    TRL's ``VLLMGeneration`` at its sampling settings, under the ``constraint`` when given (vLLM's
+    ``structured_outputs``: ``{"json": schema}`` or ``{"choice": [...]}``), up to ``max_tokens``
+    (default: its ``max_completion_length``). Server mode calls the client; colocated, TRL's own
+    ``generate`` runs with the constraint and budget set for the call."""
+    budget = max_tokens or generation.max_completion_length
     extra = dict(generation.generation_kwargs or {})
+    if constraint is not None:
+        extra["structured_outputs"] = constraint
     if generation.mode == "server":
-        if schema is not None:
-            extra["structured_outputs"] = {"json": schema}
+        settings = dict(temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k or 0,
+                        min_p=generation.min_p or 0.0, repetition_penalty=generation.repetition_penalty,
+                        max_tokens=budget, logprobs=0)
         out = generation.vllm_client.generate(prompts=prompts, n=1, generation_kwargs=extra, **settings)
         return [list(ids) for ids in out["completion_ids"]], [[lp[0] for lp in seq] for seq in out["logprobs"]]
-    from trl.generation.vllm_generation import extract_logprobs
-    from vllm import SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-    params = SamplingParams(n=1, structured_outputs=StructuredOutputsParams(json=schema) if schema else None,
-                            **settings, **extra)
-    outputs = generation.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling_params=params,
-                                      use_tqdm=False)
-    logprobs, _ = extract_logprobs(outputs)
-    return [list(o.outputs[0].token_ids) for o in outputs], [[lp[0] for lp in seq] for seq in logprobs]
+    if getattr(generation, "tensor_parallel_size", 1) > 1:
+        # TRL gathers prompts over the tensor-parallel group in every call: the groups' calls
+        # (one per schema) would not line up across ranks
+        raise ValueError("colocated vLLM with tensor_parallel_size > 1 is not supported by per-schema requests")
+    saved = generation.max_completion_length, generation.generation_kwargs
+    generation.max_completion_length, generation.generation_kwargs = budget, extra
+    try:
+        _, completion_ids, logprobs, _ = generation.generate(prompts, None, num_generations=1)
+    finally:
+        generation.max_completion_length, generation.generation_kwargs = saved
+    return [list(ids) for ids in completion_ids], [[lp[0] for lp in seq] for seq in logprobs]
 
 
 def rollout_output(episodes: Sequence[Episode], invalid_penalty: float = 0.0) -> dict:
@@ -658,17 +707,34 @@ def rollout_output(episodes: Sequence[Episode], invalid_penalty: float = 0.0) ->
     (env tokens 0.0: the mask takes them out of the importance-sampling correction; None with HF
     generation, where TRL does not use them), and per-episode fields that TRL forwards to the
     reward functions."""
-    sampled = all(e.logprobs is not None for e in episodes)
     return {
         "prompt_ids": [e.prompt_ids for e in episodes],
         "completion_ids": [e.completion_ids for e in episodes],
         "env_mask": [e.env_mask for e in episodes],
-        "logprobs": [e.logprobs for e in episodes] if sampled and episodes else None,
+        "logprobs": episode_logprobs(episodes),
         "episode_reward": [e.shaped_reward(invalid_penalty) for e in episodes],
         "outcome_reward": [e.reward for e in episodes],
         "invalid_actions": [e.invalid_actions for e in episodes],
         "role": [e.role for e in episodes],
     }
+
+
+def episode_logprobs(episodes: Sequence[Episode]) -> Optional[list]:
+    """The ``logprobs`` of a rollout: None when no reply came from vLLM (HF generation); else one
+    list per episode, never None (TRL's importance-sampling correction takes no gaps): an episode
+    whose learner never replied (its completion is env text only, all masked out) gets 0.0 per
+    token. An episode with learner tokens but no log-probabilities cannot be corrected: an error."""
+    if not any(e.logprobs is not None for e in episodes):
+        return None
+    out = []
+    for e in episodes:
+        if e.logprobs is None:
+            if any(e.env_mask):
+                raise ValueError(f"episode {e.spec.seed}: learner tokens without sampling log-probabilities")
+            out.append([0.0] * len(e.completion_ids))
+        else:
+            out.append(e.logprobs)
+    return out
 
 
 def role_summary(episodes: Sequence[Episode]) -> dict:

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 import socialgym_env
 from socialgym_agents.llm.scoring import score_replies
 from socialgym_agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
@@ -73,19 +74,11 @@ from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomi
 
 
 @dataclass
-class Config:
-    game: str = "kuhn_poker"
-    """game id; a two-player game or a team game (hidden roles allowed)"""
+class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     num_players: int = 0
     """players (0 = the game's default)"""
     game_config: str = ""
     """extra game config as JSON, e.g. '{"dice": 1}'"""
-    model: str = "smollm2"
-    """base model: smollm2 (embedded), hf:<folder or .gguf> or a folder"""
-    seed: int = 0
-    """seed of deals, seating, pool draws and sampling"""
-    steps: int = 20
-    """optimiser steps (one rollout batch each)"""
     episodes_per_step: int = 8
     """episodes played per step (at most; stops once the rows are full)"""
     rows_per_step: int = 12
@@ -100,41 +93,19 @@ class Config:
     """RAE: per-(game, role) EMA rate, b <- b + rate (R - b)"""
     reward: str = "auto"
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
-    learning_rate: float = 1e-4
-    """AdamW learning rate of the LoRA weights"""
-    lora_r: int = 8
-    """LoRA rank"""
-    lora_alpha: int = 16
-    """LoRA alpha"""
-    temperature: float = 1.0
-    """sampling temperature of the softmax over legal replies"""
-    prompt: str = "turns"
-    """the seat's view: turns (the LLM policy's own prompts, what a rated checkpoint reads) or the env-text layouts no policy plays: compact (short first view), full"""
-    policy_options: str = ""
-    """turns: LLM options of the spec that will rate the checkpoints, e.g. 'context=2048' (they set its trimming budget)"""
-    reply_prefix: str = '{"action_type": "'
-    """compact / full: forced start of every reply (never in the loss); turns prefills the policy's (the legal replies' common prefix)"""
-    max_new_tokens: int = 24
-    """reply budget for free-text phases (generated, not scored)"""
-    max_turns: int = 24
-    """decisions per seat before an episode is cut (scored 0)"""
-    eval_episodes: int = 100
-    """episodes per evaluation matchup (seats alternated)"""
     tournament_episodes: int = 40
     """episodes per pair of checkpoints in the closing tournament (0 = none)"""
-    eval_before: bool = True
-    """evaluate the base model before training"""
-    threads: int = 2
-    """torch CPU threads"""
-    device: str = "auto"
-    """auto (a GPU when one is visible), cpu or cuda"""
-    progress: bool = True
-    """show a progress bar (steps, ETA) and each step's logged loss"""
     evaluate: str = ""
     """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
+    # defaults of this script (the options are documented in socialgym_training.configs; the
+    # game is a two-player or team game, hidden roles allowed)
+    game: str = "kuhn_poker"
     out: str = "runs/selfplay"
-    """output folder"""
-
+    learning_rate: float = 1e-4
+    lora_r: int = 8
+    lora_alpha: int = 16
+    reply_prefix: str = '{"action_type": "'
+    max_turns: int = 24
 
 # ------------------------------------------------------------------ one seat's chat
 class SeatChat:
@@ -601,8 +572,9 @@ def paired_before_after(before: dict, after: dict) -> dict:
 
 def main(argv=None, preloaded=None) -> dict:
     """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from socialgym_agents.registry import PolicySpecError
     from socialgym_agents.runner import PolicyPool
-    from socialgym_training.common import fail, grpo_args, load_base, lora_config, parse_config
+    from socialgym_training.common import fail, grpo_args, load_base, parse_config
     config = parse_config(Config, argv)
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
@@ -615,6 +587,10 @@ def main(argv=None, preloaded=None) -> dict:
         fail(str(err).strip("'\""))
     if info.num_players != 2 and not info.team_game and not config.num_players == 2:
         fail(f"{config.game} is neither a two-player game nor a team game")
+    try:                   # the evaluation plays the heuristic: a game without one fails now, not after training
+        PolicyPool().check("scripted:heuristic", games=[config.game])
+    except PolicySpecError as err:
+        fail(str(err))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -641,7 +617,7 @@ def main(argv=None, preloaded=None) -> dict:
     from datasets import Dataset
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
-                          processing_class=tokenizer, peft_config=lora_config(config.lora_r, config.lora_alpha),
+                          processing_class=tokenizer, peft_config=config.peft_config(),
                           rollout_func=make_rollout_func(config, tokenizer, baseline, pool, log, rng, policies,
                                                          layout))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
@@ -684,11 +660,11 @@ def load_checkpoints(model, config: Config) -> tuple:
     ``checkpoints/step<N>`` folders, with the base model (a zero LoRA) as ``step0``."""
     from peft import get_peft_model
     from peft.utils import load_peft_weights
-    from socialgym_training.common import fail, lora_config
+    from socialgym_training.common import fail
     folders = sorted(Path(config.evaluate).glob("checkpoints/step*"), key=lambda f: int(f.name[4:]))
     if not folders:
         fail(f"{config.evaluate} holds no checkpoints/step<N> folders (a training run's --out)")
-    peft_model = get_peft_model(model, lora_config(config.lora_r, config.lora_alpha))
+    peft_model = get_peft_model(model, config.peft_config())
     saved = {"step0": LoraSwap(peft_model).snapshot()}
     for folder in folders:
         saved[folder.name] = load_peft_weights(str(folder), device="cpu")

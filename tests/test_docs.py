@@ -1,8 +1,10 @@
-"""The docs site builds with ``mkdocs build --strict`` (every nav page exists, every relative link
-resolves, the API reference renders), the README stays a front page, and the docs use one form
+"""The docs site builds with ``mkdocs build --strict`` and not one warning (every nav page exists, every
+relative link and anchor resolves, the API reference renders), the README stays a front page, and the docs use one form
 for the training scripts."""
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +12,43 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_mkdocs_builds_strictly(tmp_path):
+def mkdocs_problems(config_dir: Path, site_dir: Path) -> list[str]:
+    """Build the site of ``config_dir/mkdocs.yml`` with ``--strict`` and return every warning and
+    error line mkdocs printed (none: a clean build). Not ``-q``: it hides the warnings, and then
+    a broken link passes."""
     try:
         import material, mkdocs, mkdocstrings  # noqa: F401
     except ImportError as err:     # a missing feature, not a skip: `make test` installs the docs extra
         raise AssertionError(f"the docs extra is not installed (pip install -e '.[docs]'): {err}") from None
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300,
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir)],
+                            cwd=config_dir, capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    output = (result.stdout + result.stderr).splitlines()
+    problems = [line for line in output if line.startswith(("WARNING", "ERROR"))]
+    if result.returncode != 0 and not problems:
+        problems = [f"mkdocs exited {result.returncode}: " + "\n".join(output[-20:])]
+    return problems
+
+
+def test_mkdocs_builds_strictly_without_a_warning(tmp_path):
+    assert mkdocs_problems(ROOT, tmp_path / "site") == []
     assert (tmp_path / "site" / "games" / "werewolves" / "index.html").is_file()
     assert "check_game" in (tmp_path / "site" / "api" / "testing" / "index.html").read_text()
+
+
+def test_the_docs_check_catches_a_planted_broken_link_and_anchor(tmp_path):
+    """The same check on a copy of the docs with three planted faults: each is reported."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    for package in ROOT.glob("socialgym_*"):          # the API pages render the code (paths: [.])
+        (tmp_path / package.name).symlink_to(package)
+    page = tmp_path / "docs" / "getting-started.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n[gone](no-such-page.md), "
+                    "[no anchor](agents_servers.md#no-such-section), [outside](../../Dockerfile)\n",
+                    encoding="utf-8")
+    problems = "\n".join(mkdocs_problems(tmp_path, tmp_path / "site"))
+    for planted in ("no-such-page.md", "#no-such-section", "../../Dockerfile"):
+        assert planted in problems, f"the planted {planted!r} was not reported:\n{problems}"
 
 
 def test_readme_is_a_front_page_whose_links_resolve():
@@ -36,3 +64,97 @@ def test_docs_run_the_training_scripts_as_modules():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     files = [str(p.relative_to(ROOT)) for p in pages if re.search(r"python3? socialgym_training/\w+\.py", p.read_text(encoding="utf-8"))]
     assert not files, f"use `python -m socialgym_training.NAME` in {files}"
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+# "all 25 games" and "episodes on 25 games" claim the whole catalogue; lower-case "all" only:
+# "All 4 games ended..." (docs/triadic.md) counts one study's episodes.
+GAME_COUNT = re.compile(r"\b(?:all|episodes on) (\d+) games\b")
+
+
+def stale_game_counts(text: str, registered: int) -> list[str]:
+    return [match.group(0) for match in GAME_COUNT.finditer(text) if int(match.group(1)) != registered]
+
+
+def test_game_counts_in_the_docs_match_the_registry():
+    import socialgym_env
+
+    registered = len(socialgym_env.game_ids())
+    assert stale_game_counts("checked for all 23 games; 240 episodes on 25 games", 25) == ["all 23 games"]
+    stale = {str(page.relative_to(ROOT)): found for page in _doc_pages()
+             if (found := stale_game_counts(page.read_text(encoding="utf-8"), registered))}
+    assert not stale, f"{registered} games are registered; the docs say otherwise: {stale}"
+
+
+def test_the_readme_table_and_the_docs_nav_list_every_registered_game():
+    import socialgym_env
+
+    registered = sorted(socialgym_env.game_ids())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sorted(re.findall(r"^\| \[`(\w+)`\]\(docs/games/\1\.md\)", readme, re.M)) == registered
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert sorted(set(re.findall(r"^\s+- [^:]+: games/(\w+)\.md$", nav, re.M)) - {"index"}) == registered
+
+
+def _calls(text: str, function: str) -> list[str]:
+    """The source of every ``function(...)`` call in ``text`` (parentheses balanced)."""
+    calls = []
+    for match in re.finditer(rf"\b{function}\(", text):
+        depth = 0
+        for end in range(match.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                calls.append(text[match.start():end + 1])
+                break
+    return calls
+
+
+def binds_to(call: str, function) -> bool:
+    """Whether ``call`` (source text) passes arguments ``function``'s signature accepts."""
+    import ast
+    import inspect
+
+    node = ast.parse(call, mode="eval").body
+    try:
+        inspect.signature(function).bind(*node.args, **{k.arg: k.value for k in node.keywords})
+    except TypeError:
+        return False
+    return True
+
+
+def test_talk_phase_in_the_docs_is_called_as_it_is_defined():
+    from socialgym_env.patterns import talk_phase
+
+    assert not binds_to('talk_phase(visibility=TEAM, team="werewolves")', talk_phase)      # no name, no next phase
+    calls = [call for page in _doc_pages() for call in _calls(page.read_text(encoding="utf-8"), "talk_phase")]
+    assert len(calls) >= 3
+    assert [call for call in calls if not binds_to(call, talk_phase)] == []
+
+
+def test_the_readme_leaderboard_figure_and_caption_are_what_their_command_makes(tmp_path):
+    """Runs the caption's command (about 15 s) and compares: the caption's counts, and the counts
+    and per-game Elo the figure was drawn from (its PNG text fields)."""
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.spec_from_file_location("readme_leaderboard", ROOT / "docs" / "scripts" / "readme_leaderboard.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    summary = script.run_tournament(tmp_path / "run")
+    for page in script.FRONT_PAGES:
+        assert script.page_caption(page) == script.caption(summary), f"{page.name}'s caption is stale"
+    with Image.open(script.FIGURE) as image:
+        drawn = {key.removeprefix("socialgym:"): value for key, value in image.text.items()}
+    fresh = script.figure_fields(summary)
+    assert {k: drawn.get(k) for k in ("command", "episodes", "games", "competitive_games")} == \
+           {k: fresh[k] for k in ("command", "episodes", "games", "competitive_games")}
+    drawn_elo, fresh_elo = json.loads(drawn["per_game_elo"]), json.loads(fresh["per_game_elo"])
+    assert drawn_elo.keys() == fresh_elo.keys()
+    # the same seeded run; a last-digit difference in the fit on another CPU is not a stale figure
+    off = {(game, policy): (drawn_elo[game].get(policy), elo) for game in fresh_elo for policy, elo in fresh_elo[game].items()
+           if drawn_elo[game].get(policy) is None or abs(drawn_elo[game][policy] - elo) > 2}
+    assert not off, f"the figure is stale; regenerate it with python docs/scripts/readme_leaderboard.py: {off}"

@@ -263,3 +263,19 @@ def test_actors_public_only_hides_a_hidden_role_phase_some_seats_play():
     # the village's phases are everyone's; the night's belong to roles
     assert seen == {"day_talk": {True}, "day_vote": {True}, "night_talk": {False}, "seer": {False},
                     "witch": {False}, "wolf_kill": {False}}
+
+
+def test_reset_with_given_names_keeps_the_rest_of_the_seeds_episode():
+    """``options["names"]`` (branching's determinisation) replaces only the drawn names: roles,
+    deal and every later draw are the seed's own."""
+    import socialgym_env
+    plain, named = socialgym_env.make("werewolves"), socialgym_env.make("werewolves")
+    plain.reset(seed=11)
+    names = [f"Seat{i}" for i in range(len(plain.possible_agents))]
+    named.reset(seed=11, options={"names": names})
+    assert [named.state.seat[a].name for a in named.possible_agents] == names
+    assert [plain.state.seat[a].role for a in plain.possible_agents] == \
+        [named.state.seat[a].role for a in named.possible_agents]
+    assert plain.state.rng.getstate() == named.state.rng.getstate()
+    with pytest.raises(Exception, match="names for"):
+        named.reset(seed=11, options={"names": names[:2]})

@@ -17,6 +17,35 @@ def test_import_linter_contracts_hold(monkeypatch):
     assert lint_imports(config_filename=str(ROOT / "setup.cfg"), no_cache=True) == 0
 
 
+def test_the_no_cycle_contract_catches_a_planted_cycle(tmp_path, monkeypatch):
+    """The setup.cfg contract that forbids import cycles, pointed at a package whose two modules
+    import each other (inside a function, as adapters.py and hf_backend.py did), is broken."""
+    import configparser
+
+    from importlinter.cli import lint_imports
+
+    contract = configparser.ConfigParser()
+    contract.read(ROOT / "setup.cfg")
+    acyclic = dict(contract["importlinter:contract:acyclic"])
+    assert acyclic["type"] == "acyclic_siblings"
+    package = tmp_path / "planted_cycle"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "backend.py").write_text("from . import adapters\n")
+    (package / "adapters.py").write_text("def load():\n    from .backend import load_model\n")
+    (package / "loading.py").write_text("")
+    planted = configparser.ConfigParser()
+    planted["importlinter"] = {"root_packages": "\nplanted_cycle"}
+    planted["importlinter:contract:acyclic"] = dict(acyclic, ancestors="\nplanted_cycle")
+    with open(tmp_path / "planted.cfg", "w") as handle:
+        planted.write(handle)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert lint_imports(config_filename=str(tmp_path / "planted.cfg"), no_cache=True) == 1
+    (package / "adapters.py").write_text("def load():\n    from .loading import load_model\n")
+    assert lint_imports(config_filename=str(tmp_path / "planted.cfg"), no_cache=True) == 0
+
+
 def test_importing_the_engine_loads_no_upper_layer():
     probe = ("import sys, socialgym_env, socialgym_env.games, socialgym_env.socialmaze.cli; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('socialgym_agents', 'socialgym_benchmarks', 'socialgym_training')))")

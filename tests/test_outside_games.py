@@ -181,3 +181,41 @@ def test_failed_episodes_are_counted_apart_from_played(tmp_path, monkeypatch, ca
                                      out=tmp_path, workers=1, progress=False, bootstrap=10)
     out = capsys.readouterr().out
     assert "2 played now; 1 of the episodes played now FAILED" in out
+
+
+def test_heuristic_in_a_game_without_a_baseline_is_refused_not_played_at_random(example_registered, monkeypatch):
+    """scripted:heuristic in an outside game with no registered baseline: refused before play by
+    the check (one line naming the games that have one), refused at the first decision when no
+    check ran (a failed record with that reason), accepted once the game's package registers one."""
+    from socialgym_agents import baselines
+    from socialgym_agents.registry import PolicySpecError, check_spec
+    from socialgym_agents.runner import EpisodeJob, run_jobs
+
+    with pytest.raises(PolicySpecError) as refused:
+        check_spec("scripted:heuristic", games=["prisoners_dilemma", GAME])
+    message = str(refused.value)
+    assert "\n" not in message and f"no baseline for {GAME} " in message
+    having = message.split("games with one: ")[1].split(", ")
+    assert "prisoners_dilemma" in having and GAME not in having and len(having) == len(socialgym_env.list_games()) - 1
+    check_spec("scripted:heuristic", games=["prisoners_dilemma"])        # a game with a baseline passes
+
+    record = run_jobs([EpisodeJob(GAME, 0, ["scripted:heuristic", "scripted:random", "scripted:random"])])[0]
+    assert record["failed"] and f"no baseline for {GAME}" in record["error"]
+
+    from socialgym_agents.scripted import RandomPolicy
+    monkeypatch.setitem(baselines._REGISTERED, GAME, RandomPolicy)   # the documented remedy
+    check_spec("scripted:heuristic", games=[GAME])
+    record = run_jobs([EpisodeJob(GAME, 0, ["scripted:heuristic", "scripted:random", "scripted:random"])])[0]
+    assert record["finished"] and not record.get("failed")
+
+
+@pytest.mark.parametrize("command", [["play", GAME], ["tournament", "--games", GAME, "--out", "OUT"]])
+def test_the_cli_refuses_heuristic_in_a_game_without_a_baseline(command, tmp_path):
+    argv = [str(tmp_path / "out") if part == "OUT" else part for part in command]
+    result = run(EXAMPLE, "-m", "socialgym_env.cli", "--game-module", "socialgym_example_game.lowest_unique_bid",
+                 *argv, "--agents", "scripted:random,scripted:heuristic", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"scripted:heuristic has no baseline for {GAME}" in lines[0], result.stderr
+    assert "games with one: " in lines[0] and "prisoners_dilemma" in lines[0]
+    assert list(tmp_path.iterdir()) == []                 # nothing played, nothing written

@@ -1,13 +1,18 @@
 """Per-game heuristic baselines. ``socialgym_agents/baselines/<game_id>.py`` defines ``POLICY`` (a
 BasePolicy subclass playing that game sensibly). :class:`HeuristicPolicy` dispatches on
-``info["game"]`` and plays randomly in a game that has no heuristic module."""
+``info["game"]``. A game without a baseline (one registered from another package with no
+:func:`register_baseline`) is refused, never played at random under the name "heuristic":
+:func:`socialgym_agents.registry.check_spec` refuses it before play when it knows the games, and
+the policy refuses it at the first decision (the episode is logged as failed, with this reason)."""
 from __future__ import annotations
 
 import importlib
 import importlib.util
 
-from ..base import BasePolicy, Decision
-from ..scripted import sample_from_info
+import socialgym_env
+
+from ..base import BasePolicy
+from ..specs import PolicySpecError
 
 
 # Baselines of games from outside the package: game id -> BasePolicy subclass.
@@ -29,6 +34,16 @@ def heuristic_for(game_id: str):
     if not game_id or importlib.util.find_spec(name) is None:
         return None
     return importlib.import_module(name).POLICY
+
+
+def refuse_without_baseline(game_ids) -> None:
+    """PolicySpecError (one line naming the games that have a baseline) when one of ``game_ids`` has none."""
+    missing = [game for game in game_ids if heuristic_for(game) is None]
+    if missing:
+        having = [g["id"] for g in socialgym_env.list_games() if heuristic_for(g["id"]) is not None]
+        raise PolicySpecError(f"scripted:heuristic has no baseline for {', '.join(map(str, missing))} (a game's package can "
+                              "add one with socialgym_agents.baselines.register_baseline); games with one: "
+                              f"{', '.join(having)}")
 
 
 class HeuristicPolicy(BasePolicy):
@@ -63,7 +78,7 @@ class HeuristicPolicy(BasePolicy):
     def act(self, observation, info, key=("", "")):
         policy = self._delegate(info.get("game"))
         if policy is None:
-            return Decision(sample_from_info(info, self.rng(key)))
+            refuse_without_baseline([info.get("game")])
         if key not in policy._rngs:
             # A delegate made after this episode's reset must still draw from the episode's
             # seed, or its moves would depend on which episodes the process played before.

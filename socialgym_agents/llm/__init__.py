@@ -13,54 +13,49 @@ listed in :mod:`socialgym_agents.llm.config`. The policy id recorded in logs is 
 """
 from __future__ import annotations
 
-from .config import LLMConfig, parse_options, split_spec
+from ..specs import AgentSpec
+from .config import LLMConfig, parse_options
 from .policy import LLMPolicy
 
 __all__ = ["LLMConfig", "LLMPolicy", "check_llm_spec", "make_llm_policy"]
 
 
-def check_llm_spec(kind: str, rest: str, seed: int = 0) -> tuple[str, LLMConfig]:
-    """(target, options) of a model spec, checked without loading anything: known option names
-    and values in range, ``hf:`` a model that exists locally, ``openai:`` an http(s) URL,
-    ``adapter=`` a PEFT folder. ValueError (or ModelNotAvailable) names what is wrong."""
+def check_llm_spec(spec: AgentSpec, seed: int = 0) -> LLMConfig:
+    """The options of a model spec, checked without loading anything: known option names and
+    values in range, ``hf:`` a model that exists locally, ``openai:`` an http(s) URL, ``adapter=``
+    a PEFT folder. ValueError (or ModelNotAvailable) names what is wrong."""
     from .loading import check_model
-    target, query = split_spec(rest)
-    config = parse_options(query, seed=seed)
-    if kind == "smollm2":
-        if target:
-            raise ValueError(f"smollm2 takes no target, only options: smollm2?temperature=0.7 (got {target!r})")
+    config = parse_options(spec.options, seed=seed)
+    if spec.kind == "smollm2":
+        if spec.name:
+            raise ValueError(f"smollm2 takes no target, only options: smollm2?temperature=0.7 (got {spec.name!r})")
         check_model("smollm2")
-    elif kind == "hf":
-        if not target:
+    elif spec.kind == "hf":
+        if not spec.name:
             raise ValueError("hf spec needs a model: hf:<local folder, hub id in the local cache, or .gguf file>")
-        check_model(target)
-    elif kind == "openai":
+        check_model(spec.name)
+    elif spec.kind == "openai":
         from .openai_backend import parse_target
         if config.adapter:
             raise ValueError("option adapter= is for local models only: smollm2?adapter=DIR or hf:PATH?adapter=DIR")
-        parse_target(target)
+        parse_target(spec.name)
     else:
-        raise ValueError(f"unknown LLM kind {kind!r}")
+        raise ValueError(f"unknown LLM kind {spec.kind!r}")
     if config.adapter:
         from .adapters import adapter_folder
         adapter_folder(config.adapter)
-    return target, config
+    return config
 
 
-def make_llm_policy(kind: str, rest: str, seed: int = 0) -> LLMPolicy:
-    """Build an LLM policy from a spec's kind (smollm2 / hf / openai) and the rest of the spec."""
-    target, config = check_llm_spec(kind, rest, seed)
-    query = split_spec(rest)[1]
-    if kind == "smollm2":
-        from .hf_backend import HFBackend
-        backend = HFBackend("smollm2", config)
-        spec = "smollm2"
-    elif kind == "hf":
-        from .hf_backend import HFBackend
-        backend = HFBackend(target, config)
-        spec = f"hf:{target}"
-    else:
+def make_llm_policy(spec, seed: int = 0) -> LLMPolicy:
+    """The LLM policy of a model spec (smollm2 / hf / openai; an AgentSpec, or a string parsed here),
+    recorded under the spec's canonical string."""
+    spec = AgentSpec.of(spec)
+    config = check_llm_spec(spec, seed)
+    if spec.kind == "openai":
         from .openai_backend import OpenAIBackend
-        backend = OpenAIBackend(target, config)
-        spec = f"openai:{target}"
-    return LLMPolicy(backend, config, spec + (f"?{query}" if query else ""))
+        backend = OpenAIBackend(spec.name, config)
+    else:
+        from .hf_backend import HFBackend
+        backend = HFBackend(spec.name or spec.kind, config)
+    return LLMPolicy(backend, config, str(spec))

@@ -2,7 +2,7 @@
 
 ``DIR`` is what ``PeftModel.save_pretrained`` writes (``adapter_config.json`` plus the adapter
 weights), e.g. the ``adapter/`` folder of ``socialgym_training/sft.py`` or ``socialgym_training/dpo.py``. The base
-model is loaded as usual (:func:`socialgym_agents.llm.hf_backend.load_model`), then a *copy* of it gets the
+model is loaded as usual (:func:`socialgym_agents.llm.loading.load_model`), then a *copy* of it gets the
 adapter and the LoRA weights are merged in (``merge_and_unload``): the result is a plain
 transformers model, so decoding, batching and KV-cache reuse work unchanged and the shared base
 model stays untouched (a fine-tuned policy can play against its own base in one process).
@@ -23,7 +23,7 @@ def adapter_folder(adapter: str) -> Path:
     """The adapter folder, checked: it must hold ``adapter_config.json`` (a PEFT save)."""
     folder = Path(adapter).expanduser().resolve()
     if not (folder / "adapter_config.json").is_file():
-        from .hf_backend import ModelNotAvailable
+        from .loading import ModelNotAvailable
         raise ModelNotAvailable(f"adapter={adapter!r}: no adapter_config.json there; expected a folder written by "
                                 "PeftModel.save_pretrained (e.g. the adapter/ folder of socialgym_training/sft.py)")
     return folder
@@ -31,7 +31,7 @@ def adapter_folder(adapter: str) -> Path:
 
 def load_adapted(model_name: str, adapter: str):
     """(model, tokenizer): base model ``model_name`` with the LoRA adapter in ``adapter`` merged in."""
-    from .hf_backend import load_model
+    from .loading import load_model
     folder = adapter_folder(adapter)
     key = (model_name, str(folder))
     with _LOCK:

@@ -50,7 +50,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
-from urllib.parse import parse_qsl
+from urllib.parse import unquote_plus
+
+from ..specs import split_options
 
 
 MODES = ("batched", "naive", "score")
@@ -131,18 +133,15 @@ def _convert(name: str, text: str, kind):
     return value
 
 
-def split_spec(rest: str) -> tuple[str, str]:
-    """``"path?temperature=0.7"`` -> (``"path"``, ``"temperature=0.7"``)."""
-    target, _, query = rest.partition("?")
-    return target, query
-
-
-def parse_options(query: str, seed: int = 0) -> LLMConfig:
-    """An LLMConfig from ``key=value&...``; a bad key or value raises ValueError naming what is valid."""
+def parse_options(options, seed: int = 0) -> LLMConfig:
+    """An LLMConfig from a spec's options (:attr:`AgentSpec.options <socialgym_agents.specs.AgentSpec>`
+    pairs, or the text ``key=value&...``); keys and values are URL-unquoted as ``parse_qsl`` does.
+    A bad key or value raises ValueError naming what is valid."""
     config = LLMConfig(seed=seed)
     types = {f.name: f.type for f in fields(LLMConfig)}
     given = set()
-    for key, value in parse_qsl(query, keep_blank_values=True):
+    pairs = split_options(options) if isinstance(options, str) else options
+    for key, value in ((unquote_plus(k), unquote_plus(v)) for k, v in pairs):
         if key not in types:
             raise ValueError(f"unknown LLM option {_shown(key)}; valid: {', '.join(sorted(types))}")
         if key in given:                 # which one was meant is not ours to guess

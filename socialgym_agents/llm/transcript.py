@@ -28,23 +28,10 @@ import functools
 from typing import Callable, Optional
 
 from ..base import Request
+from ..specs import LLM_KINDS, AgentSpec, is_model_spec
 from .config import parse_options
 from .parsing import action_string
 from .policy import LLMPolicy
-
-LLM_KINDS = ("smollm2", "hf", "openai")
-
-
-def split_spec_kind(spec: str) -> tuple[str, str, str]:
-    """``"smollm2?temperature=0.7"`` -> (``"smollm2"``, ``""``, ``"temperature=0.7"``);
-    ``"hf:/m?context=512"`` -> (``"hf"``, ``"/m"``, ``"context=512"``) (as socialgym_agents.registry)."""
-    kind, _, rest = (spec or "").partition(":")
-    if "?" in kind:
-        kind, _, query = kind.partition("?")
-        return kind, "", query
-    target, _, query = rest.partition("?")
-    return kind, target, query
-
 
 @functools.lru_cache(maxsize=8)
 def tokenizer_and_context(model: str):
@@ -78,17 +65,17 @@ class _NoGeneration:
 
 def replay_policy(spec: str) -> LLMPolicy:
     """An LLM policy that lays out and trims prompts as the policy of ``spec`` does."""
-    kind, target, query = split_spec_kind(spec)
-    if kind not in LLM_KINDS:
+    parsed = AgentSpec.of(spec)
+    if not parsed.is_model:
         raise ValueError(f"{spec!r} is not an LLM spec ({', '.join(LLM_KINDS)}); its prompts cannot be rebuilt")
-    config = parse_options(query)
-    if kind == "openai":
+    config = parse_options(parsed.options)
+    if parsed.kind == "openai":
         limit = config.context_chars
         fits = None if not limit else (
             lambda messages, share=1.0: sum(len(m["content"]) for m in messages) <= limit * share)
-        return LLMPolicy(_NoGeneration(target, fits), config, spec)
-    tokenizer, model_context = tokenizer_and_context("smollm2" if kind == "smollm2" else target)
-    return prompt_policy(tokenizer, model_context, config, spec, target or kind)
+        return LLMPolicy(_NoGeneration(parsed.name, fits), config, str(parsed))
+    tokenizer, model_context = tokenizer_and_context(parsed.name or parsed.kind)
+    return prompt_policy(tokenizer, model_context, config, str(parsed), parsed.name or parsed.kind)
 
 
 def prompt_policy(tokenizer, model_context: int, config, spec: str = "smollm2", model_name: str = "smollm2") -> LLMPolicy:
@@ -140,7 +127,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
     spec_of, policy_of = {}, {}
     for agent, seat in roster.items():
         spec = seat.get("policy") or ""
-        spec_of[agent] = spec if split_spec_kind(spec)[0] in LLM_KINDS else as_spec
+        spec_of[agent] = spec if is_model_spec(spec) else as_spec
         if spec_of[agent] not in policies:
             policies[spec_of[agent]] = replay_policy(spec_of[agent])
         policy_of[agent] = policies[spec_of[agent]]

@@ -8,6 +8,14 @@
   holds no user accounts, so exposing it is a deliberate act, never a default.
 - :func:`json_response` encodes with ``default=str``, so a game's info values that JSON lacks
   (tuples are fine; sets, enums) never fail a response.
+- :class:`ServerLimits` bound what one client may make the server hold or read, before any
+  handler runs: a request body over ``max_body_bytes`` is answered 413 unread
+  (:class:`BodyLimit`, a middleware on every route), a request whose headers or body do not arrive
+  within ``handshake_timeout_s`` is dropped (:func:`guarded_http_protocol`, given to uvicorn), and
+  a WebSocket whose first message is a greeting (the arena's ``hello``) must send it within
+  ``handshake_timeout_s`` while at most ``max_handshakes`` wait (:class:`Handshakes`; one more
+  evicts the oldest waiting, so clients that speak at once keep getting through while idle ones
+  are shed).
 """
 from __future__ import annotations
 
@@ -16,13 +24,25 @@ import contextlib
 import json
 from typing import Any, Optional
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
+from socialgym_env.actions import safe_repr
+
+from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-MAX_WS_MESSAGE_BYTES = 1 << 20          # one action is at most a few KB; refuse megabyte frames
+
+
+
+def uvicorn_options(app) -> dict:
+    """Settings for uvicorn.Config under the app's limits (the defaults for an app that
+    :func:`create_app` did not build): WebSocket frames capped like HTTP bodies, requests that
+    never finish arriving dropped."""
+    limits = getattr(app.state, "limits", None) or ServerLimits()
+    return {"ws_max_size": limits.max_body_bytes, "http": guarded_http_protocol(limits)}
 
 
 def to_json(payload: Any) -> str:
@@ -38,47 +58,231 @@ def reap_interval(idle_timeout_s: Optional[float]) -> Optional[float]:
     return None if idle_timeout_s is None else min(30.0, max(0.05, idle_timeout_s / 4))
 
 
-def create_app(store: SessionStore, title: str, description: str = "", version: str = "0.1.0") -> FastAPI:
-    """A FastAPI app owning ``store`` (see the module docstring); callers add their routes."""
+def parse_json(raw: str) -> Any:
+    """A client's JSON text -> its value; ValueError with one short line for anything ``json``
+    cannot read, nesting deeper than its stack included (a RecursionError would otherwise pass
+    for a dropped connection)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):
-        interval = reap_interval(store.idle_timeout_s)
 
-        async def reaper():
-            while True:
-                await asyncio.sleep(interval)
-                await store.reap()
+def validation_errors(errors: list, limit: int = 10) -> list:
+    """Pydantic's error list without what the client sent (``input``: up to a megabyte) and with
+    short locations, so a refusal never echoes a huge value or key back."""
+    return [{"type": e.get("type"), "msg": e.get("msg"),
+             "loc": [part if isinstance(part, int) else safe_repr(part, 60).strip("'") for part in e.get("loc", ())]}
+            for e in errors[:limit]]
 
-        task = asyncio.create_task(reaper()) if interval is not None else None
-        try:
-            yield
-        finally:
-            if task is not None:
-                task.cancel()
-            await store.close_all()
 
-    app = FastAPI(title=title, description=description, version=version, lifespan=lifespan)
+def create_app(store: SessionStore, title: str, description: str = "", version: str = "0.1.0",
+               limits: Optional[ServerLimits] = None) -> FastAPI:
+    """A FastAPI app owning ``store`` (``app.state.store``) under ``limits`` (``app.state.limits``,
+    ``app.state.handshakes``; see the module docstring); callers include their routers."""
+    limits = limits or ServerLimits()
+    app = FastAPI(title=title, description=description, version=version, lifespan=_lifespan)
     app.state.store = store
-
-    @app.exception_handler(CapacityError)
-    async def _capacity(request: Request, err: CapacityError):
-        return json_response({"detail": str(err), "code": "CAPACITY_REACHED"}, 503)
-
-    @app.exception_handler(SessionError)
-    async def _session(request: Request, err: SessionError):
-        return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
-
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, err: Exception):   # a game or policy bug: one JSON line
-        return json_response({"detail": f"internal error: {type(err).__name__}: {err}",
-                              "code": "EXECUTION_ERROR"}, 500)
-
-    @app.get("/health", tags=["Health"])
-    async def health():
-        return {"status": "healthy", **store.stats()}
-
+    app.state.limits = limits
+    app.state.handshakes = Handshakes(limits)
+    app.add_middleware(BodyLimit, limits=limits)
+    app.add_exception_handler(CapacityError, _capacity_reached)
+    app.add_exception_handler(SessionError, _session_refused)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(Exception, _internal_error)
+    app.include_router(router)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI):
+    """The idle reaper while the app runs; every session closed at shutdown."""
+    store: SessionStore = app.state.store
+    interval = reap_interval(store.idle_timeout_s)
+
+    async def reaper():
+        while True:
+            await asyncio.sleep(interval)
+            await store.reap()
+
+    task = asyncio.create_task(reaper()) if interval is not None else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+        await store.close_all()
+
+
+async def _capacity_reached(request: Request, err: CapacityError):
+    return json_response({"detail": str(err), "code": "CAPACITY_REACHED"}, 503)
+
+
+async def _session_refused(request: Request, err: SessionError):
+    return json_response({"detail": str(err), "code": "SESSION_ERROR"}, 401)
+
+
+async def _invalid_request(request: Request, err: RequestValidationError):
+    return json_response({"detail": validation_errors(err.errors()), "code": "VALIDATION_ERROR"}, 422)
+
+
+async def _internal_error(request: Request, err: Exception):   # a game or policy bug: one JSON line
+    return json_response({"detail": f"internal error: {type(err).__name__}: {err}",
+                          "code": "EXECUTION_ERROR"}, 500)
+
+
+router = APIRouter()
+
+
+@router.get("/health", tags=["Health"])
+async def health(request: Request):
+    return {"status": "healthy", **request.app.state.store.stats(),
+            "waiting_handshakes": len(request.app.state.handshakes)}
+
+
+class BodyLimit:
+    """ASGI middleware: read an HTTP request's body before the app does, at most
+    ``limits.max_body_bytes`` of it and within ``limits.handshake_timeout_s``; a larger declared
+    ``Content-Length`` is answered 413 before reading a byte, a larger streamed body 413 as soon
+    as it passes the limit, a body that stops arriving 408. The app then gets the body whole."""
+
+    def __init__(self, app, limits: ServerLimits):
+        self.app, self.limits = app, limits
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.limits.max_body_bytes
+        too_large = f"the request body is over {limit} bytes (the server's --max-body-bytes)"
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > limit:
+            return await _refuse(send, 413, too_large, "PAYLOAD_TOO_LARGE")
+        chunks, size = [], 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.handshake_timeout_s
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                return await _refuse(send, 408, f"the request body did not arrive within "
+                                     f"{self.limits.handshake_timeout_s:g} s", "REQUEST_TIMEOUT")
+            if message["type"] != "http.request":          # the client went away
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
+                return await _refuse(send, 413, too_large, "PAYLOAD_TOO_LARGE")
+            if not message.get("more_body", False):
+                break
+        body, replayed = b"".join(chunks), False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()                     # a later read waits for the disconnect
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+
+async def _refuse(send, status: int, detail: str, code: str) -> None:
+    """Answer before the body is read; ``connection: close`` since the rest of it is never read."""
+    body = to_json({"detail": detail, "code": code}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Handshakes:
+    """Accepted WebSockets that have not sent their first message (a ``hello``, a ``reset``):
+    each waits at most ``handshake_timeout_s``; at most ``max_handshakes`` wait, one more
+    closing the oldest waiting (so a flood of silent sockets never locks out a page that
+    greets at once)."""
+
+    def __init__(self, limits: ServerLimits):
+        self.limits = limits
+        self._waiting: dict = {}                 # socket -> future set when it is evicted; oldest first
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    async def first_message(self, ws: WebSocket) -> Optional[str]:
+        """The first text frame of the accepted ``ws``, or None once the socket is closed (it
+        went away, sent bytes, waited too long, or was evicted)."""
+        if len(self._waiting) >= self.limits.max_handshakes:
+            oldest = next(iter(self._waiting))
+            self._waiting.pop(oldest).set_result(None)
+        evicted = asyncio.get_running_loop().create_future()
+        self._waiting[ws] = evicted
+        receive = asyncio.ensure_future(ws.receive_text())
+        try:
+            done, _ = await asyncio.wait({receive, evicted}, timeout=self.limits.handshake_timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiting.pop(ws, None)
+            if not receive.done():
+                receive.cancel()
+        if receive in done:
+            try:
+                return receive.result()
+            except (WebSocketDisconnect, RuntimeError, KeyError):    # KeyError: a bytes frame
+                return None
+        reason = ("too many connections are waiting to say who they are; retry" if evicted.done()
+                  else f"no first message within {self.limits.handshake_timeout_s:g} s")
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            await ws.close(code=1013 if evicted.done() else 1008, reason=reason)
+        return None
+
+
+def guarded_http_protocol(limits: ServerLimits) -> type:
+    """uvicorn's h11 protocol, plus: a connection must finish sending a request's headers within
+    ``limits.handshake_timeout_s`` of opening (or of its last response), and at most
+    ``limits.max_handshakes`` connections wait for their headers, one more dropping the oldest.
+    uvicorn itself bounds only idle keep-alive connections, so half-sent requests would be
+    held forever."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    waiting: dict = {}             # protocol -> None, oldest first (one dict per server's limits)
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._await_request()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._await_request()
+
+        def connection_lost(self, exc) -> None:
+            waiting.pop(self, None)
+            super().connection_lost(exc)
+
+        def _waiting_since_armed(self) -> bool:
+            return (self.transport.get_protocol() is self and not self.transport.is_closing()
+                    and self.cycle is self._armed_cycle and (self.cycle is None or self.cycle.response_complete))
+
+        def _await_request(self) -> None:
+            if self.transport.is_closing():
+                return
+            self._armed_cycle = self.cycle
+            self.loop.call_later(limits.handshake_timeout_s, self._drop_if_still_waiting, self.cycle)
+            for protocol in [p for p in waiting if not p._waiting_since_armed()]:
+                waiting.pop(protocol, None)
+            waiting[self] = None
+            while len(waiting) > limits.max_handshakes:
+                next(iter(waiting))._drop()
+
+        def _drop_if_still_waiting(self, armed_cycle) -> None:
+            if armed_cycle is self._armed_cycle and self._waiting_since_armed():
+                self._drop()
+
+        def _drop(self) -> None:
+            waiting.pop(self, None)
+            self.transport.close()
+
+    return GuardedH11Protocol
 
 
 def check_host(host: str, allow_remote: bool) -> None:
@@ -90,11 +294,12 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False,
           log_level: str = "warning") -> None:
-    """Run ``app`` with uvicorn until interrupted (see :func:`check_host`)."""
+    """Run ``app`` with uvicorn until interrupted, under its limits (see :func:`check_host`,
+    :class:`ServerLimits`)."""
     import uvicorn
 
     check_host(host, allow_remote)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_WS_MESSAGE_BYTES)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(app))
 
 
 class BackgroundServer:
@@ -109,8 +314,8 @@ class BackgroundServer:
         import uvicorn
 
         check_host(host, allow_remote=False)
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                                                    ws_max_size=MAX_WS_MESSAGE_BYTES, lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                                                    **uvicorn_options(app)))
         self.server.install_signal_handlers = lambda: None     # not the main thread
         self.host = host
         self.thread = None

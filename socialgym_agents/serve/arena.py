@@ -62,28 +62,30 @@ model thinks.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Annotated, Optional, Sequence
 
-from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Body, Depends, FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.requests import HTTPConnection
 from fastapi.responses import FileResponse
 
 import socialgym_env
-from socialgym_env.actions import ActionError
+from socialgym_env.actions import ActionError, safe_repr
 from socialgym_env.logs import append_episode, iter_log_dir, restore_env
 from socialgym_env.record import public_transcript
 
 from ..base import Request, seat_seed
 from ..jobs import EpisodeJob, PolicyPool, failed_record
 from ..registry import PolicySpecError, check_spec
-from .app import create_app, json_response, to_json
-from .game_session import MAX_ACTION_CHARS, is_model_spec
+from .app import create_app, json_response, parse_json, to_json
+from .game_session import (MAX_ACTION_CHARS, MAX_CONFIG_CHARS, BadRequest, check_config, check_id,
+                           is_model_spec)
+from .limits import ServerLimits
 from .sessions import SessionError, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -91,7 +93,6 @@ logger = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 HUMAN = "human"
 MAX_NAME_CHARS = 32
-MAX_CONFIG_CHARS = 2000
 LOG_FILE = "arena.jsonl"
 # The page may run only its own script and style files: a string that slipped into the DOM
 # as markup still could not run.
@@ -150,7 +151,10 @@ def plan_seats(seats, agents: Sequence[str], models: Sequence[str]) -> list[Seat
         spec = seat.get("spec")
         if not isinstance(spec, str) or not spec.strip():
             raise ArenaError(f"{agent}: a policy seat needs a spec")
-        spec = spec.strip()
+        try:
+            spec = check_id(spec.strip(), "a policy spec")
+        except BadRequest as err:
+            raise ArenaError(f"{agent}: {err}") from None
         if is_model_spec(spec) and spec not in models:
             raise ArenaError(f"{agent}: model spec {spec!r} is not offered by this arena; offered: "
                              f"{', '.join(models) or 'none (start it with --models)'}")
@@ -172,18 +176,19 @@ def parse_config(config) -> dict:
         if len(config) > MAX_CONFIG_CHARS:
             raise ArenaError(f"the config is at most {MAX_CONFIG_CHARS} characters")
         try:
-            config = json.loads(config)
-        except (ValueError, RecursionError) as err:     # RecursionError: nested deeper than json's stack
+            config = parse_json(config)
+        except ValueError as err:
             raise ArenaError(f"the config is a JSON object, e.g. {{\"rounds\": 3}} "
                              f"({type(err).__name__}: {err})") from None
-    if not isinstance(config, dict):
-        raise ArenaError('the config is a JSON object, e.g. {"rounds": 3}')
-    return config
+    try:
+        return check_config(config)
+    except BadRequest as err:
+        raise ArenaError(str(err)) from None
 
 
 def make_env(game: str, config: dict):
     try:
-        return socialgym_env.make(game, **config)
+        return socialgym_env.make(check_id(game, "game"), **config)
     except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
         raise ArenaError(str(err)) from None
 
@@ -459,7 +464,7 @@ def find_record(log_dir: Path, episode_id: str) -> dict:
         for record in iter_log_dir(log_dir, on_skip=lambda message, why: None):
             if record.get("episode_id") == episode_id and not record.get("failed") and record.get("finished"):
                 return record
-    raise ArenaError(f"no finished episode {episode_id!r} in {log_dir}")
+    raise ArenaError(f"no finished episode {safe_repr(episode_id, 80)} in {log_dir}")
 
 
 def replay_view(record: dict, step: int, seat: Optional[str]) -> dict:
@@ -502,11 +507,31 @@ def list_episodes(log_dir: Path, limit: int = 50) -> list[dict]:
 
 
 # ---------------------------------------------------------------------- the app
+@dataclass
+class Arena:
+    """What every handler of one arena shares (``app.state.arena``)."""
+
+    log_dir: Path                    # where arena.jsonl goes and replays are read from
+    models: tuple                    # the model specs the lobby may seat (checked)
+    store: SessionStore
+    pool: PolicyPool                 # one pool for every game: a model loads once
+    games: dict = field(default_factory=dict)     # game id -> its session (the store holds the tokens)
+
+
+def _arena(connection: HTTPConnection) -> Arena:
+    return connection.app.state.arena
+
+
+ArenaState = Annotated[Arena, Depends(_arena)]
+router = APIRouter()
+
+
 def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
-                     idle_timeout_s: Optional[float] = 1800.0, policy_seed: int = 0) -> FastAPI:
+                     idle_timeout_s: Optional[float] = 1800.0, policy_seed: int = 0,
+                     limits: Optional[ServerLimits] = None) -> FastAPI:
     """The arena app (see the module docstring). ``models``: the model specs the lobby may
-    seat (checked here); ``log_dir``: where ``arena.jsonl`` goes and replays are read from."""
-    log_dir = Path(log_dir)
+    seat (checked here); ``log_dir``: where ``arena.jsonl`` goes and replays are read from;
+    ``limits``: what one connection may send or hold."""
     models = tuple(models)
     for spec in models:
         check_spec(spec)
@@ -514,205 +539,237 @@ def create_arena_app(log_dir, models: Sequence[str] = (), max_games: int = 64,
             raise ValueError(f"--models takes model specs (smollm2, hf:..., openai:...); {spec!r} is not one "
                              "(scripted specs are always offered)")
     store = SessionStore(max_sessions=max_games, idle_timeout_s=idle_timeout_s, worker_thread=True)
-    pool = PolicyPool(seed=policy_seed)
     app = create_app(store, title="Social Gym arena",
-                     description="Play any Social Gym game in the browser against people and policies.")
-    app.state.log_dir = log_dir
-    games: dict[str, object] = {}              # game id -> its session (the store holds the tokens)
-
-    def page():
-        return FileResponse(STATIC / "arena.html", media_type="text/html", headers=PAGE_HEADERS)
-
-    # Every page is the same static file; its script reads the path and fetches the view.
-    for path in ("/", "/play/{game_id}/{seat}", "/watch/{game_id}", "/hotseat/{game_id}", "/replay/{episode_id}"):
-        app.add_api_route(path, page, methods=["GET"], include_in_schema=False)
-
-    @app.get("/static/{name}", include_in_schema=False)
-    async def static(name: str):
-        kinds = {"arena.js": "text/javascript", "arena.css": "text/css"}
-        if name not in kinds:                  # a fixed list: no path ever reaches the disk
-            return json_response({"detail": "not found"}, 404)
-        return FileResponse(STATIC / name, media_type=kinds[name], headers=PAGE_HEADERS)
-
-    @app.get("/api/options")
-    async def options():
-        return {"games": [{"id": g["id"], "name": g["name"], "num_players": g["num_players"]}
-                          for g in socialgym_env.list_games()],
-                "scripted": ["scripted:heuristic", "scripted:random"], "models": list(models)}
-
-    @app.get("/api/seats")
-    async def seats(game: str, config: str = ""):
-        try:
-            env = make_env(game, parse_config(config))
-        except ArenaError as err:
-            return json_response({"detail": str(err)}, 400)
-        return {"game": game, "seats": list(env.possible_agents)}
-
-    @app.post("/api/games")
-    async def create(body: dict = Body(...)):
-        try:
-            game = body.get("game")
-            if not isinstance(game, str):
-                raise ArenaError("name a game (see /api/options)")
-            config = parse_config(body.get("config"))
-            agents = make_env(game, config).possible_agents
-            plans = plan_seats(body.get("seats"), agents, models)
-            seed = body.get("seed")
-            if seed in (None, ""):
-                seed = random.SystemRandom().randrange(2**31)
-            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-                raise ArenaError("the seed is a whole number >= 0 (or empty for a random one)")
-        except ArenaError as err:
-            return json_response({"detail": str(err)}, 400)
-        loop = asyncio.get_running_loop()
-        humans = [p.agent for p in plans if p.human]
-        holder = {}
-
-        def build():
-            # The episode id names the game and seed, plus a random part: two arena games with
-            # the same seed are two episodes (the engine's seed alone decides the deal).
-            episode_id = f"arena-{game}-{seed}-{random.SystemRandom().getrandbits(32):08x}"
-            holder["game"] = ArenaGame(game, config, seed, plans, pool, log_dir / LOG_FILE, episode_id, loop)
-            return holder["game"]
-
-        try:
-            session = await store.create(build, seats=humans)
-        except (ArenaError, PolicySpecError, ImportError, OSError, ValueError) as err:   # e.g. a model that does not load
-            return json_response({"detail": f"could not start the game: {type(err).__name__}: {err}"}, 400)
-        games[session.id] = session
-        session.on_close.append(lambda: _forget(session.id))
-        asyncio.create_task(_advance(session))     # model seats that move first start at once
-        arena_game: ArenaGame = session.value
-        return {"game_id": session.id, "episode_id": arena_game.episode_id, "seed": seed,
-                "watch": f"/watch/{session.id}", "hotseat": f"/hotseat/{session.id}#{session.token}",
-                "seats": [{"agent": p.agent, "name": arena_game.env.state.name(p.agent), "player": p.spec,
-                           "link": f"/play/{session.id}/{p.agent}#{session.seat_tokens[p.agent]}" if p.human else None}
-                          for p in plans]}
-
-    async def _forget(game_id: str) -> None:
-        games.pop(game_id, None)
-
-    async def _advance(session) -> None:
-        try:
-            await store.run(session, session.value.advance)
-            session.touch()
-        except SessionError:
-            pass
-        except Exception:                         # a game bug: logged, the game marked failed
-            logger.exception("arena game %s failed", session.id[:8])
-            game: ArenaGame = session.value
-            game.error = game.error or "internal error (see the server log)"
-            game.write_log()
-            game.changed()
-
-    @app.get("/api/games")
-    async def live_games():
-        out = []
-        for game_id, session in list(games.items()):
-            view = session.value.public_view()
-            out.append({"game_id": game_id, "game": view["game"], "game_name": view["game_name"],
-                        "players": [s["player"] for s in view["seats"]], "done": view["done"],
-                        "watch": f"/watch/{game_id}"})
-        return out
-
-    @app.get("/api/episodes")
-    async def episodes():
-        return await asyncio.get_running_loop().run_in_executor(None, list_episodes, log_dir)
-
-    @app.get("/api/replay/{episode_id}")
-    async def replay(episode_id: str, step: int = 0, seat: Optional[str] = None):
-        def build():
-            return replay_view(find_record(log_dir, episode_id), step, seat)
-        try:
-            return json_response(await asyncio.get_running_loop().run_in_executor(None, build))
-        except ArenaError as err:
-            return json_response({"detail": str(err)}, 404)
-
-    @app.websocket("/ws/{game_id}")
-    async def websocket(ws: WebSocket, game_id: str):
-        await ws.accept()
-        try:
-            hello = json.loads(await ws.receive_text())
-            if not isinstance(hello, dict) or hello.get("type") != "hello":
-                raise ArenaError("the first message is {\"type\": \"hello\", ...}")
-            if hello.get("watch"):
-                session = games.get(game_id)
-                if session is None:
-                    raise SessionError("unknown game (games close when idle)")
-                viewer = Viewer(session.value)
-            elif hello.get("hotseat"):                 # the game's own token: every human seat
-                session = store.get(game_id, hello.get("token"))
-                viewer = Viewer(session.value, hotseat=True)
-            else:
-                seat = hello.get("seat")
-                session = store.get(game_id, hello.get("token"), seat=seat if isinstance(seat, str) else "")
-                viewer = Viewer(session.value, seat=seat)
-        except (ArenaError, SessionError, ValueError) as err:
-            await _send_error(ws, str(err))
-            await ws.close(code=1008)
-            return
-        except WebSocketDisconnect:
-            return
-        game: ArenaGame = session.value
-        event = game.listen()
-
-        async def hang_up():
-            event.set()
-
-        session.on_close.append(hang_up)
-        sender = asyncio.create_task(_push_views(ws, session, viewer, event))
-        try:
-            while not session.closed:
-                try:
-                    message = json.loads(await ws.receive_text())
-                except ValueError:
-                    await _send_error(ws, "a message is JSON: {\"type\": \"act\", \"action\": \"...\"}")
-                    continue
-                session.touch()
-                if not isinstance(message, dict):
-                    continue
-                try:
-                    if message.get("type") == "reveal":
-                        viewer.reveal(message.get("seat"))
-                        event.set()
-                    elif message.get("type") == "hide":
-                        viewer.hide()
-                        event.set()
-                    elif message.get("type") == "act" and viewer.acting_seat() is not None:
-                        game.submit(viewer.acting_seat(), message.get("action"))
-                        viewer.moved()
-                        session.touch(step=True)
-                        asyncio.create_task(_advance(session))
-                except ArenaError as err:
-                    await _send_error(ws, str(err))
-        except (WebSocketDisconnect, RuntimeError):
-            pass
-        finally:
-            sender.cancel()
-            game.unlisten(event)
-            if hang_up in session.on_close:
-                session.on_close.remove(hang_up)
-
-    async def _push_views(ws: WebSocket, session, viewer: "Viewer", event) -> None:
-        sent = None
-        try:
-            while True:
-                await event.wait()
-                event.clear()
-                key = viewer.key()
-                if key != sent:
-                    sent = key
-                    await ws.send_text(to_json(viewer.frame()))
-                if session.closed:
-                    await ws.close(code=1001, reason="game closed")
-                    return
-        except (WebSocketDisconnect, RuntimeError):
-            pass
-
-    async def _send_error(ws: WebSocket, message: str) -> None:
-        try:
-            await ws.send_text(to_json({"type": "error", "message": message}))
-        except (WebSocketDisconnect, RuntimeError):
-            pass
-
+                     description="Play any Social Gym game in the browser against people and policies.",
+                     limits=limits)
+    app.state.arena = Arena(Path(log_dir), models, store, PolicyPool(seed=policy_seed))
+    app.include_router(router)
     return app
+
+
+def page():
+    return FileResponse(STATIC / "arena.html", media_type="text/html", headers=PAGE_HEADERS)
+
+
+# Every page is the same static file; its script reads the path and fetches the view.
+for _path in ("/", "/play/{game_id}/{seat}", "/watch/{game_id}", "/hotseat/{game_id}", "/replay/{episode_id}"):
+    router.add_api_route(_path, page, methods=["GET"], include_in_schema=False)
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def static(name: str):
+    kinds = {"arena.js": "text/javascript", "arena.css": "text/css"}
+    if name not in kinds:                  # a fixed list: no path ever reaches the disk
+        return json_response({"detail": "not found"}, 404)
+    return FileResponse(STATIC / name, media_type=kinds[name], headers=PAGE_HEADERS)
+
+
+@router.get("/api/options")
+async def options(arena: ArenaState):
+    return {"games": [{"id": g["id"], "name": g["name"], "num_players": g["num_players"]}
+                      for g in socialgym_env.list_games()],
+            "scripted": ["scripted:heuristic", "scripted:random"], "models": list(arena.models)}
+
+
+@router.get("/api/seats")
+async def seats(game: str, config: str = ""):
+    try:
+        env = make_env(game, parse_config(config))
+    except ArenaError as err:
+        return json_response({"detail": str(err)}, 400)
+    return {"game": game, "seats": list(env.possible_agents)}
+
+
+def read_new_game(body: dict, models: Sequence[str]) -> tuple:
+    """A lobby's new-game request checked: (game, config, seat plans, seed); ArenaError says
+    what is wrong. An empty seed is drawn at random."""
+    game = body.get("game")
+    if not isinstance(game, str):
+        raise ArenaError("name a game (see /api/options)")
+    config = parse_config(body.get("config"))
+    plans = plan_seats(body.get("seats"), make_env(game, config).possible_agents, models)
+    seed = body.get("seed")
+    if seed in (None, ""):
+        seed = random.SystemRandom().randrange(2**31)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ArenaError("the seed is a whole number >= 0 (or empty for a random one)")
+    return game, config, plans, seed
+
+
+@router.post("/api/games")
+async def create(arena: ArenaState, body: dict = Body(...)):
+    try:
+        game, config, plans, seed = read_new_game(body, arena.models)
+    except ArenaError as err:
+        return json_response({"detail": str(err)}, 400)
+    loop = asyncio.get_running_loop()
+    humans = [p.agent for p in plans if p.human]
+
+    def build():
+        # The episode id names the game and seed, plus a random part: two arena games with
+        # the same seed are two episodes (the engine's seed alone decides the deal).
+        episode_id = f"arena-{game}-{seed}-{random.SystemRandom().getrandbits(32):08x}"
+        return ArenaGame(game, config, seed, plans, arena.pool, arena.log_dir / LOG_FILE, episode_id, loop)
+
+    try:
+        session = await arena.store.create(build, seats=humans)
+    except (ArenaError, PolicySpecError, ImportError, OSError, ValueError) as err:   # e.g. a model that does not load
+        return json_response({"detail": f"could not start the game: {type(err).__name__}: {err}"}, 400)
+    arena.games[session.id] = session
+
+    async def forget() -> None:
+        arena.games.pop(session.id, None)
+
+    session.on_close.append(forget)
+    asyncio.create_task(_advance(arena.store, session))     # model seats that move first start at once
+    arena_game: ArenaGame = session.value
+    return {"game_id": session.id, "episode_id": arena_game.episode_id, "seed": seed,
+            "watch": f"/watch/{session.id}", "hotseat": f"/hotseat/{session.id}#{session.token}",
+            "seats": [{"agent": p.agent, "name": arena_game.env.state.name(p.agent), "player": p.spec,
+                       "link": f"/play/{session.id}/{p.agent}#{session.seat_tokens[p.agent]}" if p.human else None}
+                      for p in plans]}
+
+
+async def _advance(store: SessionStore, session) -> None:
+    try:
+        await store.run(session, session.value.advance)
+        session.touch()
+    except SessionError:
+        pass
+    except Exception:                         # a game bug: logged, the game marked failed
+        logger.exception("arena game %s failed", session.id[:8])
+        game: ArenaGame = session.value
+        game.error = game.error or "internal error (see the server log)"
+        game.write_log()
+        game.changed()
+
+
+@router.get("/api/games")
+async def live_games(arena: ArenaState):
+    out = []
+    for game_id, session in list(arena.games.items()):
+        view = session.value.public_view()
+        out.append({"game_id": game_id, "game": view["game"], "game_name": view["game_name"],
+                    "players": [s["player"] for s in view["seats"]], "done": view["done"],
+                    "watch": f"/watch/{game_id}"})
+    return out
+
+
+@router.get("/api/episodes")
+async def episodes(arena: ArenaState):
+    return await asyncio.get_running_loop().run_in_executor(None, list_episodes, arena.log_dir)
+
+
+@router.get("/api/replay/{episode_id}")
+async def replay(arena: ArenaState, episode_id: str, step: int = 0, seat: Optional[str] = None):
+    def build():
+        return replay_view(find_record(arena.log_dir, episode_id), step, seat)
+    try:
+        return json_response(await asyncio.get_running_loop().run_in_executor(None, build))
+    except ArenaError as err:
+        return json_response({"detail": str(err)}, 404)
+
+
+@router.websocket("/ws/{game_id}")
+async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
+    await ws.accept()
+    hello = await ws.app.state.handshakes.first_message(ws)
+    if hello is None:                              # silent too long, evicted or gone
+        return
+    try:
+        session, viewer = _greet(arena, game_id, parse_json(hello))
+    except (ArenaError, SessionError, ValueError) as err:
+        await _send_error(ws, str(err))
+        await ws.close(code=1008)
+        return
+    except WebSocketDisconnect:
+        return
+    game: ArenaGame = session.value
+    event = game.listen()
+
+    async def hang_up():
+        event.set()
+
+    session.on_close.append(hang_up)
+    sender = asyncio.create_task(_push_views(ws, session, viewer, event))
+    try:
+        while not session.closed:
+            try:
+                message = parse_json(await ws.receive_text())
+            except ValueError:
+                await _send_error(ws, "a message is JSON: {\"type\": \"act\", \"action\": \"...\"}")
+                continue
+            session.touch()
+            if not isinstance(message, dict):
+                continue
+            try:
+                _on_message(arena, session, viewer, event, message)
+            except ArenaError as err:
+                await _send_error(ws, str(err))
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    finally:
+        sender.cancel()
+        game.unlisten(event)
+        if hang_up in session.on_close:
+            session.on_close.remove(hang_up)
+
+
+def _greet(arena: Arena, game_id: str, hello) -> tuple:
+    """The session and :class:`Viewer` a page's first message asks for: a spectator (any live
+    game), the hot-seat screen (the game's own token) or one seat (that seat's token); raises
+    ArenaError or SessionError otherwise."""
+    if not isinstance(hello, dict) or hello.get("type") != "hello":
+        raise ArenaError("the first message is {\"type\": \"hello\", ...}")
+    if hello.get("watch"):
+        session = arena.games.get(game_id)
+        if session is None:
+            raise SessionError("unknown game (games close when idle)")
+        return session, Viewer(session.value)
+    if hello.get("hotseat"):
+        session = arena.store.get(game_id, hello.get("token"))
+        return session, Viewer(session.value, hotseat=True)
+    seat = hello.get("seat")
+    session = arena.store.get(game_id, hello.get("token"), seat=seat if isinstance(seat, str) else "")
+    return session, Viewer(session.value, seat=seat)
+
+
+def _on_message(arena: Arena, session, viewer: "Viewer", event, message: dict) -> None:
+    """A page's later message: the hot-seat screen's reveal or hide, or a move by the seat the
+    viewer may act for (a model seat's answer follows off the event loop); anything else is ignored."""
+    kind = message.get("type")
+    if kind == "reveal":
+        viewer.reveal(message.get("seat"))
+        event.set()
+    elif kind == "hide":
+        viewer.hide()
+        event.set()
+    elif kind == "act" and viewer.acting_seat() is not None:
+        session.value.submit(viewer.acting_seat(), message.get("action"))
+        viewer.moved()
+        session.touch(step=True)
+        asyncio.create_task(_advance(arena.store, session))
+
+
+async def _push_views(ws: WebSocket, session, viewer: "Viewer", event) -> None:
+    sent = None
+    try:
+        while True:
+            await event.wait()
+            event.clear()
+            key = viewer.key()
+            if key != sent:
+                sent = key
+                await ws.send_text(to_json(viewer.frame()))
+            if session.closed:
+                await ws.close(code=1001, reason="game closed")
+                return
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+
+
+async def _send_error(ws: WebSocket, message: str) -> None:
+    try:
+        await ws.send_text(to_json({"type": "error", "message": message}))
+    except (WebSocketDisconnect, RuntimeError):
+        pass

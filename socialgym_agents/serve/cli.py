@@ -7,6 +7,21 @@ from pathlib import Path
 import typer
 
 from ..registry import PolicySpecError
+from .limits import ServerLimits
+
+# Both servers' connection limits (what they mean: socialgym_agents.serve.limits).
+_LIMITS = ServerLimits()
+MAX_BODY_BYTES = typer.Option(_LIMITS.max_body_bytes, help="largest HTTP request body or WebSocket frame, "
+                              "in bytes (413 above)")
+HANDSHAKE_TIMEOUT = typer.Option(_LIMITS.handshake_timeout_s, help="seconds a connection has to send its "
+                                 "request, or a WebSocket its first message, before it is closed")
+MAX_HANDSHAKES = typer.Option(_LIMITS.max_handshakes, help="connections that may wait that long at once "
+                              "(WebSockets and HTTP each); one more closes the oldest waiting")
+
+
+def server_limits(max_body_bytes: int, handshake_timeout: float, max_handshakes: int) -> ServerLimits:
+    return ServerLimits(max_body_bytes=max_body_bytes, handshake_timeout_s=handshake_timeout,
+                        max_handshakes=max_handshakes)
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")     # uvicorn's
 
@@ -37,7 +52,9 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
               max_sessions: int = typer.Option(1024, help="live sessions at most; one more is refused"),
               idle_timeout: float = typer.Option(300.0, help="seconds of silence after which a session is closed"),
               policy_seed: int = typer.Option(0, help="seed of the opponents' policy pool"),
-              log_level: str = typer.Option("warning", help="uvicorn log level")):
+              log_level: str = typer.Option("warning", help="uvicorn log level"),
+              max_body_bytes: int = MAX_BODY_BYTES, handshake_timeout: float = HANDSHAKE_TIMEOUT,
+              max_handshakes: int = MAX_HANDSHAKES):
     """Serve every game over OpenEnv's WebSocket/HTTP protocol: one seat per session."""
     import socialgym_env
 
@@ -51,7 +68,8 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
         specs = tuple(s.strip() for s in opponents.split(",") if s.strip())
         defaults = GameDefaults(game=game, seat=int(seat) if seat.isdigit() else seat, opponents=specs,
                                 policy_seed=policy_seed)
-        app = create_openenv_app(defaults, max_sessions=max_sessions, idle_timeout_s=idle_timeout)
+        app = create_openenv_app(defaults, max_sessions=max_sessions, idle_timeout_s=idle_timeout,
+                                 limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (socialgym_env.SocialGymError, PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
     _check_listen(host, port, log_level)
@@ -71,7 +89,9 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
           idle_timeout: float = typer.Option(1800.0, help="seconds of silence after which a game is closed "
                                              "(logged as failed if unfinished)"),
           policy_seed: int = typer.Option(0, help="seed of the model and scripted seats' policy pool"),
-          log_level: str = typer.Option("warning", help="uvicorn log level")):
+          log_level: str = typer.Option("warning", help="uvicorn log level"),
+          max_body_bytes: int = MAX_BODY_BYTES, handshake_timeout: float = HANDSHAKE_TIMEOUT,
+          max_handshakes: int = MAX_HANDSHAKES):
     """Play any game in the browser against people and policies; finished games are logged for
     `socialgym leaderboard <log-dir>` (people as human:<name>)."""
     from socialgym_env.cli_errors import check_output_folder
@@ -84,7 +104,8 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
         check_host(host, allow_remote)
         specs = tuple(s.strip() for s in models.split(",") if s.strip())
         app = create_arena_app(log_dir, models=specs, max_games=max_games, idle_timeout_s=idle_timeout,
-                               policy_seed=policy_seed)
+                               policy_seed=policy_seed,
+                               limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
     _check_listen(host, port, log_level)

@@ -27,6 +27,7 @@ sent.
 """
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -36,16 +37,41 @@ from socialgym_env.actions import safe_repr
 from socialgym_env.env import MAX_SEED
 
 from ..jobs import PolicyPool
-from ..registry import LLM_KINDS, PolicySpecError, check_spec
+from ..registry import PolicySpecError, check_spec
+from ..specs import is_model_spec
 from ..single_agent import SingleAgentEnv
 
 MAX_ACTION_CHARS = 4000          # the text action space's own bound
+# Checked at the server's edge, before the engine sees them: the engine's own lookups (a game id
+# close to a known one, a spec's parts) cost time in the text's length, and a server must answer
+# a 300 kB id in milliseconds. Real ids, seats, specs and configs are far shorter.
+MAX_ID_CHARS = 128               # a game id, seat, role, policy spec or episode id
+MAX_CONFIG_CHARS = 2000          # a game config, as JSON
+MAX_OPPONENT_SPECS = 64
 HIDDEN_INFO_KEYS = ("record", "true_role")
 RESET_KEYS = ("seed", "episode_id", "game", "seat", "opponents", "config")
 
 
 class BadRequest(ValueError):
     """A client request that cannot be served (the message says why and what is valid)."""
+
+
+def check_id(value, what: str) -> str:
+    """``value`` if it is a string of 1 to :data:`MAX_ID_CHARS` characters, else BadRequest
+    (naming ``what``, echoing at most a short repr)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_CHARS:
+        raise BadRequest(f"{what} must be a string of 1 to {MAX_ID_CHARS} characters, got "
+                         f"{safe_repr(value, 60)}")
+    return value
+
+
+def check_config(config) -> dict:
+    """``config`` if it is an object whose JSON is at most :data:`MAX_CONFIG_CHARS` characters."""
+    if not isinstance(config, dict):
+        raise BadRequest('a config is an object of game config keys, e.g. {"rounds": 3}')
+    if len(json.dumps(config, default=str)) > MAX_CONFIG_CHARS:
+        raise BadRequest(f"a config is at most {MAX_CONFIG_CHARS} characters of JSON")
+    return config
 
 
 @dataclass
@@ -57,10 +83,6 @@ class GameDefaults:
     opponents: tuple = ("scripted:heuristic",)
     config: dict = field(default_factory=dict)
     policy_seed: int = 0
-
-
-def is_model_spec(spec: str) -> bool:
-    return spec.partition(":")[0].partition("?")[0] in LLM_KINDS
 
 
 class GameSession:
@@ -82,7 +104,10 @@ class GameSession:
     def reset(self, **options) -> dict:
         unknown = sorted(set(options) - set(RESET_KEYS))
         if unknown:
-            raise BadRequest(f"unknown reset option(s) {', '.join(unknown)}; valid: {', '.join(RESET_KEYS)}")
+            raise BadRequest(f"unknown reset option(s) {', '.join(safe_repr(k, 40) for k in unknown[:5])}"
+                             f"{' ...' if len(unknown) > 5 else ''}; valid: {', '.join(RESET_KEYS)}")
+        if options.get("episode_id") is not None:
+            check_id(options["episode_id"], "episode_id")
         seed = options.get("seed")
         if seed is None:
             seed = secrets.randbelow(2**31)
@@ -130,21 +155,23 @@ class GameSession:
     # ------------------------------------------------------------------ helpers
     def _env_for(self, options: dict) -> SingleAgentEnv:
         d = self.defaults
-        game = options.get("game") or d.game
+        game = check_id(options.get("game") or d.game, "game")
         seat = options.get("seat", d.seat)
-        config = options.get("config") or d.config
-        if not isinstance(game, str) or not isinstance(config, dict):
-            raise BadRequest("game must be a game id string and config an object of game config keys")
-        if not isinstance(seat, (str, int)) or isinstance(seat, bool):
-            raise BadRequest(f"seat must be a seat id, a seat index or a role, got {seat!r}")
+        config = check_config(options.get("config") or d.config)
+        if isinstance(seat, bool) or not isinstance(seat, (str, int)):
+            raise BadRequest(f"seat must be a seat id, a seat index or a role, got {safe_repr(seat, 60)}")
+        if isinstance(seat, str):
+            check_id(seat, "seat")
         opponents = options.get("opponents")
         if opponents is None:
             opponents = list(d.opponents)
         else:
-            opponents = [s.strip() for s in opponents.split(",")] if isinstance(opponents, str) else opponents
-            if not isinstance(opponents, list) or not all(isinstance(s, str) for s in opponents):
-                raise BadRequest("opponents must be a policy spec or a list of policy specs")
+            if isinstance(opponents, str):
+                opponents = [s.strip() for s in opponents.split(",", MAX_OPPONENT_SPECS)]
+            if not isinstance(opponents, list) or len(opponents) > MAX_OPPONENT_SPECS:
+                raise BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
             for spec in opponents:
+                check_id(spec, "an opponent spec")
                 if not spec.startswith("scripted:"):
                     raise BadRequest(f"opponent {spec!r} refused: a client may choose scripted:... opponents "
                                      "only (models are the operator's choice, serve-env --opponents)")

@@ -16,7 +16,10 @@ its own game. The client sends ``{"type": "reset", "data": {...}}``, ``{"type": 
 ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
 with OpenEnv's codes (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``,
 ``EXECUTION_ERROR``, ``CAPACITY_REACHED``). The connection itself is the session's credential:
-no other connection can reach it. Closing the socket, or a disconnect mid-episode, frees the
+no other connection can reach it. A socket is a session from the moment it connects (OpenEnv's
+client connects before its first reset, often long before): it counts against
+``max_sessions`` and a silent one is closed after the idle timeout, so there is no separate
+handshake to wait for, unlike the arena's ``hello``. Closing the socket, or a disconnect mid-episode, frees the
 session at once; a silent one is closed after the idle timeout.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
@@ -33,19 +36,21 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 """
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
 
-from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Body, Depends, FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.requests import HTTPConnection
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import socialgym_env
 
 from ..jobs import PolicyPool
 from ..registry import check_spec
-from .app import create_app, json_response, to_json
+from .app import create_app, json_response, parse_json, to_json, validation_errors
 from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
+from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -91,9 +96,30 @@ def _error(message: str, code: str, **extra) -> str:
     return to_json({"type": "error", "data": {"message": message, "code": code, **extra}})
 
 
+@dataclass
+class EnvServer:
+    """What every handler of one env server shares (``app.state.env_server``)."""
+
+    defaults: GameDefaults
+    store: SessionStore
+    pool: PolicyPool          # one pool for every session: a model opponent loads once
+
+    def new_game(self) -> GameSession:
+        return GameSession(self.defaults, self.pool)
+
+
+def _env_server(connection: HTTPConnection) -> EnvServer:
+    return connection.app.state.env_server
+
+
+Server = Annotated[EnvServer, Depends(_env_server)]
+router = APIRouter()
+
+
 def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: int = 1024,
-                       idle_timeout_s: Optional[float] = 300.0) -> FastAPI:
-    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset."""
+                       idle_timeout_s: Optional[float] = 300.0, limits: Optional[ServerLimits] = None) -> FastAPI:
+    """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset,
+    ``limits`` to every connection."""
     defaults = defaults or GameDefaults()
     for spec in defaults.opponents:                    # a bad operator default fails at start-up
         check_spec(spec)
@@ -106,141 +132,149 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     # hop per request costs more than the move). A model opponent takes seconds: the worker thread.
     models = any(is_model_spec(spec) for spec in defaults.opponents)
     store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
-    shared_pool = PolicyPool(seed=defaults.policy_seed)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
-                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.")
-
-    def new_game() -> GameSession:
-        return GameSession(defaults, shared_pool)
-
-    # ------------------------------------------------------------------ HTTP
-    @app.get("/metadata", tags=["Environment Info"])
-    async def metadata():
-        return {"name": "socialgym", "description": "Multi-agent social games with rule-decided rewards; "
-                "one seat per session, the other seats played by scripted or model policies.",
-                "readme_content": None, "version": "0.1.0", "author": "Social Gym", "documentation_url": None}
-
-    @app.get("/schema", tags=["Schema"])
-    async def schema():
-        return {"action": GameAction.model_json_schema(), "observation": GameObservation.model_json_schema(),
-                "state": GameState.model_json_schema()}
-
-    @app.get("/games", tags=["Environment Info"])
-    async def games():
-        return [{"id": g["id"], "name": g["name"], "num_players": g["num_players"]} for g in socialgym_env.list_games()]
-
-    @app.post("/reset", tags=["Environment Control"])
-    async def reset(body: dict = Body(default_factory=dict)):
-        if not isinstance(body, dict):
-            return json_response({"detail": "the reset body is a JSON object"}, 422)
-        options = dict(body)
-        session_id, token = options.pop("session_id", None), options.pop("session_token", None)
-        session = store.get(session_id, token) if session_id is not None else await store.create(new_game)
-        try:
-            result = await store.run(session, lambda: session.value.reset(**options))
-        except BadRequest as err:
-            if session_id is None:                     # a session opened for a bad request is not kept
-                await store.close(session)
-            return json_response({"detail": str(err)}, 400)
-        session.touch()
-        result["observation"]["session"] = {"id": session.id, "token": session.token}
-        return json_response(result)
-
-    @app.post("/step", tags=["Environment Control"])
-    async def step(body: dict = Body(...)):
-        session = store.get(body.get("session_id"), body.get("session_token"))
-        try:
-            action = GameAction.model_validate(body.get("action"))
-        except ValidationError as err:
-            return json_response({"detail": err.errors(include_url=False)}, 422)
-        try:
-            result = await store.run(session, session.value.step, action.model_dump())
-        except BadRequest as err:
-            return json_response({"detail": str(err)}, 400)
-        session.touch(step=True)
-        return json_response(result)
-
-    @app.get("/state", tags=["State Management"])
-    async def state(session_id: Optional[str] = None, session_token: Optional[str] = None):
-        if session_id is None:
-            return GameState().model_dump()
-        session = store.get(session_id, session_token)
-        session.touch()
-        return json_response(session.value.state())
-
-    @app.post("/close", tags=["Environment Control"])
-    async def close(body: dict = Body(...)):
-        await store.close(store.get(body.get("session_id"), body.get("session_token")))
-        return {"closed": True}
-
-    # ------------------------------------------------------------------ WebSocket
-    @app.websocket("/ws")
-    async def websocket(ws: WebSocket):
-        await ws.accept()
-        try:
-            session = await store.create(new_game)
-        except CapacityError as err:
-            await ws.send_text(_error(str(err), "CAPACITY_REACHED", active_sessions=err.active,
-                                      max_sessions=err.limit))
-            await ws.close()
-            return
-
-        async def hang_up():                           # the reaper closing an idle session
-            await ws.close(code=1001, reason="session idle timeout")
-
-        session.on_close.append(hang_up)
-        try:
-            while True:
-                raw = await ws.receive_text()
-                reply = await _answer(session, raw)
-                if reply is None:
-                    break
-                await ws.send_text(reply)
-        except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
-            pass
-        finally:
-            session.on_close.remove(hang_up)
-            await store.close(session)
-            try:
-                await ws.close()
-            except (WebSocketDisconnect, RuntimeError):    # already closed by the client
-                pass
-
-    async def _answer(session, raw: str) -> Optional[str]:
-        """One WebSocket message -> the reply text (None: the client asked to close)."""
-        try:
-            message = json.loads(raw)
-        except json.JSONDecodeError as err:
-            return _error(f"Invalid JSON: {err}", "INVALID_JSON")
-        if not isinstance(message, dict):
-            return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
-        kind, data = message.get("type", ""), message.get("data", {})
-        game: GameSession = session.value
-        try:
-            if kind == "reset":
-                if not isinstance(data, dict):
-                    return _error("reset data is an object of reset options", "VALIDATION_ERROR")
-                result = await store.run(session, lambda: game.reset(**data))
-                session.touch()
-                return to_json({"type": "observation", "data": result})
-            if kind == "step":
-                try:
-                    action = GameAction.model_validate(data)
-                except ValidationError as err:
-                    return _error("Invalid message", "VALIDATION_ERROR", errors=err.errors(include_url=False))
-                result = await store.run(session, game.step, action.model_dump())
-                session.touch(step=True)
-                return to_json({"type": "observation", "data": result})
-            if kind == "state":
-                session.touch()
-                return to_json({"type": "state", "data": game.state()})
-            if kind == "close":
-                return None
-            return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
-        except (BadRequest, SessionError) as err:
-            return _error(str(err), "EXECUTION_ERROR")
-        except Exception as err:                       # a game or policy bug: said, logged, session kept
-            logger.exception("session %s: %s failed", session.id[:8], kind)
-            return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")
-
+                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.",
+                     limits=limits)
+    app.state.env_server = EnvServer(defaults, store, PolicyPool(seed=defaults.policy_seed))
+    app.include_router(router)
     return app
+
+
+# ---------------------------------------------------------------------- HTTP
+@router.get("/metadata", tags=["Environment Info"])
+async def metadata():
+    return {"name": "socialgym", "description": "Multi-agent social games with rule-decided rewards; "
+            "one seat per session, the other seats played by scripted or model policies.",
+            "readme_content": None, "version": "0.1.0", "author": "Social Gym", "documentation_url": None}
+
+
+@router.get("/schema", tags=["Schema"])
+async def schema():
+    return {"action": GameAction.model_json_schema(), "observation": GameObservation.model_json_schema(),
+            "state": GameState.model_json_schema()}
+
+
+@router.get("/games", tags=["Environment Info"])
+async def games():
+    return [{"id": g["id"], "name": g["name"], "num_players": g["num_players"]} for g in socialgym_env.list_games()]
+
+
+@router.post("/reset", tags=["Environment Control"])
+async def reset(server: Server, body: dict = Body(default_factory=dict)):
+    if not isinstance(body, dict):
+        return json_response({"detail": "the reset body is a JSON object"}, 422)
+    store = server.store
+    options = dict(body)
+    session_id, token = options.pop("session_id", None), options.pop("session_token", None)
+    session = store.get(session_id, token) if session_id is not None else await store.create(server.new_game)
+    try:
+        result = await store.run(session, lambda: session.value.reset(**options))
+    except BadRequest as err:
+        if session_id is None:                     # a session opened for a bad request is not kept
+            await store.close(session)
+        return json_response({"detail": str(err)}, 400)
+    session.touch()
+    result["observation"]["session"] = {"id": session.id, "token": session.token}
+    return json_response(result)
+
+
+@router.post("/step", tags=["Environment Control"])
+async def step(server: Server, body: dict = Body(...)):
+    session = server.store.get(body.get("session_id"), body.get("session_token"))
+    try:
+        action = GameAction.model_validate(body.get("action"))
+    except ValidationError as err:
+        return json_response({"detail": validation_errors(err.errors())}, 422)
+    try:
+        result = await server.store.run(session, session.value.step, action.model_dump())
+    except BadRequest as err:
+        return json_response({"detail": str(err)}, 400)
+    session.touch(step=True)
+    return json_response(result)
+
+
+@router.get("/state", tags=["State Management"])
+async def state(server: Server, session_id: Optional[str] = None, session_token: Optional[str] = None):
+    if session_id is None:
+        return GameState().model_dump()
+    session = server.store.get(session_id, session_token)
+    session.touch()
+    return json_response(session.value.state())
+
+
+@router.post("/close", tags=["Environment Control"])
+async def close(server: Server, body: dict = Body(...)):
+    await server.store.close(server.store.get(body.get("session_id"), body.get("session_token")))
+    return {"closed": True}
+
+
+# ---------------------------------------------------------------------- WebSocket
+@router.websocket("/ws")
+async def websocket(ws: WebSocket, server: Server):
+    await ws.accept()
+    store = server.store
+    try:
+        session = await store.create(server.new_game)
+    except CapacityError as err:
+        await ws.send_text(_error(str(err), "CAPACITY_REACHED", active_sessions=err.active,
+                                  max_sessions=err.limit))
+        await ws.close()
+        return
+
+    async def hang_up():                           # the reaper closing an idle session
+        await ws.close(code=1001, reason="session idle timeout")
+
+    session.on_close.append(hang_up)
+    try:
+        while True:
+            reply = await _answer(store, session, await ws.receive_text())
+            if reply is None:
+                break
+            await ws.send_text(reply)
+    except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
+        pass
+    finally:
+        session.on_close.remove(hang_up)
+        await store.close(session)
+        try:
+            await ws.close()
+        except (WebSocketDisconnect, RuntimeError):    # already closed by the client
+            pass
+
+
+async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
+    """One WebSocket message -> the reply text (None: the client asked to close)."""
+    try:
+        message = parse_json(raw)
+    except ValueError as err:
+        return _error(f"Invalid JSON: {err}", "INVALID_JSON")
+    if not isinstance(message, dict):
+        return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
+    kind, data = message.get("type", ""), message.get("data", {})
+    game: GameSession = session.value
+    try:
+        if kind == "reset":
+            if not isinstance(data, dict):
+                return _error("reset data is an object of reset options", "VALIDATION_ERROR")
+            result = await store.run(session, lambda: game.reset(**data))
+            session.touch()
+            return to_json({"type": "observation", "data": result})
+        if kind == "step":
+            try:
+                action = GameAction.model_validate(data)
+            except ValidationError as err:
+                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors()))
+            result = await store.run(session, game.step, action.model_dump())
+            session.touch(step=True)
+            return to_json({"type": "observation", "data": result})
+        if kind == "state":
+            session.touch()
+            return to_json({"type": "state", "data": game.state()})
+        if kind == "close":
+            return None
+        return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+    except (BadRequest, SessionError) as err:
+        return _error(str(err), "EXECUTION_ERROR")
+    except Exception as err:                       # a game or policy bug: said, logged, session kept
+        logger.exception("session %s: %s failed", session.id[:8], kind)
+        return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")

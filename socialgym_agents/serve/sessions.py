@@ -125,6 +125,8 @@ class SessionStore:
 
         An unknown id, an unknown seat and a wrong token give the same message, so a caller
         cannot probe ids or seats."""
+        if not isinstance(session_id, (str, type(None))) or not isinstance(token, (str, type(None))):
+            raise SessionError("session_id and session_token are strings (as /reset answered them)")
         session = self._sessions.get(session_id or "")
         expected = None
         if session is not None:

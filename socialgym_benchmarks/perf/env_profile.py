@@ -14,7 +14,7 @@ time by where the running code lives -- each function's own time, and the time o
               its hooks (grammar, resolve, on_action, text hooks, public_data)
   machine     the turn machine (machine.py)
   views       observation text, infos, grammar caching (views.py, lazy.py)
-  grammar     action specs, parsing, look-up, sampling (actions.py)
+  grammar     action specs, parsing, look-up, sampling (actions/)
   env + AEC   SocialGymEnv and PettingZoo's AECEnv bookkeeping (env.py, aec.py, pettingzoo)
   loop + RNG  the benchmark's loop (env_vs_textarena.play_random) and the random module: the
               agents' draws, and the engine's seeding and dealing at reset
@@ -61,7 +61,7 @@ def part_of(filename: str) -> str:
         return "machine"
     if path.endswith(("socialgym_env/views.py", "socialgym_env/lazy.py")):
         return "views"
-    if path.endswith("socialgym_env/actions.py"):
+    if "/socialgym_env/actions/" in path:
         return "grammar"
     if path.endswith(("socialgym_env/env.py", "socialgym_env/aec.py")) or "/pettingzoo/" in path:
         return "env + AEC"

@@ -84,10 +84,10 @@ class NoiseStudent(_PlaybookStudent):
 STUDENTS = {"keyword": KeywordStudent, "noise": NoiseStudent}
 
 
-def _make(rest: str, seed: int = 0):
-    if rest not in STUDENTS:
-        raise ValueError(f"unknown planted student {rest!r}; valid: {', '.join('planted:' + k for k in STUDENTS)}")
-    return STUDENTS[rest](seed=seed)
+def _make(spec, seed: int = 0):
+    if spec.name not in STUDENTS or spec.options:
+        raise ValueError(f"unknown planted student {str(spec)!r}; valid: {', '.join('planted:' + k for k in STUDENTS)}")
+    return STUDENTS[spec.name](seed=seed)
 
 
 register_kind("planted", _make)

@@ -180,22 +180,15 @@ class FunctionReflector(Reflector):
         return self.fn(prompt)
 
 
-def with_option(spec: str, key: str, value) -> str:
-    """``spec`` with ``key=value`` added to its ``?`` options unless it sets ``key`` already."""
-    base, sep, query = spec.partition("?")
-    if any(part.split("=", 1)[0] == key for part in query.split("&") if part):
-        return spec
-    return f"{base}?{query + '&' if query else ''}{key}={value}"
-
-
 class ModelReflector(Reflector):
     """A chat model from a policy spec, asked once with the prompt as the user message."""
 
     def __init__(self, spec: str, seed: int = 0):
         from socialgym_agents.registry import make_policy
         from socialgym_agents.llm.policy import LLMPolicy
+        from socialgym_agents.specs import AgentSpec
         self.id = spec
-        reply_spec = with_option(with_option(spec, "max_new_tokens", REFLECT_MAX_NEW_TOKENS), "stop_at_json", 0)
+        reply_spec = AgentSpec.of(spec).with_option("max_new_tokens", REFLECT_MAX_NEW_TOKENS).with_option("stop_at_json", 0)
         policy = make_policy(reply_spec, seed=seed)
         if not isinstance(policy, LLMPolicy):
             raise ValueError(f"reflector {spec!r} is not a chat model; use smollm2, hf:..., openai:... or file:PATH")

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from socialgym_agents.registry import split_specs
+from socialgym_agents.registry import parse_specs
 
 from .lessons import DEFAULT_THRESHOLD
 
@@ -69,7 +69,7 @@ def jester_run(models: str = typer.Option("smollm2", "--models", help="policy sp
     except ValueError as err:
         _fail(str(err))
     try:
-        specs = split_specs(models)
+        specs = [str(spec) for spec in parse_specs(models)]
     except ValueError as err:
         _fail(f"--models: {err}")
     cfg = StudyConfig(models=specs, games=games, conditions=wanted,

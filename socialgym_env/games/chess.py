@@ -48,7 +48,7 @@ from __future__ import annotations
 import chess
 import chess.pgn
 
-from ..actions import ActionError, ActionSpec, Arg, _next_token
+from ..actions import ActionError, ActionSpec, Arg, next_token
 from ..game import Game, GameInfo, Phase, TWO_PLAYER
 
 WHITE, BLACK = "white", "black"
@@ -63,7 +63,7 @@ class ChessMove(Arg):
         self.board = board
 
     def parse(self, rest):
-        token, rest = _next_token(rest)
+        token, rest = next_token(rest)
         cleaned = token.strip("\"'`.,;:!?()[]{}<>*")
         if not cleaned:
             raise ActionError("MOVE is missing")

@@ -127,7 +127,7 @@ def test_backend_error_fails_only_that_episode(tmp_path):
 
 def test_registered_kind_and_spec_options():
     from socialgym_agents import make_policy
-    register_kind("fakekind", lambda rest, seed=0: fake_policy([GOOD], policy_id="fakekind" + rest))
+    register_kind("fakekind", lambda spec, seed=0: fake_policy([GOOD], policy_id=str(spec)))
     assert make_policy("fakekind?x=1").policy_id == "fakekind?x=1"
     with pytest.raises(ValueError, match="unknown LLM option"):
         make_policy("openai:m@http://127.0.0.1:1/v1?temprature=1")

@@ -6,7 +6,7 @@ import random
 
 from socialgym_agents.base import BasePolicy, Decision
 from socialgym_agents.llm.backend import Reply
-from socialgym_agents.llm.config import parse_options, split_spec
+from socialgym_agents.llm.config import parse_options
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.registry import register_kind
 
@@ -64,10 +64,9 @@ class RecordingBackend:
         return [Reply("no idea") for _ in items]
 
 
-def _fake(rest, seed=0):
-    target, query = split_spec(rest)
-    return LLMPolicy(RecordingBackend(), parse_options(query, seed=seed), f"spartanfake:{target}")
+def _fake(spec, seed=0):
+    return LLMPolicy(RecordingBackend(), parse_options(spec.options, seed=seed), f"spartanfake:{spec.name}")
 
 
-register_kind("follower", lambda rest, seed=0: Follower(seed=seed))
+register_kind("follower", lambda spec, seed=0: Follower(seed=seed))
 register_kind("spartanfake", _fake)

@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from socialgym_env.logs import read_episodes, replay_observations
 from socialgym_training.cli import register
-from socialgym_training.export import ExportFilter, decision_rows, export, load_records, restore_env, sft_dataset
+from socialgym_training.export import (ExportFilter, decision_rows, export, in_test_split, load_records, restore_env,
+                                       sft_dataset, split_episodes)
 
 from helpers import EPISODES
 
@@ -67,9 +68,49 @@ def test_no_episode_in_two_splits(pd_log):
     rows = decision_rows(list(load_records([pd_log])))
     data = sft_dataset(rows, test_fraction=0.25, seed=3)
     train, test = set(data["train"]["episode_id"]), set(data["test"]["episode_id"])
-    assert not train & test
-    assert len(test) == 2 and len(train) == EPISODES - 2
+    assert not train & test and train
+    assert test == {r["episode_id"] for r in rows if in_test_split(r["episode_id"], 0.25, 3)}
     assert len(data["train"]) + len(data["test"]) == len(rows)
+
+
+def test_an_episodes_split_is_its_own():
+    """The side of an episode depends on its id, the seed and the fraction only: not on which
+    other episodes the export holds (the bug: DPO shuffled only episodes with pairs)."""
+    ids = [f"werewolves-{seed}" for seed in range(2000)]
+    whole = split_episodes(ids, 0.3, seed=1)
+    assert split_episodes(ids[::3], 0.3, seed=1) == whole & set(ids[::3])
+    assert split_episodes(ids[500:], 0.3, seed=1) == whole & set(ids[500:])
+    # planted: the share of test episodes is the fraction (binomial 99.9% band), and seeds differ
+    from scipy.stats import binom
+    low, high = binom.interval(0.999, len(ids), 0.3)
+    assert low <= len(whole) <= high
+    assert split_episodes(ids, 0.3, seed=2) != whole and split_episodes(ids, 0.0, seed=1) == set()
+    assert split_episodes(ids, 0.1, seed=1) <= split_episodes(ids, 0.3, seed=1)    # a larger fraction adds episodes
+
+
+def test_one_split_for_every_export(pd_log, detection_log_dir, tmp_path):
+    """SFT, DPO, GRPO and detector exports put every episode on the side in_test_split gives it,
+    so an SFT-then-DPO run never evaluates on an episode either stage trained on."""
+    from socialgym_training.branching import BranchConfig
+    from socialgym_training.detection_data import load_examples, split_episodes as detector_split
+    fraction, seed = 0.4, 5
+    sides = {}
+    for kind in ("sft", "grpo", "dpo"):
+        export(kind, [pd_log], tmp_path / kind, test_fraction=fraction, seed=seed,
+               branch=BranchConfig(candidates=2, rollouts=8), rollout_policy="scripted:random")
+        sides[kind] = {name: {json.loads(l)["episode_id"] for l in (tmp_path / kind / f"{name}.jsonl").read_text().splitlines()}
+                       for name in ("train", "test")}
+    sft_sides = sides["sft"]
+    assert sft_sides["train"] and sft_sides["test"]
+    assert sides["dpo"]["train"] | sides["dpo"]["test"] < sft_sides["train"] | sft_sides["test"]   # pairs: some episodes
+    for kind, split in sides.items():
+        for name in ("train", "test"):
+            assert split[name] <= sft_sides[name], (kind, name)
+            assert all(in_test_split(e, fraction, seed) == (name == "test") for e in split[name]), (kind, name)
+    train, test = detector_split(load_examples(detection_log_dir), fraction, seed)
+    assert train and test
+    for examples, side in ((train, False), (test, True)):
+        assert all(in_test_split(ex.episode_id, fraction, seed) is side for ex in examples)
 
 
 def test_restore_env_rebuilds_the_decision_point(pd_log):

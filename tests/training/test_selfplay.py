@@ -36,8 +36,12 @@ class VoteSpy(Game):
 
 
 @pytest.fixture
-def vote_spy():
+def vote_spy(monkeypatch):
+    from socialgym_agents import baselines
+    from socialgym_agents.scripted import RandomPolicy
     socialgym_env.register_game(VoteSpy)
+    # the evaluation plays scripted:heuristic, refused in a game without a baseline: random play, said so here
+    monkeypatch.setitem(baselines._REGISTERED, "vote_spy", RandomPolicy)
     yield "vote_spy"
     socialgym_env.unregister_game("vote_spy")
 
@@ -335,3 +339,17 @@ def test_layout_exploitability_probe_reaches_uniform_play_at_a_high_temperature(
         assert out[f"{prompt} T=1e+06"]["exploitability"] == pytest.approx(0.4583, abs=1e-3)   # uniform play
         assert out[f"{prompt} T=1e+06"]["likelier_reply_probability"] == pytest.approx(0.5, abs=1e-3)
         assert 0.5 < out[f"{prompt} T=1"]["likelier_reply_probability"] <= 1.0
+
+
+def test_a_game_without_a_heuristic_baseline_fails_before_training(tmp_path, capsys):
+    """The evaluation plays scripted:heuristic: in a game without a baseline the script stops
+    with one line before loading a model or training (not after the training, mid-evaluation)."""
+    socialgym_env.register_game(VoteSpy)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            selfplay.main(["--game", "vote_spy", "--out", str(tmp_path / "out")], preloaded=("no model", "no tokenizer"))
+    finally:
+        socialgym_env.unregister_game("vote_spy")
+    assert stopped.value.code == 2
+    assert "scripted:heuristic has no baseline for vote_spy" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -29,6 +29,31 @@ def test_every_option_has_a_help_line_from_its_field(name):
         assert " ".join(docs[field].split()[:4]) in text, field
 
 
+@pytest.mark.parametrize("name", CONFIG_SCRIPTS + ["kuhn_llm_exploitability"])
+def test_every_option_is_documented_once_in_its_class_hierarchy(name):
+    """The configs are composed from the shared groups of socialgym_training.configs: a field's
+    docstring is written in one class only (a script that changes a default writes none)."""
+    from socialgym_env.docgen import _own_field_docs
+    config = importlib.import_module(f"socialgym_training.{name}").Config
+    writers = {}
+    for klass in config.__mro__[:-1]:
+        for field in _own_field_docs(klass):
+            writers.setdefault(field, []).append(klass.__name__)
+    assert {field: where for field, where in writers.items() if len(where) > 1} == {}
+    assert set(writers) == {f.name for f in dataclasses.fields(config)}
+
+
+def test_shared_groups_are_composed_not_copied():
+    """The SFT and DPO scripts declare only their own fields and defaults: the LoRA, optimiser,
+    model and data options come from the shared groups."""
+    from socialgym_env.docgen import _own_field_docs
+    from socialgym_training import configs, dpo, sft
+    assert set(_own_field_docs(sft.Config)) == set() and set(_own_field_docs(dpo.Config)) == {"beta"}
+    for group in (configs.ModelArgs, configs.LoraArgs, configs.TrainerArgs, configs.DataArgs):
+        assert issubclass(sft.Config, group) and issubclass(dpo.Config, group)
+    assert sft.Config().lora_targets == "all-linear" and configs.LoraArgs().lora_targets == configs.ATTENTION
+
+
 def _run(target: str, argv: list, as_file: bool):
     """Run a script in this process as ``python socialgym_training/x.py ARGS`` or ``python -m socialgym_training.x ARGS``;
     returns the exit code (0 when it returned)."""
@@ -160,8 +185,8 @@ def test_sft_and_dpo_configs_default_to_auto_device_and_progress():
     from socialgym_training.dpo import Config as DPOConfig
     from socialgym_training.sft import Config as SFTConfig
     for config in (SFTConfig(), DPOConfig()):
-        args = trainer_args(config)
-        assert config.device == "auto" and args["disable_tqdm"] is False
+        args = trainer_args(config, 512)
+        assert config.device == "auto" and args["disable_tqdm"] is False and args["max_length"] == 512
         assert args["use_cpu"] == (resolve_device("auto") == "cpu")
 
 
@@ -302,7 +327,7 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
         name, _, command = line.partition(": ")
         commands[name.removeprefix("DRY ")] = shlex.split(command)
     assert set(commands) == {"cuda_visible", "policy_on_cuda", "grpo_hf", "grpo_vllm", "hrd_data", "sft_accelerate",
-                             "tournament_cuda"}
+                             "sft_2proc", "grpo_hf_2proc", "tournament_cuda"}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     for name in ("grpo_hf", "grpo_vllm"):
@@ -312,6 +337,15 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
         check_config(config)
         assert config.device == "cuda" and config.steps == 2
     assert parse_config(Config, commands["grpo_vllm"][2:]).use_vllm
+    for name in ("sft_2proc", "grpo_hf_2proc"):            # 2 processes, each on its own GPU
+        launch = commands[name]
+        assert launch[launch.index("--num_processes") + 1] == "2"
+        assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).distributed_type == "MULTI_GPU"
+    grpo_2proc = commands["grpo_hf_2proc"]
+    check_config(parse_config(Config, grpo_2proc[grpo_2proc.index("socialgym_training/grpo_games.py") + 1:]))
+    sft_2proc = commands["sft_2proc"]
+    from socialgym_training.sft import Config as SFTConfig
+    assert parse_config(SFTConfig, sft_2proc[sft_2proc.index("socialgym_training.sft") + 1:]).max_steps == 2
     launch = commands["sft_accelerate"]
     assert load_config_from_file(str(ROOT / launch[launch.index("--config_file") + 1])).num_processes == 1
     from socialgym_training.sft import Config as SFTConfig

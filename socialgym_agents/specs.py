@@ -1,0 +1,129 @@
+"""An agent spec, parsed once: ``kind[:name][?key=value&...]`` into a typed :class:`AgentSpec`.
+
+The command line, the checks, the policy pool and the workers pass this value on; spec strings
+are parsed where they enter (a CLI option, a public function given a string) and nowhere after.
+``str(spec)`` is the canonical string logs and leaderboards carry: for every spec written the
+canonical way (all of those in the docs) it is the text given, byte for byte.
+
+| text                          | kind       | name             | argument | options              |
+|-------------------------------|------------|------------------|----------|----------------------|
+| ``scripted:random``           | scripted   | random           |          |                      |
+| ``scripted:constant:defect``  | scripted   | constant         | defect   |                      |
+| ``smollm2?temperature=0.7``   | smollm2    |                  |          | (temperature, 0.7)   |
+| ``hf:/m?context=512``         | hf         | /m               |          | (context, 512)       |
+| ``openai:gpt@http://h/v1``    | openai     | gpt@http://h/v1  |          |                      |
+| ``human``                     | human      |                  |          |                      |
+
+A scripted spec takes no options, so a constant action may hold ``?`` (``scripted:constant:ask?``).
+Which kinds exist is not decided here: :func:`socialgym_agents.registry.check_spec` says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from socialgym_env.errors import SocialGymError
+
+# Built by socialgym_agents.llm, imported only when such a spec is used.
+LLM_KINDS = ("smollm2", "hf", "openai")
+VALID_FORMS = ", ".join(["scripted:<name>", "smollm2[?options]", "hf:<model>[?options]",
+                         "openai:<model>@<url>[?options]", "human"])
+
+
+class PolicySpecError(SocialGymError, ValueError):
+    """A policy spec that names no policy; the message (one line) says what is wrong and what is valid."""
+
+
+def split_options(query: str) -> tuple:
+    """``"a=1&b=x"`` -> ``(("a", "1"), ("b", "x"))``, as written (not unquoted, so they print back
+    byte for byte); an option without ``=`` is PolicySpecError. Empty items (``a=1&&b=2``) are
+    skipped, as ``urllib.parse.parse_qsl`` skips them."""
+    options = []
+    for item in query.split("&"):
+        if not item:
+            continue
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise PolicySpecError(f"option {item!r} needs a key and a value: key=value")
+        options.append((key, value))
+    return tuple(options)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One policy spec: its ``kind`` (``scripted``, ``smollm2``, ``hf``, ``openai``, ``human`` or a
+    registered plugin prefix), ``name`` (the scripted strategy, the model, ``model@url``),
+    ``argument`` (``scripted:constant``'s action) and ``options`` (``?key=value`` pairs as written)."""
+
+    kind: str
+    name: str = ""
+    argument: str = ""
+    options: tuple = ()
+
+    @classmethod
+    def parse(cls, text) -> "AgentSpec":
+        """The spec ``text`` names; PolicySpecError (one line) when it is empty, has spaces around
+        it or an option without a value. Unknown kinds parse; the checks reject them."""
+        if not isinstance(text, str) or not text.strip():
+            raise PolicySpecError(f"empty policy spec {text!r}; valid forms: {VALID_FORMS}")
+        if text != text.strip():
+            raise PolicySpecError(f"policy spec {text!r} has spaces around it; valid forms: {VALID_FORMS}")
+        cut = min((i for i in (text.find(":"), text.find("?")) if i >= 0), default=len(text))
+        kind, separator, rest = text[:cut], text[cut:cut + 1], text[cut + 1:]
+        if separator == "?":           # smollm2?temperature=0.7: options straight after the kind
+            rest = "?" + rest
+        if kind == "scripted":
+            name, _, argument = rest.partition(":")
+            return cls(kind, name, argument)
+        name, _, query = rest.partition("?")
+        try:
+            options = split_options(query)
+        except PolicySpecError as err:
+            raise PolicySpecError(f"{text}: {err}") from None
+        return cls(kind, name, options=options)
+
+    @classmethod
+    def of(cls, spec) -> "AgentSpec":
+        """``spec`` itself when it is an AgentSpec, else the parse of the string: public
+        functions take either, and parse a string there, once."""
+        return spec if isinstance(spec, cls) else cls.parse(spec)
+
+    @property
+    def query(self) -> str:
+        """The options as written after ``?`` (``""`` when none)."""
+        return "&".join(f"{key}={value}" for key, value in self.options)
+
+    def with_option(self, key: str, value) -> "AgentSpec":
+        """This spec with ``key=value`` added to its options, unless they set ``key`` already."""
+        if any(given == key for given, _ in self.options):
+            return self
+        return replace(self, options=self.options + ((key, str(value)),))
+
+    @property
+    def is_model(self) -> bool:
+        """A language-model spec (smollm2, hf, openai)."""
+        return self.kind in LLM_KINDS
+
+    def __str__(self) -> str:
+        text = self.kind + (f":{self.name}" if self.name or self.argument else "")
+        text += f":{self.argument}" if self.argument else ""
+        return text + (f"?{self.query}" if self.options else "")
+
+
+def parse_specs(text: str) -> list:
+    """A comma-separated list of specs, each parsed; an empty list or an empty entry (``","``,
+    ``"a,,b"``) is bad input, never a silent fall-back to a default roster."""
+    entries = [entry.strip() for entry in (text or "").split(",")]
+    if not any(entries):
+        raise PolicySpecError(f"{text!r} names no policy; give specs like scripted:random,scripted:heuristic")
+    if not all(entries):
+        raise PolicySpecError(f"{text!r} has an empty entry; give specs separated by single commas")
+    return [AgentSpec.parse(entry) for entry in entries]
+
+
+def is_model_spec(spec) -> bool:
+    """Whether ``spec`` (an AgentSpec, or a string: a request's opponent, a logged roster's
+    policy) names a language model; False for one that does not parse."""
+    try:
+        return AgentSpec.of(spec).is_model
+    except PolicySpecError:
+        return False
