@@ -23,7 +23,11 @@ while True:
   same opponent randomness, in any env.
 - **Spaces.** The game's own: observation ``Dict(text=Text)``, action ``Text``. Junk text is
   never an error: the env records it as an invalid action and applies the game's fallback
-  (``invalid_action="fallback"``, the default; any engine config key can be passed).
+  (``invalid_action="fallback"``, the default; any engine config key can be passed). Any
+  object is taken (it is read safely, never ``str()``-ed); what is not an action of the game is
+  junk. With ``invalid_action="raise"`` the learner's invalid action raises InvalidActionError
+  and changes nothing; the opponents' invalid moves still take the fallback (recorded invalid),
+  so they never escape the learner's ``step``.
 - **Every episode has a decision.** An episode can end before the learner acts (the learner is
   killed in the first night, or the game ends first). ``reset`` then redeals: it plays the
   game seeds ``derived_seed(seed, 1)``, ``derived_seed(seed, 2)``, ... (deterministic) until the
@@ -49,6 +53,7 @@ prefix); a sampled (temperature > 0) LLM opponent's draws follow the seat's seed
 """
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from typing import Optional, Sequence, Union
 
@@ -56,6 +61,7 @@ import gymnasium as gym
 import numpy as np
 
 import socialgym_env
+from socialgym_env.errors import GameOverError, InvalidActionError
 from socialgym_env.masked import (cached_menu, masked_layout, masked_observation, masked_observation_space,
                                   step_slot)
 
@@ -65,6 +71,26 @@ from .specs import AgentSpec
 
 # Deals tried for one reset before giving up (a seat that can never act).
 MAX_REDEALS = 100
+
+
+def learner_text(action):
+    """The learner's action as the engine takes it: None is the empty action; anything else goes
+    as it is, since the engine reads any object safely (never ``str()``, which a 200,000-deep
+    list, a huge int or a ``__str__`` returning a non-string would raise on) and records what is
+    not an action of the game as an invalid one."""
+    return "" if action is None else action
+
+
+@contextlib.contextmanager
+def fallback_for_opponents(game):
+    """The engine's invalid-action rule set to ``fallback`` for the block (an opponent's move)."""
+    config = game.config
+    before = config.get("invalid_action", "fallback")
+    config["invalid_action"] = "fallback"
+    try:
+        yield
+    finally:
+        config["invalid_action"] = before
 
 
 def derived_seed(seed: int, redeal: int) -> int:
@@ -109,6 +135,8 @@ class SingleAgentEnv(gym.Env):
 
     # ------------------------------------------------------------------ setup
     def _resolve(self, seat_or_role, seats):
+        if isinstance(seat_or_role, str) and seat_or_role.strip().isdigit() and seat_or_role not in seats:
+            seat_or_role = int(seat_or_role)      # a command line's "0" (verifiers' vf-eval passes text)
         if isinstance(seat_or_role, int) and not isinstance(seat_or_role, bool):
             if not 0 <= seat_or_role < len(seats):
                 raise ValueError(f"seat index {seat_or_role} out of range 0..{len(seats) - 1} for {self.game_id}")
@@ -176,9 +204,9 @@ class SingleAgentEnv(gym.Env):
 
     def step(self, action):
         if self.learner is None:
-            raise RuntimeError("call reset() before step()")
+            raise GameOverError("call reset() before step()")
         if self.done:
-            raise RuntimeError("the episode is over; call reset()")
+            raise GameOverError("the episode is over; call reset()")
         if self.game.agent_selection != self.learner:           # cannot happen: _advance stops only here
             raise RuntimeError(f"internal error: {self.game.agent_selection} is to act, not the learner")
         self._act(action)
@@ -188,7 +216,7 @@ class SingleAgentEnv(gym.Env):
 
     def _act(self, action) -> None:
         """Apply the learner's action (text here; the masked view takes a slot)."""
-        self.game.step("" if action is None else str(action))
+        self.game.step(learner_text(action))
 
     def render(self):
         if self.render_mode == "ansi" and self.learner is not None:
@@ -227,7 +255,14 @@ class SingleAgentEnv(gym.Env):
             raise decision.error
         if agent == self.learner or self.game.agent_selection != agent:
             raise RuntimeError(f"an opponent decision for {agent} arrived when it is not its turn")
-        self.game.step(decision.action)
+        try:
+            self.game.step(decision.action)
+        except InvalidActionError:
+            # invalid_action="raise" is the learner's contract: an opponent's invalid move must
+            # not escape the learner's step() half-way; it takes the game's fallback (recorded
+            # invalid). A raised action left the env unchanged, so it is played again.
+            with fallback_for_opponents(self.game):
+                self.game.step(decision.action)
         if decision.meta:
             self.game.annotate_last_turn(agent_meta=decision.meta)
 
@@ -372,10 +407,10 @@ class SingleAgentVecEnv:
         stepped = []
         for index, (env, action) in enumerate(zip(self.envs, actions)):
             if env.learner is None:
-                raise RuntimeError("call reset() before step()")
+                raise GameOverError("call reset() before step()")
             if env.done:
                 continue
-            env.game.step("" if action is None else str(action))
+            env.game.step(learner_text(action))
             stepped.append(index)
         self._advance_all(stepped)
         for index in stepped:

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from socialgym_agents.registry import PolicySpecError, parse_specs
-from socialgym_env.cli_errors import check_output_file, check_output_folder
+from socialgym_env.cli_errors import check_output_file, check_output_folder, one_line
 
 from . import tournament as tour
 from .elo import check_ties
@@ -23,6 +23,11 @@ app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_
                   add_completion=False)
 
 
+# Episodes per combination: far past any study (a plan is built whole before play), short of a
+# number whose plan would exhaust memory before the first episode.
+MAX_EPISODES = 100_000
+
+
 def _split(values: Optional[List[str]], option: str = "--games") -> Optional[list]:
     """Repeated and/or comma-separated values; None when the option was not given. Given but
     empty (``--games ","``) is bad input, never "all games"."""
@@ -30,7 +35,10 @@ def _split(values: Optional[List[str]], option: str = "--games") -> Optional[lis
         return None
     out = [x.strip() for v in values for x in v.split(",")]
     if not all(out):
-        raise typer.BadParameter(f"{','.join(values)!r} has an empty entry", param_hint=option)
+        raise typer.BadParameter(f"{one_line(','.join(values))!r} has an empty entry", param_hint=option)
+    twice = sorted({x for x in out if out.count(x) > 1})
+    if twice:       # each game is played once per combination; a repeat would double its episodes' ids
+        raise typer.BadParameter(f"names {one_line(', '.join(twice))} more than once", param_hint=option)
     return out
 
 
@@ -108,7 +116,7 @@ def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="
 def tournament_cmd(
     games: Optional[List[str]] = typer.Option(None, "--games", help="game ids, comma-separated or repeated (default: all registered)"),
     agents: str = typer.Option(",".join(tour.DEFAULT_AGENTS), "--agents", help="policy specs, comma-separated"),
-    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES}; demo: {tour.DEMO_EPISODES})"),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, max=MAX_EPISODES, help=f"episodes per combination (default {tour.DEFAULT_EPISODES}; --quick: {tour.QUICK_EPISODES}; demo: {tour.DEMO_EPISODES})"),
     scripted_episodes: Optional[int] = typer.Option(
         None, "--scripted-episodes", min=1,
         help=f"episodes per combination of scripted policies only (default: --episodes; demo: {tour.DEMO_SCRIPTED_EPISODES})"),
@@ -200,7 +208,7 @@ def replay_cmd(log: Path = typer.Argument(..., help="the JSONL log holding the e
         typer.echo(f"error: no log file at {log}" + (" (a folder; give one of its .jsonl logs)" if log.is_dir() else ""),
                    err=True)
         raise typer.Exit(2)
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", replaced=True)
     try:
         path = write_replay(log, episode, out, index=index)
     except KeyError as err:

@@ -522,6 +522,12 @@ def print_leaderboard(summary: dict, console=None) -> None:
         table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), _pct(v["win_rate"]),
                       str(v["episodes"]))
     console.print(table)
+    unrated = [p for p in summary["policies"] if summary["overall"][p]["elo"] is None]
+    if unrated:
+        why = ("a rating compares policies, and these logs hold one" if len(summary["policies"]) < 2 else
+               "no game between two different policies ended with a winner (all draws, which "
+               "--ties exclude leaves out, or no games between them)")
+        console.print(f"Elo is empty for {', '.join(unrated)}: {why}.", markup=False, highlight=False)
     games = summary["competitive_games"]
     if games:
         per_game = Table(title="Per-game Elo")

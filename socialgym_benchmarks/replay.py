@@ -20,9 +20,10 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
-from socialgym_env.logs import read_episodes
+from socialgym_env.logs import read_episodes, verify_replay
 from socialgym_env.registry import game_ids
 
 MODERATOR = "Moderator"
@@ -34,7 +35,7 @@ def find_episode(log_path, episode_id: str) -> dict:
         for record in read_episodes(log_path):
             if record.get("episode_id") == episode_id:
                 return record
-    raise LogFormatError(f"episode {episode_id!r} is not in {log_path}")
+    raise LogFormatError(f"episode {safe_repr(episode_id, 80)} is not in {log_path}")
 
 
 def nth_episode(log_path, index: int = 0) -> dict:
@@ -46,7 +47,7 @@ def nth_episode(log_path, index: int = 0) -> dict:
         # why the only records were not usable, without the path said twice
         first = f" (line {skipped[0][len(str(log_path)) + 1:]})" if skipped else ""
         raise KeyError(f"{log_path} holds no played episode{first}")
-    if not -len(played) <= index < len(played):
+    if not 0 <= index < len(played):
         raise KeyError(f"--index {index} is out of range: {log_path} holds {len(played)} played episodes "
                        f"(valid: 0 to {len(played) - 1})")
     return played[index]
@@ -180,7 +181,9 @@ def render_replay(record: dict) -> str:
 def write_replay(log_path, episode_id: Optional[str], out_html, index: int = 0) -> Path:
     """Write the replay page of ``episode_id`` (or, without one, of the ``index``-th episode)
     from ``log_path`` to ``out_html``."""
-    record = find_episode(log_path, episode_id) if episode_id else nth_episode(log_path, index)
+    if episode_id is not None and not episode_id.strip():
+        raise LogFormatError("--episode is empty: give an episode id of the log, or leave it out for the first")
+    record = find_episode(log_path, episode_id) if episode_id is not None else nth_episode(log_path, index)
     check_replayable(record, log_path)
     return write_record_replay(record, out_html)
 
@@ -199,6 +202,9 @@ def check_replayable(record: dict, log_path) -> None:
         if turn["agent"] not in seats or "action" not in turn:
             raise LogFormatError(f"{where}: turn {number} must have an 'agent' of the roster and an 'action' "
                                  f"(got {json.dumps(turn)[:80]})")
+    # The page shows the record; it must be what the actions give (a config this install
+    # refuses, an edited turn or score is an error, not a page that contradicts itself).
+    verify_replay(record)
 
 def write_record_replay(record: dict, out_html) -> Path:
     out = Path(out_html)

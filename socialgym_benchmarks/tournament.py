@@ -209,9 +209,14 @@ def is_scripted(spec: str) -> bool:
     return spec.startswith("scripted:")
 
 
+# The most episodes one plan may hold: a plan is built whole before the first episode, so a
+# typo such as --episodes 9999999999 must be refused, not fill memory in silence.
+MAX_PLANNED_EPISODES = 200_000
+
+
 def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
               config: Optional[dict] = None, tournament: str = "",
-              scripted_episodes: Optional[int] = None) -> list[EpisodeJob]:
+              scripted_episodes: Optional[int] = None, limit: int = MAX_PLANNED_EPISODES) -> list[EpisodeJob]:
     """The jobs of one game (see the module docstring for the balancing rule). A combination of
     scripted policies only plays ``scripted_episodes`` (default: ``episodes``): they cost almost
     nothing, and more of them tighten every rating without a single extra model call."""
@@ -223,6 +228,9 @@ def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
         m = len(combo)
         wanted = scripted_episodes if scripted_episodes and all(map(is_scripted, combo)) else episodes
         count = math.ceil(max(wanted, 1) / m) * m
+        if len(jobs) + count > limit:
+            raise ValueError(f"the plan would hold more than {MAX_PLANNED_EPISODES:,} episodes ({game}: "
+                             f"{count:,} per combination); give fewer --episodes or games")
         for e in range(count):
             rot = e % m
             unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
@@ -245,7 +253,8 @@ def plan_tournament(games: Sequence[str], agents: Sequence[str], episodes: int =
     configs = configs or {}
     jobs = []
     for game in games:
-        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament, scripted_episodes))
+        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament, scripted_episodes,
+                              limit=MAX_PLANNED_EPISODES - len(jobs)))
     ids = [j.episode_id for j in jobs]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate episode ids in the plan")

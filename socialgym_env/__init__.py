@@ -11,7 +11,7 @@ from . import patterns
 from .actions import Action, ActionError, ActionSpec, Choice, Grammar, Int, Player, Text, Word
 from .env import SocialGymEnv
 from .errors import (ConfigError, EngineError, GameOverError, InvalidActionError, NotYourTurnError,
-                     SocialGymError, UnknownGameError)
+                     SocialGymError, UnknownAgentError, UnknownGameError)
 from .game import CUSTOM, MEDIAN, TEAM, TWO_PLAYER, WINNER_TAKE_ALL, Game, GameInfo, Phase
 from .registry import (env_id, game_class, game_ids, list_games, make, register_all, register_game,
                        unregister_game)
@@ -26,5 +26,5 @@ register_all()
 __all__ = ["Action", "ActionError", "ActionSpec", "CUSTOM", "Choice", "ConfigError", "EngineError", "Game",
            "GameInfo", "GameOverError", "Grammar", "Int", "InvalidActionError", "MEDIAN", "NotYourTurnError",
            "Phase", "Player", "SocialGymEnv", "SocialGymError", "State", "TEAM", "TWO_PLAYER", "Text",
-           "UnknownGameError", "WINNER_TAKE_ALL", "Word", "env_id", "game_class", "game_ids", "list_games",
+           "UnknownAgentError", "UnknownGameError", "WINNER_TAKE_ALL", "Word", "env_id", "game_class", "game_ids", "list_games",
            "make", "patterns", "register_game", "unregister_game"]

@@ -13,13 +13,20 @@ playbooks, training metrics, adapters' metadata) is written through one of these
 The data go to a hidden temporary file in the destination's folder (same file system, so the
 rename is atomic), are flushed and fsynced, then ``os.replace`` puts them in place. A process
 killed at any moment leaves the old complete file (or none) or the new complete one, never a
-part; at worst a hidden ``.NAME.*.tmp`` file is left next to it. An exception inside the
-``with`` block removes the temporary and leaves the destination untouched.
+part; at worst a hidden ``.NAME.<pid>-*.tmp`` file is left next to it, which the next write of
+the same destination removes (only those of processes no longer running, so that two writers
+never delete each other's). An exception inside the ``with`` block removes the temporary and
+leaves the destination untouched.
+
+Only regular files (and, for :func:`atomic_dir`, folders) are ever replaced: a destination that
+exists as anything else (a device such as ``/dev/null``, a pipe, a socket, a symbolic link) is
+refused with :class:`NotRegularFileError` before anything is written, since ``os.replace`` would
+put a regular file where it was.
 
 A folder cannot be replaced by one rename when it exists, so :func:`atomic_dir` moves the old
 folder aside, renames the new one in, then deletes the old: a kill between the two renames
 leaves the destination absent (the old copy under a hidden ``.NAME.*.old`` name), never
-half-old, half-new. Append-only outputs (episode logs, per-step CSVs) are not replaced but
+half-old, half-new; the next write of that destination removes it. Append-only outputs (episode logs, per-step CSVs) are not replaced but
 grow by whole records: :func:`append_records` writes each batch of lines with one ``write``.
 """
 from __future__ import annotations
@@ -31,10 +38,14 @@ import io
 import json
 import math
 import os
+import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Iterator, Optional, Union
+
+from .errors import SocialGymError
 
 PathLike = Union[str, os.PathLike]
 
@@ -42,8 +53,80 @@ PathLike = Union[str, os.PathLike]
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
-__all__ = ["append_csv_rows", "append_records", "atomic_dir", "atomic_file", "atomic_savefig", "atomic_write_bytes",
-           "atomic_write_json", "atomic_write_text", "drop_torn_tail", "finite_or_null"]
+__all__ = ["NotRegularFileError", "append_csv_rows", "append_records", "atomic_dir", "atomic_file", "atomic_savefig",
+           "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "drop_torn_tail", "finite_or_null",
+           "kind_of", "refuse_non_regular"]
+
+
+class NotRegularFileError(SocialGymError, FileExistsError):
+    """An output path that exists as something a write must not replace (a device, a pipe, a
+    socket, a symbolic link; a file where a folder goes)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a ``st_mode`` is, in words ("a device", "a pipe", ...)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a file" if stat.S_ISREG(mode) else "of an unknown kind"
+
+
+def refuse_non_regular(path: PathLike, folder: bool = False) -> None:
+    """Raise :class:`NotRegularFileError` when ``path`` exists as anything but a regular file
+    (``folder=True``: anything but a folder). Nothing is raised for a path that does not exist."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if (stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)):
+        return
+    expected = "a folder" if folder else "a regular file"
+    shown = os.fsdecode(path)
+    shown = shown if len(shown) <= 200 else shown[:200] + "..."
+    raise NotRegularFileError(f"{shown} exists and is {kind_of(mode)}, not {expected}: it is not replaced; "
+                              f"choose another output path")
+
+
+def _temp_prefix(path: Path) -> str:
+    # The writer's pid in the name lets a later write tell a dead writer's leftovers from a live one's.
+    return f".{path.name}.{os.getpid()}-"
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True            # someone else's process, or not a pid we can check: leave its files
+    return True
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove the hidden temporaries (``.NAME.<pid>-*.tmp``, ``.NAME.<pid>-*.old``) that a
+    writer of ``path`` killed mid-write left, when that writer is no longer running."""
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)-[a-z0-9_]+\.(?:tmp|old)")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is None or _pid_running(int(match.group(1))):
+            continue
+        leftover = path.parent / name
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -68,8 +151,10 @@ def atomic_file(path: PathLike, mode: str = "w", encoding: Optional[str] = "utf-
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_file writes whole files: mode 'w' or 'wb', not {mode!r}")
     path = Path(path)
+    refuse_non_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_leftovers(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
         if mode == "wb":
             handle = os.fdopen(fd, "wb")
@@ -80,6 +165,7 @@ def atomic_file(path: PathLike, mode: str = "w", encoding: Optional[str] = "utf-
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)      # mkstemp makes it owner-only; an output gets the usual mode
+        refuse_non_regular(path)            # again: something may have appeared there meanwhile
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -193,21 +279,21 @@ def atomic_dir(path: PathLike, marker: Optional[str] = None) -> Iterator[Path]:
     of the same kind, e.g. ``export.json``); otherwise FileExistsError is raised before
     anything is written."""
     path = Path(path)
+    refuse_non_regular(path, folder=True)
     if path.exists():
-        if not path.is_dir():
-            raise FileExistsError(f"{path} exists and is not a folder")
         if any(path.iterdir()) and not (marker and (path / marker).is_file()):
             what = f"no {marker}" if marker else "it is not empty"
             raise FileExistsError(f"{path} already holds other files ({what}): it would be replaced as a whole; "
                                   f"choose a new or empty folder")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    _remove_leftovers(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp"))
     old = None
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
-            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".old"))
             os.replace(path, old / path.name)
         os.replace(tmp, path)
     except BaseException:

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
+from .atomic import NotRegularFileError, kind_of, refuse_non_regular
 from .errors import SocialGymError
 
 DEBUG_ENV = "SOCIALGYM_DEBUG"
@@ -37,15 +38,20 @@ def debug_requested(argv: list) -> bool:
     return "--debug" in argv or os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes", "on")
 
 
-def _one_line(text: str, limit: int = 400) -> str:
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line, at most ``limit`` characters (a message that echoes user input)."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+_one_line = one_line
+
+
 def _first_file_above(path: Path) -> Optional[Path]:
-    """The part of ``path`` that is a file where a folder was expected (ENOTDIR)."""
+    """The part of ``path`` that exists but is not a folder (a file, a device, a pipe) where a
+    folder was expected (ENOTDIR)."""
     for parent in [path, *path.parents]:
-        if parent.is_file():
+        if parent.exists() and not parent.is_dir():
             return parent
     return None
 
@@ -59,7 +65,7 @@ def explain_os_error(err: OSError) -> str:
     if err.errno == errno.ENOTDIR:
         blocker = _first_file_above(path)
         if blocker is not None:
-            return f"{blocker} is a file, expected a folder (while opening {path})"
+            return f"{_not_folder(blocker)} (while opening {_shown(path)})"
         return f"{path}: a part of this path is a file, expected a folder"
     if err.errno == errno.EISDIR:
         return f"{path} is a folder, expected a file"
@@ -89,21 +95,37 @@ def explain(err: BaseException) -> Optional[str]:
     return None
 
 
-def check_output_file(path, option: str) -> None:
-    """Before any work: ``path`` can be a file to write (not a folder, not under a file)."""
+def _shown(path) -> str:
+    """A path as a message shows it: at most 200 characters (a path can be megabytes long)."""
+    return _one_line(os.fsdecode(path), 200)
+
+
+def _not_folder(path: Path) -> str:
+    return f"{_shown(path)} is {kind_of(path.stat().st_mode)}, expected a folder"
+
+
+def check_output_file(path, option: str, replaced: bool = False) -> None:
+    """Before any work: ``path`` can be a file to write (not a folder, not under a file);
+    ``replaced``: the command replaces it whole (socialgym_env.atomic), so it must not exist as
+    anything but a regular file (a device, a pipe, a link)."""
     path = Path(path)
     if path.is_dir():
-        raise PathArgumentError(f"{option} {path} is a folder, expected a file")
+        raise PathArgumentError(f"{option} {_shown(path)} is a folder, expected a file")
     blocker = _first_file_above(path.parent)
     if blocker is not None:
-        raise PathArgumentError(f"{option} {path}: {blocker} is a file, expected a folder")
+        raise PathArgumentError(f"{option} {_shown(path)}: {_not_folder(blocker)}")
+    if replaced:
+        try:
+            refuse_non_regular(path)
+        except NotRegularFileError as err:
+            raise PathArgumentError(f"{option} {err}") from None
 
 
 def check_output_folder(path, option: str) -> None:
     """Before any work: ``path`` can be a folder to write into (not a file, not under a file)."""
     blocker = _first_file_above(Path(path))
     if blocker is not None:
-        raise PathArgumentError(f"{option} {path}: {blocker} is a file, expected a folder")
+        raise PathArgumentError(f"{option} {_shown(path)}: {_not_folder(blocker)}")
 
 
 def _raise_interrupt(signum, frame):
@@ -181,3 +203,10 @@ def main_of(body: Callable[[], object], prog: str) -> None:
     debug = debug_requested(sys.argv)
     sys.argv = [a for a in sys.argv if a != "--debug"]
     raise SystemExit(run_command(body, prog, debug=debug))
+
+
+def library_only(prog: str, instead: str) -> None:
+    """The ``__main__`` of a library module: one line saying what to run instead, exit 2 (it
+    would otherwise do nothing and exit 0, as if it had worked)."""
+    print(f"{prog}: error: this module is a library, not a command; {instead}", file=sys.stderr)
+    raise SystemExit(EXIT_BAD_INPUT)

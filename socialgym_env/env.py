@@ -15,14 +15,16 @@ from __future__ import annotations
 import copy
 import operator
 import random
+import warnings
 from typing import Optional
 
+import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from .actions import MAX_ACTION_CHARS, ActionError, Grammar, clip, encodable, encodable_data, safe_repr
 from .aec import begin_aec_step, start_aec_episode
-from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError
+from .errors import EngineError, GameOverError, InvalidActionError, NotYourTurnError, UnknownAgentError
 from .game import Game, outcome_label
 from .machine import INVALID_MODES, TurnMachine
 from .record import LOG_SCHEMA, episode_record, public_transcript
@@ -38,12 +40,71 @@ __all__ = ["CHARSET", "ENGINE_CONFIG", "INVALID_MODES", "LOG_SCHEMA", "MAX_OBSER
 ENGINE_CONFIG = {"invalid_action": "fallback", "max_steps": None, "log_observations": False}
 
 
+
+def as_index(value, what: str) -> int:
+    """``value`` as an int: an int, a numpy integer or a 0-d integer array (what
+    Stable-Baselines3's ``predict`` returns). A bool (``True`` would be 1), a float, a string or
+    anything else is a ValueError naming ``what``."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{what} must be an integer, got {safe_repr(value, 80)}")
+
+RESET_OPTIONS = ("episode_id", "names")
+
+
+def check_reset_options(options) -> dict:
+    """``reset``'s options as a dict: None is none; a non-dict or a non-string ``episode_id`` is
+    a TypeError. An unknown key is ignored with a warning, not silently (PettingZoo's own
+    ``seed_test`` passes ``{"options": 1}``, so refusing it would fail the standard API test)."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"reset options are a dict such as {{'episode_id': 'ep-1'}}, got "
+                        f"{type(options).__name__} {safe_repr(options, 60)}")
+    unknown = [key for key in options if key not in RESET_OPTIONS]
+    if unknown:
+        warnings.warn(f"reset ignores the unknown option(s) {safe_repr(unknown, 80)}; it takes: "
+                      f"{', '.join(RESET_OPTIONS)}", UserWarning, stacklevel=3)
+    if "episode_id" in options and not isinstance(options["episode_id"], str):
+        raise TypeError(f"episode_id is a string, got {type(options['episode_id']).__name__} "
+                        f"{safe_repr(options['episode_id'], 60)}")
+    return options
+
+
+def check_seat_texts(given, name: str) -> None:
+    """``given`` is None or a dict of seat -> string (or None), else TypeError naming ``name``."""
+    if given is None:
+        return
+    if not isinstance(given, dict):
+        raise TypeError(f"{name} is a dict of seat -> string, got {type(given).__name__} {safe_repr(given, 60)}")
+    for seat, value in given.items():
+        if not isinstance(seat, str) or not (value is None or isinstance(value, str)):
+            raise TypeError(f"{name} is a dict of seat -> string, got {safe_repr(seat, 40)}: {safe_repr(value, 40)}")
+
+
 class TextSpace(spaces.Text):
     """gymnasium's Text space with a short ``repr``: the wide charset (CHARSET, 12,257
     characters) is counted instead of listed, so ``print(env.observation_space(agent))`` stays one line."""
 
     def __repr__(self) -> str:
         return f"Text({self.min_length}, {self.max_length}, charset=<{len(self.character_set)} characters>)"
+
+    def sample(self, mask=None, probability=None) -> str:
+        """A random string as gymnasium's Text samples it (a uniform length from min to max, each
+        character uniform over the charset), drawn as one array of code points: gymnasium picks
+        and joins one character at a time, 2-3 ms per 4,000-character action, which was most of
+        the time of PettingZoo's performance_benchmark (random actions are junk, so this is the
+        invalid-action path). A mask or probability goes to gymnasium's own sampler."""
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        codes = getattr(self, "_codes", None)
+        if codes is None:
+            codes = self._codes = np.fromiter(map(ord, self.character_list), dtype=np.uint32)
+        length = int(self.np_random.integers(self.min_length, self.max_length + 1))
+        return codes[self.np_random.integers(0, len(codes), size=length)].tobytes().decode("utf-32-le")
 
 
 # A wide-charset Text space costs ~20 ms and ~2 MiB to build (its character tables), and every
@@ -98,6 +159,7 @@ class SocialGymEnv(AECEnv):
         self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v{self.game_info.version}",
                              is_parallelizable=self.game_info.simultaneous)
         self.possible_agents = [f"player_{i}" for i in range(self.game.num_players)]
+        self._seats = frozenset(self.possible_agents)
         self.max_steps = int(config.get("max_steps") or self.game_info.max_steps)
         self.machine = TurnMachine(self.game, self.possible_agents, self.max_steps)
         self.views = Views(self.machine)
@@ -143,12 +205,15 @@ class SocialGymEnv(AECEnv):
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
-        options = options or {}
+        """Start an episode. ``options`` may hold ``episode_id`` (a string; default
+        ``<game>-<seed>``) and ``names`` (the public names to keep, for branching); any other key
+        is ignored with a warning; a non-dict or a non-string id is a TypeError."""
+        options = check_reset_options(options)
         if seed is None:
             # Draw a seed so that even an unseeded episode is reproducible from its log.
             seed = random.SystemRandom().randrange(2**31)
         seed = check_seed(seed)
-        self.episode_id = encodable(str(options.get("episode_id", f"{self.game_info.id}-{seed}")))
+        self.episode_id = encodable(options.get("episode_id", f"{self.game_info.id}-{seed}"))
         self.machine.reset(seed, options.get("names"))       # "names": keep given public names (branching)
         start_aec_episode(self)
         self._after_transition()
@@ -173,23 +238,30 @@ class SocialGymEnv(AECEnv):
         in_play = {a for a in self.possible_agents if phase.allow_eliminated or state.seat[a].alive}
         return set(self.machine.phase_actors) >= in_play
 
+    def check_agent(self, agent) -> str:
+        """``agent`` if it is a seat of this game, else UnknownAgentError naming the seats."""
+        if isinstance(agent, str) and agent in self._seats:
+            return agent
+        raise UnknownAgentError(f"no seat {safe_repr(agent, 60)} in {self.game_info.id}; its seats are "
+                                f"{self.possible_agents[0]} to {self.possible_agents[-1]}")
+
     def grammar(self, agent: str) -> Grammar:
         """The seat's legal actions now (parse, sample, enumerate, JSON schema)."""
-        return self.views.grammar(agent)
+        return self.views.grammar(self.check_agent(agent))
 
     def decision_view(self, agent: str) -> dict:
         """The structured view of one seat now (what ``infos[agent]`` holds when it acts)."""
-        return self.views.decision_view(agent)
+        return self.views.decision_view(self.check_agent(agent))
 
     def _basic_info(self, agent: str) -> dict:
         return self.views.basic_info(agent)
 
     def prompt_parts(self, agent: str) -> dict:
         """The slots of the paper's game-play prompt (Appendix E) for one seat."""
-        return self.views.prompt_parts(agent)
+        return self.views.prompt_parts(self.check_agent(agent))
 
     def observation_text(self, agent: str) -> str:
-        return self.views.observation_text(agent)
+        return self.views.observation_text(self.check_agent(agent))
 
     def _render_observation(self, agent: str) -> str:
         return self.views.render_observation(agent)
@@ -258,7 +330,9 @@ class SocialGymEnv(AECEnv):
         ``step(legal_action_list[index])``. A terminated or truncated seat's turn takes any
         index, as ``step(None)``. Raises ValueError when the seat's legal actions are not a
         finite list (free text) or ``index`` is outside it: that is a bug of the integer
-        policy, not a move of the game, so it never goes to the invalid-action rule."""
+        policy, not a move of the game, so it never goes to the invalid-action rule; so does
+        an ``index`` that is not an integer (a bool, a float, a string; numpy integers and 0-d
+        integer arrays are integers)."""
         if self.machine.state is None:
             raise GameOverError("call reset() before step_index()")
         if not self.agents:
@@ -272,7 +346,7 @@ class SocialGymEnv(AECEnv):
         if actions is None:
             raise ValueError(f"{agent} in phase {self.machine.state.phase!r} has no finite legal action "
                              f"list (free text); send a string with step()")
-        position = operator.index(index)
+        position = as_index(index, "an action index")
         if not 0 <= position < len(actions):
             raise ValueError(f"action index {position} outside 0..{len(actions) - 1} for {agent} "
                              f"in phase {self.machine.state.phase!r}")
@@ -324,7 +398,11 @@ class SocialGymEnv(AECEnv):
     # ------------------------------------------------------------------ log
     def episode_record(self, policies: Optional[dict] = None, playbooks: Optional[dict] = None,
                        extra: Optional[dict] = None, playbook_ids: Optional[dict] = None) -> dict:
-        """The JSONL episode record (the log format: docs/log-format.md; built by ``record.py``)."""
+        """The JSONL episode record (the log format: docs/log-format.md; built by ``record.py``).
+        ``policies``, ``playbooks`` and ``playbook_ids`` map seats to strings (or None); anything
+        else is a TypeError."""
+        for name, given in (("policies", policies), ("playbooks", playbooks), ("playbook_ids", playbook_ids)):
+            check_seat_texts(given, name)
         return episode_record(self.machine, self.config, self.episode_id, policies, playbooks, extra, playbook_ids)
 
     def annotate_last_turn(self, **fields) -> None:

@@ -10,6 +10,13 @@ class UnknownGameError(SocialGymError, KeyError):
         return self.args[0]
 
 
+class UnknownAgentError(SocialGymError, KeyError):
+    """A seat that is not in the game (``observe``, ``observation_text``, ``grammar``, ...)."""
+
+    def __str__(self):  # KeyError would quote the message
+        return self.args[0]
+
+
 class ConfigError(SocialGymError, ValueError):
     """A bad configuration value or key."""
 

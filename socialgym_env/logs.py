@@ -299,4 +299,29 @@ def replay_observations(record: dict) -> list:
         except InvalidActionError as err:      # a config with invalid_action="raise"
             raise LogFormatError(f"episode {episode}: turn {number}'s action does not replay: {err}") from None
         env.skip_dead()
+    check_replayed_result(env, record)
     return observations
+
+
+def verify_replay(record: dict) -> None:
+    """LogFormatError unless the record's actions, replayed from its seed and config, give its
+    scores (a game or config this install refuses, an edited turn or score): what a stage that
+    builds on a record's result (exports, replay pages) checks before any model is loaded."""
+    validate_record(record)
+    env = restore_env(record["game"], record.get("config"), record["seed"], record["episode_id"],
+                      [turn["raw"] for turn in record["turns"]])
+    check_replayed_result(env, record)
+
+
+def check_replayed_result(env, record: dict) -> None:
+    """LogFormatError when the replayed episode (``env`` after every logged turn) does not end
+    with the record's scores: an edited log or another engine version, whose rows and pages
+    would otherwise say one result while the record says another."""
+    if "scores" not in record or env.machine.state is None:
+        return
+    replayed = env.episode_record()["scores"]
+    if replayed != record["scores"]:
+        episode = safe_repr(record.get("episode_id"), 80)
+        raise LogFormatError(f"episode {episode}: the log's scores {safe_repr(record['scores'], 120)} are not "
+                             f"what its actions give on replay ({safe_repr(replayed, 120)}): an edited log, or "
+                             f"another engine version?")

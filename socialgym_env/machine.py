@@ -200,7 +200,11 @@ class TurnMachine:
             elif self.current_actor() is None:
                 self._resolve(phase, self.collected)
                 self._enter_phase()
-        if state.step >= self.max_steps and not state.finished:
+        # The turn cap; in a simultaneous game it waits for the round's last decision, so that no
+        # seat of a round is cut off while the others acted (PettingZoo's aec_to_parallel, which
+        # such games declare they support, needs every seat to end together).
+        mid_round = self.game_info.simultaneous and bool(self.collected) and not state.finished
+        if state.step >= self.max_steps and not state.finished and not mid_round:
             self.game.on_truncation(state)
             if not state.finished:
                 raise EngineError(f"{self.game_info.id}.on_truncation did not end the game")

@@ -22,7 +22,8 @@ slots legal at the seat's current decision. The catalogue is generated from the 
 declarations -- each phase's action specs as the engine enumerates them -- over the decisions
 of ``CALIBRATION_EPISODES`` seeded random-play episodes (seeds 0, 1, ...; the specs of most
 phases depend on the state, e.g. the bids above the current one, so the reachable set is
-collected rather than guessed), with every player argument widened to every seat. After the
+collected rather than guessed), with every player argument widened to every seat (a team of
+distinct, unordered seats stays one slot per set, in seat order, as enumerated). After the
 catalogued slots come ``overflow`` spare slots: a legal action the catalogue lacks takes the
 first free one, in legal-list order, so every decision has a legal slot and every legal action
 one, up to the widest decision calibration saw (a wider one leaves its extra uncatalogued
@@ -67,6 +68,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from .actions import ActionError, Text, Word
+from .env import as_index
 from .registry import make
 
 CALIBRATION_EPISODES = 16
@@ -154,9 +156,7 @@ def step_legal_index(env, index: int) -> None:
 
 def step_slot(env, layout: "MaskedLayout", menu: list[MenuEntry], slot) -> None:
     """Play catalogue ``slot`` for the acting seat, whose current menu is ``menu``."""
-    if isinstance(slot, (bool, float)) or not isinstance(slot, (int, np.integer)):
-        raise ValueError(f"a masked action is an integer slot 0..{layout.n - 1}, got {slot!r}")
-    slot = int(slot)
+    slot = as_index(slot, f"a masked action (a slot 0..{layout.n - 1})")
     if not 0 <= slot < layout.n:
         raise ValueError(f"action slot {slot} is outside 0..{layout.n - 1}")
     entry = layout.slot_entries(menu).get(slot)
@@ -325,6 +325,7 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
     overflow = 1
     numeric: set = set()
     vocab: dict = {}
+    shapes: dict = {}             # action type -> (distinct, unordered) of its spec
     decisions = 0
     for seed in range(CALIBRATION_EPISODES):
         if decisions >= CALIBRATION_DECISIONS:
@@ -348,6 +349,8 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
                         vocab[(path, kind)][value] += 1
             menu = decision_menu(env, agent)
             labels.update(entry.label for entry in menu)
+            for spec in env.grammar(agent).specs:
+                shapes[spec.type] = (spec.distinct, spec.unordered)
             overflow = max(overflow, len(menu))
             decisions += 1
             entry = rng.choice(menu)
@@ -362,6 +365,10 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
             if word in seat_set:
                 for other in seats:
                     labels.add(" ".join(words[:position] + [other] + words[position + 1:]))
+    # ... but a team of distinct, unordered seats (Resistance's "propose") is one slot per set:
+    # the enumeration lists each set once in seat order, so a repeated seat or another order
+    # would be a slot no decision ever marks legal.
+    labels = {label for label in labels if _canonical_team(label, shapes, seats)}
     categorical = []
     for (path, kind), counts in sorted(vocab.items()):
         if kind == "seat":
@@ -372,6 +379,17 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
     return MaskedLayout(game_id=env.game_info.id, seats=seats, roles=sorted(roles), phases=list(env.game._phases),
                         actions=sorted(labels, key=_natural_key), overflow=overflow, numeric=sorted(numeric),
                         categorical=categorical, max_steps=env.max_steps)
+
+
+def _canonical_team(label: str, shapes: dict, seats: list) -> bool:
+    """Whether ``label``'s seat arguments are as its spec enumerates them: all different for a
+    ``distinct`` spec, in seat order for an ``unordered`` one."""
+    words = label.split(" ")
+    distinct, unordered = shapes.get(words[0], (False, False))
+    order = [seats.index(word) for word in words[1:] if word in seats]
+    if distinct and len(set(order)) < len(order):
+        return False
+    return not unordered or order == sorted(order)
 
 
 def _natural_key(label: str):
@@ -390,11 +408,13 @@ class MaskedEnv(AECEnv):
     """A Social Gym game with ``Discrete(n)`` actions and ``action_mask`` observations (see the
     module docstring). The turn order, rewards and episode record are the wrapped env's."""
 
-    def __init__(self, game_id: str, with_text: bool = True, render_mode: Optional[str] = None, **config):
+    def __init__(self, game_id: str, with_text: bool = True, render_mode: Optional[str] = None,
+                 classic_infos: bool = False, **config):
         super().__init__()
         self.env = make(game_id, render_mode=render_mode, **config)
         self.layout = masked_layout(game_id, **config)
         self.with_text = with_text
+        self.classic_infos = classic_infos
         self.metadata = dict(self.env.metadata)
         self.possible_agents = list(self.env.possible_agents)
         self.render_mode = render_mode
@@ -409,7 +429,10 @@ class MaskedEnv(AECEnv):
     rewards = property(lambda self: self.env.rewards)
     terminations = property(lambda self: self.env.terminations)
     truncations = property(lambda self: self.env.truncations)
-    infos = property(lambda self: self.env.infos)
+    # classic_infos (masked_env's docstring): empty infos, as PettingZoo's classic envs have
+    # (TorchRL's PettingZooWrapper turns every info value into a tensor, and the text env's hold
+    # strings, lists and dicts); the text env's own stay at ``env.env.infos``.
+    infos = property(lambda self: {agent: {} for agent in self.env.infos} if self.classic_infos else self.env.infos)
     _cumulative_rewards = property(lambda self: self.env._cumulative_rewards)
 
     def observation_space(self, agent):
@@ -431,10 +454,18 @@ class MaskedEnv(AECEnv):
         return cached_menu(self._menus, self.env, agent)
 
     def observe(self, agent):
-        return masked_observation(self.env, self.layout, agent, self.menu(agent), self.with_text)
+        obs = masked_observation(self.env, self.layout, agent, self.menu(agent), self.with_text)
+        if self.classic_infos and self._finished(agent):
+            obs["action_mask"][:] = 1      # a finished seat's step takes None whatever is picked
+        return obs
+
+    def _finished(self, agent) -> bool:
+        return self.terminations.get(agent, False) or self.truncations.get(agent, False)
 
     def step(self, action):
         agent = self.agent_selection
+        if self.classic_infos and self._finished(agent):
+            action = None
         if action is None or self.terminations[agent] or self.truncations[agent]:
             self.env.step(action)
         else:
@@ -465,6 +496,9 @@ def masked_observation(env, layout: MaskedLayout, agent: str, menu: list[MenuEnt
     return obs
 
 
-def masked_env(game_id: str, with_text: bool = True, **config) -> MaskedEnv:
-    """``game_id`` as a masked PettingZoo AEC env; ``config`` takes the game's and engine's keys."""
-    return MaskedEnv(game_id, with_text=with_text, **config)
+def masked_env(game_id: str, with_text: bool = True, classic_infos: bool = False, **config) -> MaskedEnv:
+    """``game_id`` as a masked PettingZoo AEC env; ``config`` takes the game's and engine's keys.
+    ``classic_infos=True`` is PettingZoo-classic compatibility, what TorchRL's
+    ``PettingZooWrapper`` needs (with ``with_text=False``): empty infos, and a finished seat's mask
+    marks every slot (a random action must exist) while its step takes None, whatever is picked."""
+    return MaskedEnv(game_id, with_text=with_text, classic_infos=classic_infos, **config)

@@ -168,10 +168,19 @@ def env_id(game_id: str) -> str:
     return f"socialgym/{game_id}-v{game_class(game_id).info.version}"
 
 
+# The longest game id a message or a suggestion looks at (game ids are a few words).
+MAX_ID_CHARS = 100
+# The bound of a config count whose range has no upper bound (rounds, max_plies, ...): far past
+# any playable episode, short of a value that would hang or exhaust memory at setup.
+MAX_OPEN_COUNT = 1_000_000
+
+
 def close_ids(wanted: str, ids, limit: int = 3) -> list[str]:
     """The ids a mistyped ``wanted`` most likely meant, best first: ids it starts, then by
     similarity of the whole id (difflib), so ``werewolf`` finds ``werewolves`` before
     ``triadic_werewolf`` and ``chese`` finds ``chess``."""
+    if len(wanted) > MAX_ID_CHARS:        # no id is this long; difflib on it would take seconds
+        return []
     key = wanted.replace("-", "_").lower()
     scored = [(not g.startswith(key), -difflib.SequenceMatcher(None, key, g).ratio(), g) for g in ids]
     return [g for prefix_miss, score, g in sorted(scored) if not prefix_miss or key in g or -score >= 0.6][:limit]
@@ -190,7 +199,8 @@ def game_class(game_id: str) -> type[Game]:
         if stripped not in GAME_MODULES:
             close = close_ids(stripped, GAME_MODULES)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise UnknownGameError(f"unknown game {game_id!r}.{hint} Valid games: {', '.join(sorted(GAME_MODULES))}")
+            raise UnknownGameError(f"unknown game {safe_repr(game_id, MAX_ID_CHARS)}.{hint} "
+                                   f"Valid games: {', '.join(sorted(GAME_MODULES))}")
         game_id = stripped
     module_name = GAME_MODULES[game_id]
     if isinstance(module_name, type):
@@ -245,8 +255,9 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
         raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {safe_repr(merged['num_players'], 80)}")
     for key, (low, high) in cls.config_ranges.items():
         value = merged[key]
-        if value < low or (high is not None and value > high):
-            bounds = f"at least {low}" if high is None else f"from {low} to {high}"
+        if value < low or value > (MAX_OPEN_COUNT if high is None else high):
+            bounds = (f"at least {low}" if value < low and high is None
+                      else f"from {low} to {MAX_OPEN_COUNT if high is None else high}")
             raise ConfigError(f"{cls.info.id}: {key} must be {bounds}, got {safe_repr(value, 80)}")
     for key, allowed in cls.config_choices.items():
         if merged[key] not in allowed:

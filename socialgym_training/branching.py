@@ -147,3 +147,8 @@ def logged_branching_pairs(rows: Sequence[dict], records: Sequence[dict], branch
         if pair is not None:
             pairs.append(pair)
     return pairs
+
+
+if __name__ == "__main__":
+    from socialgym_env.cli_errors import library_only
+    library_only("socialgym_training.branching", "for branching DPO pairs run: socialgym export dpo LOGS... --out DIR")

@@ -189,13 +189,22 @@ def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "tr
         if hasattr(dataset, "keys"):
             fail(f"{data} is a dataset dict without dataset_dict.json")
     elif path.is_file():
+        # Every line, before datasets (which logs and raises its own errors): a truncated last
+        # line is bad input naming the line, not a DatasetGenerationError.
+        rows = 0
         with open(path, encoding="utf-8", errors="replace") as handle:
-            first = next((line for line in handle if line.strip()), "")
-        try:
-            if not isinstance(json.loads(first), dict):
-                raise ValueError("a row is a JSON object")
-        except ValueError as err:               # before datasets, which logs and raises its own errors
-            fail(f"{data} is not a JSONL file of rows (first line: {err})")
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                rows += 1
+                try:
+                    if not isinstance(json.loads(line), dict):
+                        raise ValueError("a row is a JSON object")
+                except (ValueError, RecursionError) as err:
+                    where = "first line" if number == 1 else f"line {number}"
+                    fail(f"{data} is not a JSONL file of rows ({where}: {str(err)[:200]})")
+        if not rows:
+            fail(f"{data} is not a JSONL file of rows (it holds none)")
         dataset = _quietly(lambda: load_dataset("json", data_files=str(path), split="train"))
     else:
         fail(f"no dataset folder or JSONL file at {data}")
@@ -204,6 +213,11 @@ def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "tr
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         fail(f"{data} lacks the columns {missing} (has {dataset.column_names})")
+    for column in columns:          # what TRL reads: a text, or a list of chat messages
+        feature = dataset.features[column]
+        if not (getattr(feature, "dtype", None) in ("string", "large_string") or type(feature).__name__ in
+                ("List", "Sequence", "LargeList") or isinstance(feature, list)):
+            fail(f"{data}: column {column!r} holds {feature}, expected text or a list of chat messages")
     dataset = dataset.select_columns(list(columns) + [c for c in ROW_NAME_COLUMNS if c in dataset.column_names])
     if max_examples and len(dataset) > max_examples:
         dataset = dataset.shuffle(seed=seed).select(range(max_examples))
@@ -254,8 +268,13 @@ def train_and_save(trainer, config, extra: dict) -> dict:
     resume = last_checkpoint(trainer.args.output_dir) if config.resume else None
     started = time.time()
     trainer.train(resume_from_checkpoint=resume)
-    return write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
-                                                       "wall_seconds": round(time.time() - started, 1)})
+    metrics = write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
+                                                          "wall_seconds": round(time.time() - started, 1)})
+    adapter = Path(config.out) / "adapter"
+    # the run's last line says where the adapter went and how to play it
+    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
+          f"metrics: {Path(config.out) / 'metrics.json'}", flush=True)
+    return metrics
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:

@@ -85,3 +85,8 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
         return mean, mean, mean
     half = float(stats.sem(values) * stats.t.ppf(0.975, len(values) - 1))
     return mean, mean - half, mean + half
+
+
+if __name__ == "__main__":
+    from socialgym_env.cli_errors import library_only
+    library_only("socialgym_training.detection_eval", "to train and evaluate a detector run: python -m socialgym_training.detector --logs LOGS")

@@ -53,7 +53,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_dir, atomic_write_text
 from socialgym_env.errors import LogFormatError
-from socialgym_env.logs import iter_log_dir, restore_env, validate_record
+from socialgym_env.logs import iter_log_dir, restore_env, validate_record, verify_replay
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -92,6 +92,7 @@ def load_records(paths: Iterable) -> Iterator[dict]:
             raise FileNotFoundError(f"no log file or folder at {path}")
         for record in iter_log_dir(path):
             if record.get("finished") and not record.get("failed"):
+                verify_replay(record)          # rows of an edited log would carry another result's labels
                 yield record
 
 
@@ -286,3 +287,8 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
     meta = {"kind": kind, "logs": [str(p) for p in paths], "filter": asdict(keep), "test_fraction": test_fraction,
             "seed": seed, "episodes_read": len(records), "prompts_as": as_spec, **report}
     return save_dataset(data, out, meta)
+
+
+if __name__ == "__main__":
+    from socialgym_env.cli_errors import library_only
+    library_only("socialgym_training.export", "to export logs run: socialgym export sft|dpo|grpo LOGS... --out DIR")

@@ -109,6 +109,11 @@ def check_config(config: Config) -> None:
     from socialgym_training.common import fail
     if config.prompt not in ("turns", "full", "compact"):
         fail(f"--prompt must be turns, full or compact, got {config.prompt!r}")
+    if config.num_generations < 2:      # GRPO's advantage is a reward's distance from its group's mean
+        fail(f"--num_generations must be at least 2 (a GRPO group), got {config.num_generations}")
+    for name in ("steps", "episodes_per_step", "max_new_tokens"):
+        if getattr(config, name) < 1:
+            fail(f"--{name} must be at least 1, got {getattr(config, name)}")
     if config.prompt == "turns" and config.reply_prefix:
         fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
     if config.env_server and (config.eval_actors or config.prompt != "full"):

@@ -287,6 +287,12 @@ def test_sigkill_at_random_moments_never_leaves_a_half_written_output(tmp_path, 
     # every kill left old-complete or new-complete outputs (absent only between the two renames)
     assert set(seen["export"]) <= {"complete", "absent"} and "complete" in seen["export"], seen
     assert set(seen["board"]) <= {"complete", "absent"} and "complete" in seen["board"], seen
+    # the next run removes what the killed writers left (hidden .tmp files, .tmp/.old folders)
+    from socialgym_benchmarks.leaderboard_render import build_leaderboard
+    build_leaderboard(two_logs[0], tmp_path / "out" / "board", n_boot=20)
+    with atomic_dir(tmp_path / "out" / "export", marker="export.json") as folder:
+        (folder / "export.json").write_text("{}")
+    assert leftovers(tmp_path / "out") == [] and leftovers(tmp_path / "out" / "board") == []
 
 
 @pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", b'{"id": "x", "wor', b'{"pairs": [1, 2]}\n', b"[1, 2]\n"])
@@ -299,3 +305,64 @@ def test_dataset_readers_name_the_file_line_and_what_was_expected(tmp_path, cont
         read_instances(path)
     with pytest.raises(ValueError, match=r"data\.jsonl(:1)? is not a SocialMaze data set"):
         read_jsonl(path)
+
+
+KILLED_MID_WRITE = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from socialgym_env.atomic import atomic_dir, atomic_file
+    out = sys.argv[1]
+    with atomic_dir(out + "/export") as folder, atomic_file(out + "/board.md") as handle:
+        (folder / "big.bin").write_bytes(b"x" * 100_000)
+        handle.write("half")
+        print("writing", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_the_next_write_removes_what_a_killed_writer_left(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_MID_WRITE.format(root=str(ROOT)))
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"writing\n"
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    left = leftovers(out)
+    assert len(left) == 2 and all(f".{proc.pid}-" in name for name in left), left
+    # a live writer's temporaries (this process's) are left alone
+    live = out / f".board.md.{os.getpid()}-abcdefgh.tmp"
+    live.write_text("in progress")
+    atomic_write_text(out / "board.md", "whole\n")
+    with atomic_dir(out / "export") as folder:
+        (folder / "a.txt").write_text("a")
+    assert leftovers(out) == [live.name]
+    assert (out / "board.md").read_text() == "whole\n" and [p.name for p in (out / "export").iterdir()] == ["a.txt"]
+
+
+@pytest.mark.parametrize("kind", ["pipe", "link", "socket"])
+def test_only_regular_files_are_ever_replaced(tmp_path, kind):
+    """A device, pipe, socket or link at the output path is refused, not replaced by a file
+    (os.replace would put a regular file where /dev/null was)."""
+    import socket
+    import stat
+    from socialgym_env.atomic import NotRegularFileError
+    path = tmp_path / "out"
+    if kind == "pipe":
+        os.mkfifo(path)
+    elif kind == "link":
+        (tmp_path / "target").write_text("kept")
+        path.symlink_to(tmp_path / "target")
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+    before = os.lstat(path).st_mode
+    for write in (lambda: atomic_write_text(path, "x"), lambda: atomic_write_json(path, {}),
+                  lambda: atomic_dir(path).__enter__()):
+        with pytest.raises(NotRegularFileError, match="not replaced"):
+            write()
+        assert os.lstat(path).st_mode == before and stat.S_IFMT(before) != stat.S_IFREG
+    assert kind != "link" or (tmp_path / "target").read_text() == "kept"
+    assert leftovers(tmp_path) == []

@@ -162,3 +162,143 @@ def test_env_server_session_refuses_a_bad_seed_in_one_line(seed):
     assert len(str(caught.value)) < 150
     session.reset(seed=2**64 - 1)                  # the largest seed plays
     assert session.seed == 2**64 - 1
+
+
+# ---------------------------------------------------------------------- the API table (issue 44)
+def _deep_list(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class _StrIsAnInt:
+    def __str__(self):
+        return 5
+
+
+@pytest.mark.parametrize("action", [_deep_list(200_000), _StrIsAnInt(), 10**5000],
+                         ids=["200k-deep-list", "str-returns-int", "10**5000"])
+def test_single_seat_env_takes_any_object_as_an_invalid_action(action):
+    """The single-seat env once called str(action): RecursionError, TypeError, ValueError."""
+    from socialgym_agents.single_agent import make_single_agent_env
+    env = make_single_agent_env("prisoners_dilemma", 0)
+    env.reset(seed=0)
+    env.step(action)
+    assert env.game.invalid_counts["player_0"] == 1
+
+
+def test_single_seat_raise_mode_keeps_opponents_invalid_moves_inside():
+    """invalid_action="raise" is the learner's contract: dead_last seat 5, seed 0, has an
+    opponent play an invalid offer, which once escaped the learner's step() after the learner's
+    move was applied (and the next step failed with "player_0 is to act")."""
+    from socialgym_agents.single_agent import make_single_agent_env
+    env = make_single_agent_env("dead_last", 5, invalid_action="raise")
+    _, info = env.reset(seed=0)
+    for _ in range(400):
+        if info.get("legal_action_list"):
+            action = info["legal_action_list"][0]
+        elif info["phase"] == "final_offer":
+            action = '{"action_type": "offer", "argument": [100, 0, 0, 0, 0, 0]}'
+        else:
+            action = "pass"
+        _, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert env.done and sum(not turn["valid"] for turn in env.record["turns"]) >= 1
+    with pytest.raises(InvalidActionError):          # the learner's own invalid move still raises
+        env.reset(seed=0)
+        env.step("not a move")
+
+
+def test_single_seat_step_before_reset_is_game_over_error():
+    from socialgym_agents.single_agent import make_single_agent_env
+    from socialgym_env.errors import GameOverError
+    with pytest.raises(GameOverError, match="call reset"):
+        make_single_agent_env("prisoners_dilemma", 0).step("cooperate")
+
+
+@pytest.mark.parametrize("index", [True, 0.0, "0", None, [0]])
+def test_step_index_refuses_what_is_not_an_integer_with_value_error(index):
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="an action index must be an integer"):
+        env.step_index(index)
+    assert env.state.step == 0 and not env.turns
+
+
+def test_step_index_and_masked_slots_take_numpy_integers():
+    import numpy as np
+    from socialgym_agents.single_agent import make_masked_single_agent_env
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    env.step_index(np.array(1))
+    env.step_index(np.int64(0))
+    assert [turn["action"] for turn in env.turns] == ["defect", "cooperate"]
+    masked = make_masked_single_agent_env("prisoners_dilemma", 0)
+    masked.reset(seed=0)
+    slot = int(np.flatnonzero(masked.action_masks())[0])
+    masked.step(np.array(slot))                       # what Stable-Baselines3's predict() returns
+    assert masked.game.turns[0]["valid"]
+    with pytest.raises(ValueError, match="must be an integer"):
+        masked.step(np.array([slot]))
+
+
+@pytest.mark.parametrize("call", ["observe('player_9')", "observe(None)", "observation_text('nobody')",
+                                  "grammar('player_9')", "decision_view(3)", "prompt_parts('player_2')"])
+def test_an_unknown_seat_is_unknown_agent_error(call):
+    from socialgym_env.errors import UnknownAgentError
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    with pytest.raises(UnknownAgentError, match="its seats are player_0 to player_1") as caught:
+        eval(f"env.{call}")
+    assert isinstance(caught.value, KeyError) and not str(caught.value).startswith('"')
+
+
+def test_reset_options_are_checked():
+    env = socialgym_env.make("prisoners_dilemma")
+    with pytest.raises(TypeError, match="reset options are a dict"):
+        env.reset(seed=0, options=[1])
+    with pytest.raises(TypeError, match="episode_id is a string, got int 5"):
+        env.reset(seed=0, options={"episode_id": 5})
+    with pytest.warns(UserWarning, match="ignores the unknown option"):
+        env.reset(seed=0, options={"bogus": 1})
+    env.reset(seed=0, options={"episode_id": "ep-1"})
+    assert env.episode_record()["episode_id"] == "ep-1"
+
+
+@pytest.mark.parametrize("policies", ["x", {"player_0": 5}, ["scripted:random"]])
+def test_episode_record_refuses_policies_that_are_not_seat_strings(policies):
+    env = socialgym_env.make("prisoners_dilemma")
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="policies is a dict of seat -> string"):
+        env.episode_record(policies=policies)
+
+
+def test_an_open_ended_count_has_a_bound():
+    with pytest.raises(socialgym_env.ConfigError, match="rounds must be from 1 to 1000000"):
+        socialgym_env.make("bargaining", rounds=10**30)
+    socialgym_env.make("bargaining", rounds=1000)
+
+
+@pytest.mark.parametrize("game_id", ["A" * 100_000, "socialgym/" + "a" * 300_000 + "-v1"], ids=["100k", "300k-env-id"])
+def test_a_huge_game_id_is_answered_at_once_in_a_short_message(game_id):
+    import time
+    started = time.perf_counter()
+    with pytest.raises(socialgym_env.UnknownGameError) as caught:
+        socialgym_env.make(game_id)
+    assert time.perf_counter() - started < 0.5 and len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize("query, message", [
+    ("temperature=nan", "expected a finite number"), ("temperature=inf", "expected a finite number"),
+    ("timeout=1e999", "expected a finite number"), ("temperature=0.5&temperature=1", "given twice"),
+    ("max_new_tokens=999999999999", "at most 131072"), ("top_p=nan", "expected a finite number"),
+    ("x" * 100_000 + "=1", "unknown LLM option"), ("seed=" + "9" * 100_000, "expected a number")],
+    ids=["temperature-nan", "temperature-inf", "timeout-1e999", "repeated", "max-new-tokens-huge", "top-p-nan",
+         "100k-key", "100k-digit-seed"])
+def test_llm_options_refuse_non_finite_repeated_and_huge_values(query, message):
+    from socialgym_agents.llm.config import parse_options
+    with pytest.raises(ValueError, match=message) as caught:
+        parse_options(query)
+    assert len(str(caught.value)) < 400

@@ -8,6 +8,7 @@ working folder that must still be empty afterwards (default outputs such as ``ru
 land there). Inputs live in a separate session folder.
 """
 import json
+import os
 import shutil
 
 import pytest
@@ -40,6 +41,16 @@ def inputs(tmp_path_factory):
     (root / "wrongcols.jsonl").write_text('{"a": 1}\n', encoding="utf-8")
     (root / "folder").mkdir()
     (root / "emptydir").mkdir()
+    (root / "deep.yaml").write_text("x: " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    (root / "notgguf.gguf").write_text("not a model\n", encoding="utf-8")
+    (root / "edited.jsonl").write_text(json.dumps({**record, "scores": {a: 99.0 for a in record["scores"]}}) + "\n",
+                                       encoding="utf-8")
+    (root / "badconfig.jsonl").write_text(json.dumps({**record, "config": {**record["config"], "rounds": 0}}) + "\n",
+                                          encoding="utf-8")
+    rows = [{"prompt": [{"role": "user", "content": "hi"}], "completion": [{"role": "assistant", "content": "x"}]}]
+    (root / "sft_truncated.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[0])[:30], encoding="utf-8")
+    (root / "sft_prompt_5.jsonl").write_text(json.dumps({"prompt": 5, "completion": 6}) + "\n", encoding="utf-8")
+    os.mkfifo(root / "fifo")        # stands for a device: an output path no command may replace
     assert run_command(lambda: invoke_typer(cli.app, ["maze", "generate", "--n", "2", "--out", str(root / "maze.jsonl")], "socialgym"),
                        "t") == 0
     assert run_command(lambda: invoke_typer(cli.app, ["spy", "generate", "--n", "2", "--out", str(root / "spy.jsonl")], "socialgym"),
@@ -85,6 +96,12 @@ SOCIALGYM = [
     ("play-top-p-range", ["play", PD, "--agents", "smollm2?top_p=2"], 2, "0 < top_p <= 1"),
     ("play-bad-mode", ["play", PD, "--agents", "smollm2?mode=fast"], 2, "mode='fast': expected one of"),
     ("play-bad-bool", ["play", PD, "--agents", "smollm2?constrained=maybe"], 2, "expected true/false"),
+    ("play-temperature-nan", ["play", PD, "--agents", "smollm2?temperature=nan"], 2, "expected a finite number"),
+    ("play-temperature-inf", ["play", PD, "--agents", "smollm2?temperature=inf"], 2, "expected a finite number"),
+    ("play-repeated-option", ["play", PD, "--agents", "smollm2?temperature=0&temperature=1"], 2, "given twice"),
+    ("play-max-new-tokens-huge", ["play", PD, "--agents", "smollm2?max_new_tokens=999999999999"], 2, "at most 131072"),
+    ("play-huge-game-id", ["play", "A" * 100_000], 2, "unknown game 'AAAA"),
+    ("play-rounds-huge", ["play", "bargaining", "-c", "rounds=" + "9" * 30], 2, "rounds must be from 1 to 1000000"),
     ("play-negative-retries", ["play", PD, "--agents", "smollm2?max_retries=-1"], 2, "max_retries >= 0"),
     ("play-smollm2-target", ["play", PD, "--agents", "smollm2:x"], 2, "smollm2 takes no target"),
     ("play-missing-adapter", ["play", PD, "--agents", "smollm2?adapter=/no/such/adapter"], 2, "adapter_config.json"),
@@ -92,6 +109,7 @@ SOCIALGYM = [
     ("play-hf-empty", ["play", PD, "--agents", "hf:"], 2, "hf spec needs a model"),
     ("play-hf-not-a-model", ["play", PD, "--agents", "hf:{in}/folder"], 2, "holds no config.json"),
     ("play-hf-a-file", ["play", PD, "--agents", "hf:{in}/good.jsonl"], 2, "is a file, expected a model folder"),
+    ("play-hf-not-gguf", ["play", PD, "--agents", "hf:{in}/notgguf.gguf"], 2, "is not a GGUF file"),
     ("play-hf-missing-gguf", ["play", PD, "--agents", "hf:/no/model.gguf"], 2, "no GGUF file"),
     ("play-hf-uncached-hub-id", ["play", PD, "--agents", "hf:nobody/no-such-model-xyz"], 2, "local Hugging Face cache"),
     ("play-openai-not-a-url", ["play", PD, "--agents", "openai:m@notaurl"], 2, "http(s) base URL"),
@@ -131,6 +149,11 @@ SOCIALGYM = [
     ("tournament-override-no-game", ["tournament", "--games", PD, "-c", "rounds=1"], 2, "game.key=value"),
     ("tournament-override-range", ["tournament", "--games", PD, "-c", f"{PD}.rounds=0"], 2, "rounds must be at least 1"),
     ("tournament-bootstrap-0", ["tournament", "--bootstrap", "0"], 2, "greater than or equal to 1"),
+    ("tournament-games-twice", ["tournament", "--games", f"{PD},{PD}"], 2, f"names {PD} more than once"),
+    ("tournament-episodes-huge", ["tournament", "--episodes", "9999999999999999999999999"], 2, "less than or equal to"),
+    ("tournament-plan-too-big", ["tournament", "--games", PD, "--episodes", "100000", "--agents",
+                                 "scripted:random,scripted:tit_for_tat,scripted:heuristic"], 2,
+     "the plan would hold more than 200,000 episodes"),
     ("tournament-out-is-file", ["tournament", "--games", PD, "--out", "{in}/good.jsonl"], 2, "good.jsonl is a file, expected a folder"),
     # leaderboard
     ("leaderboard-missing", ["leaderboard", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
@@ -151,12 +174,18 @@ SOCIALGYM = [
     ("replay-index-range", ["replay", "{in}/good.jsonl", "--index", "5"], 2, "--index 5 is out of range"),
     ("replay-binary", ["replay", "{in}/binary.bin"], 2, "holds no played episode"),
     ("replay-truncated", ["replay", "{in}/trunc.jsonl"], 2, "holds no played episode"),
+    ("replay-index-negative", ["replay", "{in}/good.jsonl", "--index", "-1"], 2, "--index -1 is out of range"),
+    ("replay-episode-empty", ["replay", "{in}/good.jsonl", "--episode", ""], 2, "--episode is empty"),
+    ("replay-edited-log", ["replay", "{in}/edited.jsonl"], 2, "are not what its actions give on replay"),
+    ("replay-config-refused", ["replay", "{in}/badconfig.jsonl"], 2, "cannot be replayed here: prisoners_dilemma: rounds"),
     ("replay-out-under-file", ["replay", "{in}/good.jsonl", "--out", "{in}/good.jsonl/r.html"], 2, "is a file, expected a folder"),
+    ("replay-out-is-a-pipe", ["replay", "{in}/good.jsonl", "--out", "{in}/fifo"], 2, "is a pipe, not a regular file"),
     # serve-env (never starts a server)
     ("serve-unknown-game", ["serve-env", "--game", "nope"], 2, "unknown game 'nope'"),
     ("serve-bad-opponent", ["serve-env", "--opponents", "bogus"], 2, "unknown policy spec 'bogus'"),
     ("serve-remote-host", ["serve-env", "--host", "0.0.0.0"], 2, "--allow-remote"),
     ("serve-port-not-int", ["serve-env", "--port", "x"], 2, "should be a valid integer"),
+    ("serve-log-level", ["serve-env", "--log-level", "chatty"], 2, "'chatty' is not one of critical"),
     ("serve-port-out-of-range", ["serve-env", "--port", "70000"], 2, "less than or equal to 65535"),
     # arena (never starts a server)
     ("arena-remote-host", ["arena", "--host", "0.0.0.0"], 2, "--allow-remote"),
@@ -165,8 +194,10 @@ SOCIALGYM = [
     ("arena-negative-idle", ["arena", "--idle-timeout", "-1"], 2, "idle_timeout_s must be > 0"),
     ("arena-port-out-of-range", ["arena", "--port", "70000"], 2, "less than or equal to 65535"),
     ("arena-log-dir-is-a-file", ["arena", "--log-dir", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
+    ("arena-log-dir-under-a-pipe", ["arena", "--log-dir", "{in}/fifo/x"], 2, "fifo is a pipe, expected a folder"),
     # export and detect
     ("export-unknown-kind", ["export", "bogus", "{in}/good.jsonl", "--out", "o"], 2, "unknown export 'bogus'"),
+    ("export-edited-log", ["export", "sft", "{in}/edited.jsonl", "--out", "o"], 2, "are not what its actions give"),
     ("export-missing-logs", ["export", "sft", "/no/such.jsonl", "--out", "o"], 2, "/no/such.jsonl"),
     ("export-missing-out", ["export", "sft", "{in}/good.jsonl"], 2, "Missing option '--out'"),
     ("export-bad-outcome", ["export", "sft", "{in}/good.jsonl", "--out", "o", "--outcome", "maybe"], 2, "maybe"),
@@ -191,6 +222,8 @@ SOCIALGYM = [
     ("maze-generate-preset", ["maze", "generate", "--out", "o.jsonl", "--preset", "huge"], 2, "huge"),
     ("maze-generate-variant", ["maze", "generate", "--out", "o.jsonl", "--variant", "x"], 2, "'x'"),
     ("maze-generate-n", ["maze", "generate", "--out", "o.jsonl", "--n", "-1"], 2, "greater than or equal to 0"),
+    ("maze-generate-out-is-a-pipe", ["maze", "generate", "--n", "1", "--out", "{in}/fifo"], 2,
+     "is a pipe, not a regular file"),
     ("maze-show-binary", ["maze", "show", "{in}/binary.bin"], 2, "not UTF-8 text (a binary file?)"),
     ("maze-show-truncated", ["maze", "show", "{in}/trunc.jsonl"], 2, "trunc.jsonl:1 is not a SocialMaze data set"),
     ("maze-show-foreign", ["maze", "show", "{in}/good.jsonl"], 2, "missing field"),
@@ -215,6 +248,7 @@ SOCIALGYM = [
     ("spy-show-index", ["spy", "show", "{in}/spy.jsonl", "--index", "7"], 2, "--index must be in 0..1"),
     # spartan
     ("spartan-reflect-broken-yaml", ["spartan", "reflect", "{in}/broken.yaml"], 2, "is not valid YAML"),
+    ("spartan-reflect-deep-yaml", ["spartan", "reflect", "{in}/deep.yaml"], 2, "is nested too deeply"),
     ("spartan-reflect-binary-toml", ["spartan", "reflect", "{in}/binary.toml"], 2, "not UTF-8 text"),
     ("spartan-reflect-suffix", ["spartan", "reflect", "{in}/binary.bin"], 2, "must be .toml, .yaml, .yml or .json"),
     ("spartan-reflect-missing-file", ["spartan", "reflect", "/no/such.toml"], 2, "does not exist"),
@@ -306,6 +340,9 @@ TRAINING = [
     ("sft-empty-folder", "sft", ["--data", "{in}/emptydir"], "is not a saved dataset folder"),
     ("sft-empty-jsonl", "sft", ["--data", "{in}/empty.jsonl"], "is not a JSONL file of rows"),
     ("sft-binary", "sft", ["--data", "{in}/binary.bin"], "is not a JSONL file of rows"),
+    ("sft-truncated-jsonl", "sft", ["--data", "{in}/sft_truncated.jsonl"], "is not a JSONL file of rows (line 2"),
+    ("sft-prompt-is-a-number", "sft", ["--data", "{in}/sft_prompt_5.jsonl"], "column 'prompt' holds Value('int64')"),
+    ("grpo-num-generations-0", "grpo_games", ["--num_generations", "0"], "--num_generations must be at least 2"),
     ("sft-wrong-columns", "sft", ["--data", "{in}/wrongcols.jsonl"], "lacks the columns ['prompt', 'completion']"),
     ("sft-missing-split", "sft", ["--data", "{in}/test_only"], "has no 'train' split (it has test)"),
     ("sft-model-missing", "sft", ["--data", "{in}/sft_data", "--model", "/no/such/model"], "is not 'smollm2'"),
@@ -347,3 +384,32 @@ def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypa
     assert "Traceback" not in captured.out + captured.err
     assert len(lines) == 1 and fragment in lines[0], captured.err
     assert not (tmp_path / "out").exists(), "bad input left an output folder"
+
+
+@pytest.mark.parametrize("command", ["arena", "serve-env"])
+def test_a_port_in_use_is_one_line_and_exit_2(command, tmp_path, monkeypatch, capsys):
+    """Once uvicorn's own startup line and exit 3; now refused before serving."""
+    import socket
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [command, "--port", str(port)] + (["--models", ""] if command == "arena" else [])
+        got, out, err = _run(capsys, argv)
+    assert got == 2 and "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0], err
+
+
+@pytest.mark.parametrize("module", ["export", "branching", "detection_eval"])
+def test_a_library_module_run_as_a_command_says_what_to_run(module):
+    """``python -m socialgym_training.export`` once did nothing and exited 0."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", f"socialgym_training.{module}"], capture_output=True, text=True,
+                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if line.strip() and "Warning" not in line]
+    assert done.returncode == 2 and len(lines) == 1 and "is a library, not a command" in lines[0], done.stderr

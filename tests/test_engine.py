@@ -211,7 +211,7 @@ def test_registry_errors_name_what_is_valid():
 def test_pettingzoo_registry_makes_every_game_and_a_registered_one(probe):
     import pettingzoo
     for game_id in socialgym_env.game_ids():
-        env = pettingzoo.make("aec", f"socialgym/{game_id}-v0")
+        env = pettingzoo.make("aec", socialgym_env.env_id(game_id))
         assert env.game_info.id == game_id
     assert "probe" in socialgym_env.game_ids()
     assert pettingzoo.make("aec", "socialgym/probe-v0").game_info.name == "Probe"

@@ -147,3 +147,29 @@ def test_flatten_state_kinds():
     assert ("/who", "seat", "player_1") in leaves and ("/word", "str", "cat") in leaves
     assert ("/alive[*]", "bag", "player_0") in leaves and ("/flag", "num", 1.0) in leaves
     assert not any(path == "/none" for path, _, _ in leaves)
+
+
+def test_resistance_catalogue_has_one_slot_per_team():
+    """Widening seat arguments once gave 86 propose slots for 20 teams (repeated seats and
+    reordered teams that no mask ever marks): now one slot per set of distinct seats, in seat
+    order, and each is legal at some proposal of a random game."""
+    import itertools
+    from socialgym_env.masked import masked_layout
+    layout = masked_layout("resistance")
+    proposals = [label.split()[1:] for label in layout.actions if label.startswith("propose ")]
+    seats = layout.seats
+    teams = [list(team) for size in (2, 3) for team in itertools.combinations(seats, size)]
+    assert sorted(proposals) == sorted(teams)
+    env = masked_env("resistance")
+    seen = set()
+    for seed in range(30):
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            obs, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            legal = np.flatnonzero(obs["action_mask"])
+            seen.update(layout.slot_label(int(slot)) for slot in legal if slot < len(layout.actions))
+            env.step(int(legal[seed % len(legal)]))
+    assert {f"propose {' '.join(team)}" for team in proposals} <= seen

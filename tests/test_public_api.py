@@ -25,10 +25,10 @@ def test_a_builtin_is_replaced_only_when_asked():
     try:
         socialgym_env.register_game(fake, replace=True)
         assert socialgym_env.make("chess").game_info.name == "Probe"
-        assert "socialgym/chess-v3" in pettingzoo.aec_registry and "socialgym/chess-v0" not in pettingzoo.aec_registry
+        assert "socialgym/chess-v3" in pettingzoo.aec_registry and "socialgym/chess-v1" not in pettingzoo.aec_registry
     finally:
         socialgym_env.register_game(original, replace=True)
-    assert socialgym_env.make("chess").game_info.id == "chess" and "socialgym/chess-v0" in pettingzoo.aec_registry
+    assert socialgym_env.make("chess").game_info.id == "chess" and "socialgym/chess-v1" in pettingzoo.aec_registry
 
 
 def test_env_ids_carry_the_version():

@@ -47,6 +47,7 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
 from urllib.parse import unquote_plus
@@ -59,6 +60,7 @@ DTYPES = ("float32", "bfloat16", "auto")
 # The structured-output ladder of server backends, most to least precise (openai_backend).
 STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
 DEFAULT_MAX_NEW_TOKENS = 64     # a JSON action; thinking adds its own budget on top
+MAX_NEW_TOKENS_LIMIT = 131072  # the longest context windows of today's servers; a larger cap is a typo
 ACTION_TOKENS_MIN = 16          # what max_new_tokens must leave for the action after the reasoning
 
 
@@ -105,21 +107,30 @@ class LLMConfig:
         return asdict(self)
 
 
+def _shown(text: str) -> str:
+    """An option's key or value as a message quotes it: at most 60 characters."""
+    text = repr(text)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _convert(name: str, text: str, kind):
     if kind is bool or kind == "bool":
         if text.lower() in ("1", "true", "yes", "on"):
             return True
         if text.lower() in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"option {name}={text!r}: expected true/false")
+        raise ValueError(f"option {name}={_shown(text)}: expected true/false")
+    if kind not in (int, "int", "Optional[int]", float, "float"):
+        return text
     try:
-        if kind in (int, "int", "Optional[int]"):
-            return int(text)
-        if kind in (float, "float"):
-            return float(text)
+        if len(text) > 40:               # no option is that long; int() of a huge digit string is slow
+            raise ValueError
+        value = int(text) if kind in (int, "int", "Optional[int]") else float(text)
     except ValueError:
-        raise ValueError(f"option {name}={text!r}: expected a number") from None
-    return text
+        raise ValueError(f"option {name}={_shown(text)}: expected a number") from None
+    if not math.isfinite(value):         # nan compares false with every bound, so it would pass them
+        raise ValueError(f"option {name}={_shown(text)}: expected a finite number")
+    return value
 
 
 def parse_options(options, seed: int = 0) -> LLMConfig:
@@ -132,7 +143,9 @@ def parse_options(options, seed: int = 0) -> LLMConfig:
     pairs = split_options(options) if isinstance(options, str) else options
     for key, value in ((unquote_plus(k), unquote_plus(v)) for k, v in pairs):
         if key not in types:
-            raise ValueError(f"unknown LLM option {key!r}; valid: {', '.join(sorted(types))}")
+            raise ValueError(f"unknown LLM option {_shown(key)}; valid: {', '.join(sorted(types))}")
+        if key in given:                 # which one was meant is not ours to guess
+            raise ValueError(f"option {key} is given twice; give it once")
         setattr(config, key, _convert(key, value, types[key]))
         given.add(key)
     if "max_new_tokens" not in given:
@@ -152,6 +165,9 @@ def validate(config: LLMConfig) -> None:
         raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
+    if config.max_new_tokens > MAX_NEW_TOKENS_LIMIT:
+        raise ValueError(f"option max_new_tokens={config.max_new_tokens}: expected at most {MAX_NEW_TOKENS_LIMIT} "
+                         f"(a reply is a move, not a book)")
     minimum = {"concurrency": 1, "attempts": 1, "batch_size": 1, "think": 0, "backoff": 0, "cache_mb": 0,
                "context": 0, "threads": 0, "context_chars": 0}
     for name, low in minimum.items():

@@ -62,6 +62,13 @@ def check_model(name: str) -> None:
     if name.endswith(".gguf"):
         if not path.is_file():
             raise ModelNotAvailable(f"no GGUF file at {path}")
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(4)
+        except OSError as err:
+            raise ModelNotAvailable(f"cannot read {path}: {err.strerror or err}") from None
+        if magic != b"GGUF":           # every GGUF file starts so; checked before a game starts, not mid-episode
+            raise ModelNotAvailable(f"{path} is not a GGUF file (it does not start with the GGUF magic bytes)")
         return
     if path.is_dir():
         if not (path / "config.json").is_file():

@@ -4,8 +4,9 @@ Spec: ``openai:<model>@<base_url>`` (e.g. ``openai:gpt-4o-mini@https://api.opena
 ``openai:Qwen/Qwen3-4B@http://127.0.0.1:8000/v1``); without ``@`` the base URL is
 ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``. The API key is read from the environment
 variable named by ``api_key_env`` (default ``OPENAI_API_KEY``; may be unset for local servers);
-it is sent as a Bearer header and never logged: error bodies are redacted of it (and of anything
-shaped like a secret key) before they reach a message or the log.
+it is sent as a Bearer header and never logged: error bodies, and the text, reasoning and finish
+reason of every reply (a server may echo the key in a normal 200 reply), are redacted of it (and
+of anything shaped like a secret key) before they reach a message, the log or an export.
 
 Transport: ``httpx.AsyncClient`` on one background event loop shared by every server backend of
 the process. All requests of a batch (every pending decision of a tick) are in flight at once,
@@ -15,7 +16,8 @@ one per success) and the request waits ``Retry-After`` (capped at 30 s) or its b
 Robustness: each request gets ``timeout`` seconds in all (``asyncio.wait_for`` around the whole
 exchange, however slowly the server sends); bodies over 8 MB are cut off; HTTP 429 and 5xx,
 timeouts, connection errors, bodies cut short, malformed replies (not JSON, wrong field types,
-huge numbers, deep nesting) and replies without choices are retried up to ``attempts`` times in
+huge numbers, deep nesting), replies without choices and replies without answer text (a tool
+call, reasoning only: an error, never an empty reply) are retried up to ``attempts`` times in
 all, with exponential backoff (``backoff`` seconds, doubling, capped at 30 s). Other 4xx errors
 are not retried. A request that still fails comes back as an exception object in its slot; the
 policy turns it into ``Decision.error`` and the runner records that episode as failed.
@@ -430,23 +432,33 @@ class OpenAIBackend:
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise _Retryable("reply has no choices")
         choice = choices[0]
-        message = choice.get("message")
-        message = message if isinstance(message, dict) else {}
+        message = choice.get("message", {})
+        if not isinstance(message, dict):
+            raise _Retryable(f"reply message is a {type(message).__name__}, not an object")
         text = message.get("content")
         if text is None:
-            text = choice.get("text", "")
-        if not isinstance(text, str):
-            raise _Retryable(f"reply content is a {type(text).__name__}, not text")
+            text = choice.get("text")
         # The server's reasoning channel (vLLM / SGLang / llama.cpp reasoning parsers, Ollama).
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+        if text is None:
+            # no content at all is not an empty answer: a tool call, or reasoning cut off before
+            # the answer, or a reply of another API; taking it as "" would play a fallback move
+            what = ("a tool call" if message.get("tool_calls") or message.get("function_call")
+                    else "reasoning only" if reasoning else "no content")
+            raise _Retryable(f"reply holds {what}, no answer text "
+                             f"(finish_reason {self.redact(str(choice.get('finish_reason')))[:40]})")
+        if not isinstance(text, str):
+            raise _Retryable(f"reply content is a {type(text).__name__}, not text")
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         details = usage.get("completion_tokens_details")
         details = details if isinstance(details, dict) else {}
-        return Reply(text, {"prompt_tokens": _count(usage.get("prompt_tokens")),
-                            "new_tokens": _count(usage.get("completion_tokens")),
-                            "reasoning_tokens": _count(details.get("reasoning_tokens")),
-                            "finish_reason": str(choice.get("finish_reason"))[:40], "http_attempts": attempt + 1},
-                     reasoning=reasoning if isinstance(reasoning, str) else "")
+        # Stored text (attempts in the log, exports) never holds the key, even when a server echoes it.
+        return Reply(self.redact(text), {"prompt_tokens": _count(usage.get("prompt_tokens")),
+                                         "new_tokens": _count(usage.get("completion_tokens")),
+                                         "reasoning_tokens": _count(details.get("reasoning_tokens")),
+                                         "finish_reason": self.redact(str(choice.get("finish_reason")))[:40],
+                                         "http_attempts": attempt + 1},
+                     reasoning=self.redact(reasoning) if isinstance(reasoning, str) else "")
 
     def redact(self, text: str) -> str:
         """``text`` without the API key (a server may echo it in an error body) or anything

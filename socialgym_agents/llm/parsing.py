@@ -123,7 +123,7 @@ def _check_argument(branch: dict, action_type: str, argument) -> None:
                 raise ValueError
             value = int(text)
         except ValueError:
-            raise ReplyError(f'the argument of "{action_type}" must be a whole number, not {argument!r}') from None
+            raise ReplyError(f'the argument of "{action_type}" must be a whole number, not {repr(argument)[:60]}') from None
         lo, hi = arg.get("minimum"), arg.get("maximum")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise ReplyError(f'the argument of "{action_type}" must be from {lo} to {hi}, not {value}')
@@ -131,11 +131,19 @@ def _check_argument(branch: dict, action_type: str, argument) -> None:
         raise ReplyError(f'the argument of "{action_type}" must be one of {", ".join(map(str, arg["enum"]))}')
 
 
+# An integer argument past this many bits (about 38 digits) is no move of any game; str() of one
+# past 4,300 digits raises ValueError, so huge literals (0xfff...) are refused here.
+MAX_INT_BITS = 128
+
+
 def _scalar(value) -> bool:
-    """A string, a whole number or a finite float (what an action argument may hold)."""
+    """A string, a whole number (at most MAX_INT_BITS bits) or a finite float (what an action
+    argument may hold)."""
     if isinstance(value, bool):
         return False
-    return isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value))
+    if isinstance(value, int):
+        return value.bit_length() <= MAX_INT_BITS
+    return isinstance(value, str) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _valid_argument(argument) -> bool:
@@ -177,7 +185,7 @@ def parse_reply(reply: str, info: dict) -> dict:
     canonical = canonical or action_type.strip()
     argument = payload.get("argument", "")
     if not _valid_argument(argument):
-        raise ReplyError('"argument" must be a string, a number or a list of them')
+        raise ReplyError('"argument" must be a string, a number (under 39 digits) or a list of them')
     if isinstance(argument, tuple):
         argument = list(argument)
     branch = _schema_branch(info, canonical)

@@ -121,7 +121,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
     logged episode: the chat its policy was given (a seat without a model: the one ``as_spec``
     would have been given) and the reply it played. ``policies`` (spec -> replay policy) is
     reused across records when given (one tokenizer load per spec)."""
-    from socialgym_env.logs import LogFormatError, restore_env
+    from socialgym_env.logs import LogFormatError, check_replayed_result, restore_env
     policies = {} if policies is None else policies
     roster = {seat["agent"]: seat for seat in record["roster"]}
     spec_of, policy_of = {}, {}
@@ -152,6 +152,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
                 out[index] = (messages, reply)
             env.step(turn["raw"])
             env.skip_dead()
+        check_replayed_result(env, record)
     finally:
         for agent, policy in policy_of.items():
             policy.release((record["episode_id"], agent))

@@ -23,6 +23,24 @@ def server_limits(max_body_bytes: int, handshake_timeout: float, max_handshakes:
     return ServerLimits(max_body_bytes=max_body_bytes, handshake_timeout_s=handshake_timeout,
                         max_handshakes=max_handshakes)
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")     # uvicorn's
+
+
+def _check_listen(host: str, port: int, log_level: str) -> None:
+    """Before serving: a log level uvicorn knows, and a port that is free (else one line and
+    exit 2, not uvicorn's own startup line and exit 3)."""
+    import socket
+    if log_level not in LOG_LEVELS:
+        raise typer.BadParameter(f"{log_level[:40]!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as uvicorn binds
+            probe.bind(address)
+    except OSError as err:
+        raise typer.BadParameter(f"cannot listen on {host}:{port} ({err.strerror or err}); is another "
+                                 f"server using it? choose another --port", param_hint="--port") from None
+
 
 def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)"),
               port: int = typer.Option(8000, min=1, max=65535, help="TCP port"),
@@ -54,6 +72,7 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
                                  limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (socialgym_env.SocialGymError, PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
+    _check_listen(host, port, log_level)
     typer.echo(f"serving Social Gym (OpenEnv protocol) on http://{host}:{port}  ws://{host}:{port}/ws  "
                f"(default game {game}, opponents {opponents}; at most {max_sessions} sessions)")
     serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
@@ -89,6 +108,7 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
                                limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
+    _check_listen(host, port, log_level)
     typer.echo(f"Social Gym arena on http://{host}:{port}/  (models: {', '.join(specs) or 'none'}; "
                f"logs: {log_dir / 'arena.jsonl'})")
     serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)

@@ -138,7 +138,9 @@ def _read_experiment_file(path: Path) -> dict:
         raise ValueError(f"experiment file {path} is not UTF-8 text (a binary file?)") from None
     except (ValueError, yaml.YAMLError) as err:       # tomllib's and json's errors are ValueErrors
         raise ValueError(f"experiment file {path} is not valid {path.suffix[1:].upper()}: "
-                         f"{' '.join(str(err).split())}") from None
+                         f"{' '.join(str(err).split())[:300]}") from None
+    except RecursionError:           # thousands of nested brackets: no experiment table is that deep
+        raise ValueError(f"experiment file {path} is nested too deeply to be an experiment table") from None
     if not isinstance(data, dict):
         raise ValueError(f"experiment file {path} must hold a table of keys (got {type(data).__name__})")
     return data

@@ -100,7 +100,8 @@ class GrammarFacts:
     keyword table, descriptions, enumeration, the legal actions as Actions and the fast-lane
     lookup (canonical text -> Action). Shared by every Grammar of equal pure specs."""
 
-    __slots__ = ("specs", "shared", "by_type", "descriptions", "legal", "texts", "actions", "table", "asked")
+    __slots__ = ("specs", "shared", "by_type", "descriptions", "legal", "texts", "actions", "table", "asked",
+                 "longest")
 
     def __init__(self, specs: tuple, shared: bool):
         self.specs = specs
@@ -115,6 +116,7 @@ class GrammarFacts:
         self.actions = None
         self.table = None
         self.asked = False         # looked up once already (the table is built on the second)
+        self.longest = 0           # the longest key of the table
 
 
 _VALUE_ARGS = frozenset((Choice, Player, Int, Word, Text))     # frozen dataclasses: equal means alike

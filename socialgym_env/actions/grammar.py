@@ -64,7 +64,8 @@ class Grammar:
         else:
             action_type, rest = next_token(text)
             action_type = clean_token(action_type)
-        spec = self.by_type.get(fold(action_type))
+        # no keyword is 64 characters long: a junk first token is unknown without folding it
+        spec = self.by_type.get(fold(action_type)) if len(action_type) <= 64 else None
         if spec is None:
             raise ActionError(f"unknown action type {action_type[:40]!r}; legal: {', '.join(self.action_types())}")
         values = spec.parse_args(rest)
@@ -89,6 +90,8 @@ class Grammar:
                 facts.asked = True
                 return None
             table = self._build_table()
+        if len(raw) > facts.longest + 64:
+            return None      # longer than any legal text and some padding: parse it (no fold of junk)
         return table.get(lookup_key(raw))
 
     def _build_table(self) -> dict:
@@ -106,6 +109,7 @@ class Grammar:
                     for action in actions[start:start + count]:
                         table.setdefault(lookup_key(action.text), action)
                 start += count
+        facts.longest = max(map(len, table), default=0)
         facts.table = table
         return table
 

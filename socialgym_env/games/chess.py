@@ -6,7 +6,7 @@ Colours are roles (``white`` / ``black``), dealt to the seats by the env's seede
 
 | Phase | Who              | Actions                                                      |
 |-------|------------------|--------------------------------------------------------------|
-| move  | the side to move | ``move MOVE`` — MOVE in UCI (``e2e4``, ``e7e8q``) or SAN (``e4``, ``Nf3``, ``O-O``, ``exd8=Q+``) |
+| move  | the side to move | ``move MOVE`` — MOVE in UCI (``e2e4``, ``e7e8q``) or SAN (``e4``, ``Nf3``, ``O-O``, ``exd8=Q+``); ``claim_draw`` when a draw may be claimed (below) |
 
 Only the ``move`` form is accepted (a bare ``e4`` is an unknown action type). A move that does
 not parse or is illegal in the position is an invalid action whose reason says why
@@ -20,15 +20,28 @@ one compact line in the legal-action text listing the SAN moves.
 
 Observation: the FEN, an ASCII board, the side to move, the moves so far (board messages).
 
-End (the library's own rules, ``board.outcome(claim_draw=True)`` after each ply): checkmate,
-stalemate, insufficient material, threefold/fivefold repetition, 50/75-move rule — draws that
-may be claimed are taken at once. Scores: win 1, loss 0, draw ½ each; reward +1 / −1 / 0.
+End, under the FIDE Laws (articles 9.2, 9.3 and 9.6) as python-chess implements them:
+
+- automatically, after each ply (``board.outcome(claim_draw=False)``): checkmate, stalemate,
+  insufficient material, **fivefold** repetition (``is_fivefold_repetition``) and the
+  **75-move** rule (``is_seventyfive_moves``: 150 plies without a capture or a pawn move);
+- by the mover's claim: threefold repetition and the 50-move rule are draws only when the
+  player to move claims them. The action ``claim_draw`` is offered (and legal) exactly when the
+  position on the board has occurred three times (``board.is_repetition(3)``) or the halfmove
+  clock is at least 100 (``board.is_fifty_moves()``); the game then ends "draw by threefold
+  repetition (claimed by NAME)" or "... fifty moves ...". A player who does not claim plays on.
+  (FIDE also lets a player claim with the move that would make the third repetition, written
+  but not played; here the player plays it and the opponent may then claim.)
+
+Scores: win 1, loss 0, draw ½ each; reward +1 / −1 / 0.
 Cap: ``max_plies`` (300) plies → draw, reported as a truncation.
 Invalid-action fallback: a random legal move (env RNG).
 ``metrics``: ``{"pgn": <standard PGN of the game>, "plies", "termination"}``; ``pgn(state)``
 returns the same string (headers: Event, White, Black, Result, Termination; FEN/SetUp when
 the game started from a custom position).
-Version history: v0 initial.
+Version history: v0 initial (threefold repetition and the 50-move rule ended the game
+automatically, one move early: a claim python-chess allowed was taken for the mover); v1 those
+draws are the mover's claim (``claim_draw``), automatic only at fivefold / 75 moves.
 """
 from __future__ import annotations
 
@@ -102,6 +115,17 @@ def legal_san(board: chess.Board) -> list[str]:
     return legal_moves(board)[1]
 
 
+def claimable_draw(board: chess.Board):
+    """The draw the player to move may claim now (FIDE 9.2 / 9.3): THREEFOLD_REPETITION when
+    the position on the board has occurred three times, FIFTY_MOVES when the halfmove clock is
+    at least 100, else None."""
+    if board.is_fifty_moves():
+        return chess.Termination.FIFTY_MOVES
+    if board.is_repetition(3):
+        return chess.Termination.THREEFOLD_REPETITION
+    return None
+
+
 def outcome_scores(outcome: chess.Outcome | None, white: str, black: str) -> dict:
     """Chess points: win 1, loss 0, draw ½ (also for no outcome: the cap)."""
     if outcome is None or outcome.winner is None:
@@ -123,13 +147,14 @@ class Chess(Game):
     info = GameInfo(
         id="chess", name="Chess", category="control", num_players=2,
         information="complete", communication="none", horizon="open_ended", iteration="until the game ends",
-        skills=("strategic",), outcome=TWO_PLAYER, max_steps=1000,
+        skills=("strategic",), outcome=TWO_PLAYER, max_steps=1000, version=1,
         roles=((WHITE, 1, WHITE), (BLACK, 1, BLACK)),
         description=("Standard chess under the FIDE rules as implemented by python-chess. White moves "
                      "first. Give moves as 'move e2e4' (UCI) or 'move e4' (SAN). The game ends by "
-                     "checkmate, stalemate, insufficient material, threefold repetition or the "
-                     "50-move rule (draws are claimed automatically); after 300 plies it is a draw. "
-                     "Win +1, draw 0, loss −1."))
+                     "checkmate, stalemate, insufficient material, fivefold repetition or the "
+                     "75-move rule; when the position has occurred three times or 50 moves passed "
+                     "without a capture or pawn move, the player to move may end it with "
+                     "'claim_draw'; after 300 plies it is a draw. Win +1, draw 0, loss −1."))
     config_defaults = {"max_plies": 300, "fen": ""}
 
     config_ranges = {"max_plies": (1, None)}
@@ -153,9 +178,14 @@ class Chess(Game):
         return state.with_role(role)[0]
 
     def phases(self):
-        return [Phase("move", actors=lambda s: [self.to_move(s)], resolve=self._moved,
-                      grammar=lambda s, a: [ActionSpec("move", (ChessMove(s.g.board),), help="play a move")],
+        return [Phase("move", actors=lambda s: [self.to_move(s)], resolve=self._moved, grammar=self._grammar,
                       instructions=self._instructions)]
+
+    def _grammar(self, state, agent):
+        specs = [ActionSpec("move", (ChessMove(state.g.board),), help="play a move")]
+        if claimable_draw(state.g.board) is not None:
+            specs.append(ActionSpec("claim_draw", help="claim the draw (threefold repetition or the 50-move rule)"))
+        return specs
 
     def setup(self, state):
         fen = self.config["fen"]
@@ -177,6 +207,13 @@ class Chess(Game):
     def _moved(self, state, actions):
         (agent, action), = actions.items()
         board = state.g.board
+        white, black = state.with_role(WHITE)[0], state.with_role(BLACK)[0]
+        if action.type == "claim_draw":
+            outcome = state.g.outcome = chess.Outcome(claimable_draw(board), None)
+            state.announce(f"{state.name(agent)} claims a draw ({termination_label(outcome).replace('_', ' ')}).")
+            state.finish(f"draw by {termination_label(outcome).replace('_', ' ')} (claimed by {state.name(agent)})",
+                         scores=outcome_scores(outcome, white, black), winners=[])
+            return
         move = chess.Move.from_uci(action.arg)
         san = board.san(move)
         number = f"{board.fullmove_number}." if board.turn == chess.WHITE else f"{board.fullmove_number}..."
@@ -184,8 +221,7 @@ class Chess(Game):
         state.g.san.append(san)
         state.announce(f"{number} {state.name(agent)} plays {san} ({move.uci()}).")
         state.round = board.fullmove_number
-        outcome = board.outcome(claim_draw=True)
-        white, black = state.with_role(WHITE)[0], state.with_role(BLACK)[0]
+        outcome = board.outcome(claim_draw=False)      # claimable draws are the mover's (claim_draw)
         if outcome is not None:
             state.g.outcome = outcome
             scores = outcome_scores(outcome, white, black)

@@ -15,7 +15,7 @@ and is tagged high- or low-evidence (does a true Investigator talk about Player 
 Importing this package registers the Gymnasium envs ``socialgym/HiddenRoleDeduction-v0`` and
 ``socialgym/FindTheSpy-v0`` (:mod:`.spy`, the Find the Spy observer task). Hidden Role
 Deduction needs numpy, gymnasium and (for the CLI) typer and nothing else from
-``socialgym_env``; Find the Spy reads the Undercover word bank.
+``socialgym_env`` but its atomic writer (:mod:`socialgym_env.atomic`); Find the Spy reads the Undercover word bank.
 
     >>> from socialgym_env.socialmaze import MazeConfig, generate_instance, score_answer
     >>> inst = generate_instance(MazeConfig.from_preset("easy", "full"), seed=0)

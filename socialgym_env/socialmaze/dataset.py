@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..atomic import atomic_file
 from .generator import DEFAULT_MAX_ATTEMPTS, GenerationStats, generate_instance
 from .instance import MazeConfig, MazeInstance
 
@@ -52,22 +52,11 @@ def generate_dataset(n: int, seed: int, config: MazeConfig, **kwargs) -> list[Ma
 
 def write_jsonl(instances: Iterable[MazeInstance], path: str | os.PathLike[str]) -> int:
     """Write one instance per line; the file appears only when complete. Returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    # A temp file in the same folder, then a rename, so an interrupted run never leaves a
-    # truncated data set (socialgym_env.atomic does this for the rest of the project; the
-    # subpackage stays self-contained).
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for inst in instances:
-                fh.write(json.dumps(inst.to_dict(), ensure_ascii=False, sort_keys=False) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_file(path, "w") as fh:      # the shared writer: whole or absent, never a device replaced
+        for inst in instances:
+            fh.write(json.dumps(inst.to_dict(), ensure_ascii=False, sort_keys=False) + "\n")
+            count += 1
     return count
 
 

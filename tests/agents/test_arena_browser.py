@@ -71,7 +71,12 @@ def create_in_lobby(driver, url, game, config, seats):
     box = driver.find_element(By.ID, "config")
     box.send_keys(json.dumps(config))
     box.send_keys("\t")                              # change event: the seat rows follow the config
-    wait_for(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#seats [data-agent]")) == len(seats), what="seat rows")
+    # The rows made for this game and config (picking the game asked for rows too, and that
+    # answer may already hold as many rows: waiting for a count met it and went stale).
+    wanted = [game, box.get_attribute("value")]
+    wait_for(lambda: json.loads(driver.find_element(By.ID, "seats").get_attribute("data-for") or "null") == wanted,
+             what="the seat rows of this config")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#seats [data-agent]")) == len(seats)
     driver.find_element(By.ID, "seed").send_keys("7")
     for index, seat in enumerate(seats):
         agent = f"player_{index}"
@@ -196,6 +201,8 @@ def test_hotseat_hands_one_screen_over_between_turns(browser, arena):
         button.click()
         wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#controls button.move"), what=f"{person}'s controls")
         assert "Your turn" in status(browser)
+        assert "null" not in browser.find_element(By.ID, "app").text        # show() once printed absent parts
         move_once(browser, prefer=["cooperate"])
     wait_for(lambda: status(browser).startswith("Game over"), what="the end")
+    assert "null" not in browser.find_element(By.ID, "app").text
     record_of(log_dir, ["human:Hal", "human:Ivy"])

@@ -87,6 +87,20 @@ class FaultServer(LocalServer):
                 elif fault == "nestedcontent":
                     payload = json.dumps({"choices": [{"message": {"content": {"action_type": "defect"}}}],
                                           "usage": [1]}).encode()
+                elif fault == "messagelist":
+                    payload = json.dumps({"choices": [{"message": [1, 2]}]}).encode()
+                elif fault == "reasoningonly":
+                    payload = json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "hmm"},
+                                                       "finish_reason": "length"}]}).encode()
+                elif fault == "toolcall":
+                    payload = json.dumps({"choices": [{"message": {"content": None, "tool_calls": [
+                        {"type": "function", "function": {"name": "act", "arguments": "{}"}}]},
+                        "finish_reason": "tool_calls"}]}).encode()
+                elif fault == "keyecho200":       # a normal reply that quotes the Authorization header
+                    echo = (self.headers.get("Authorization") or "").split()[-1]
+                    payload = json.dumps({"choices": [{"message": {
+                        "content": f'{{"action_type": "defect", "argument": ""}} key {echo}',
+                        "reasoning_content": f"the key is {echo}"}, "finish_reason": f"stop {echo}"}]}).encode()
                 elif fault == "nochoices":
                     payload = json.dumps({"choices": []}).encode()
                 else:
@@ -117,7 +131,8 @@ def _item(i=0):
 
 
 @pytest.mark.parametrize("fault", ["500", "429", "slow", "badjson", "nochoices", "hugeint", "deepjson",
-                                   "wrongtypes", "nestedcontent", "cutshort"])
+                                   "wrongtypes", "nestedcontent", "cutshort", "messagelist", "reasoningonly",
+                                   "toolcall"])
 def test_transient_faults_are_retried(fault):
     # "slow" times out twice: its margins (1 s timeout, 2 s delay) are wide enough that a good
     # reply on a loaded machine still beats the timeout (0.2 s did not, once in a full run)
@@ -221,6 +236,21 @@ def test_an_error_body_echoing_the_key_is_redacted(monkeypatch, tmp_path):
     assert records[0]["failed"] and "HTTP 401" in records[0]["error"] and "[redacted]" in records[0]["error"]
     text = log.read_text()
     assert "sk-secret-key-9876" not in text and "abcdefgh1234" not in text
+
+
+def test_a_normal_reply_echoing_the_key_is_stored_redacted(monkeypatch, tmp_path):
+    """The key appears nowhere in the log (the attempts' replies, reasoning, finish reasons) when a
+    server quotes it inside a normal 200 reply."""
+    key = "not-key-shaped-secret-5555"       # the key itself, not only what looks like one
+    monkeypatch.setenv("SG_TEST_KEY", key)
+    with FaultServer(["keyecho200"] * 50) as server:
+        spec = f"openai:test-model@{server.url}?timeout=1&backoff=0.001&attempts=1&api_key_env=SG_TEST_KEY"
+        log = tmp_path / "log.jsonl"
+        records = run_jobs([EpisodeJob("prisoners_dilemma", 0, [spec, "scripted:random"], config={"rounds": 2})],
+                           PolicyPool(), log_path=log)
+    assert records[0]["finished"] and all(r["auth"] == f"Bearer {key}" for r in server.requests)
+    text = log.read_text()
+    assert "[redacted]" in text and key not in text     # exports and replays are made from this log
 
 
 def test_one_malformed_reply_fails_only_its_own_episode(tmp_path):

@@ -106,6 +106,21 @@ def test_the_issue_replies_are_reasks():
             parse_reply(reply, info)
 
 
+@pytest.mark.parametrize("literal", ["0x" + "f" * 4400, "0o" + "7" * 6000, "0b" + "1" * 20000, "-0x" + "f" * 4400,
+                                     "[1, 0x" + "f" * 4400 + "]", "2 ** 20000"],
+                         ids=["hex", "octal", "binary", "negative-hex", "hex-in-a-list", "power"])
+def test_a_huge_integer_literal_is_a_reply_error_in_every_phase(literal):
+    """Python parses a hex literal of any length, but str() of an int past 4,300 digits raises
+    ValueError; the reply parser answers such an argument with ReplyError (a re-ask)."""
+    for info in _infos():
+        for action in {a.partition(" ")[0] for a in info.get("legal_action_list") or []} | {"say"}:
+            reply = "{'action_type': %r, 'argument': %s}" % (action, literal)
+            try:
+                action_string(parse_reply(reply, info))
+            except ReplyError:
+                pass
+
+
 def test_the_policy_never_fails_a_decision_on_junk(make_fake_policy):
     rng = random.Random(7)
     infos = _infos()

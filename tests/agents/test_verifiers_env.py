@@ -92,3 +92,26 @@ def test_load_environment_checks_its_arguments():
     assert "Prisoner's Dilemma" in tasks[0].data.prompt
     with pytest.raises(ValueError, match="neither a seat nor a role"):
         load_environment(game="prisoners_dilemma", seat="player_7")
+
+
+def test_vf_eval_command_line_takes_a_digit_seat(tmp_path):
+    """The docs' own ``vf-eval ... --env.taskset.seat 0``: verifiers' command line passes the seat
+    as the text "0", which once failed while loading ("'0' is neither a seat nor a role")."""
+    import os
+    import shutil
+    import subprocess
+    if shutil.which("vf-eval") is None:
+        pytest.skip("verifiers' vf-eval is not on PATH")
+    replies = []
+    with BackgroundServer(scripted_model(replies)) as url:
+        env = {**os.environ, "SCRIPTED_MODEL_KEY": "unused",
+               "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "environments" / "socialgym_verifiers")])}
+        done = subprocess.run(["vf-eval", "socialgym-verifiers", "--env.taskset.game", "prisoners_dilemma",
+                               "--env.taskset.seat", "0", "--env.taskset.opponents", "scripted:heuristic",
+                               "--env.taskset.num-tasks", "1", "-r", "1", "-m", "scripted",
+                               "--client.base-url", url + "/v1", "--client.api-key-var", "SCRIPTED_MODEL_KEY",
+                               "--no-push", "--output-dir", str(tmp_path)],
+                              capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    traces = [json.loads(line) for path in tmp_path.rglob("traces.jsonl") for line in path.read_text().splitlines()]
+    assert len(traces) == 1 and replies                  # one episode, played against the model

@@ -3,6 +3,8 @@ message text that would break the replay page's script."""
 import json
 import re
 
+import pytest
+
 from socialgym_agents.runner import EpisodeJob, run_jobs
 from socialgym_benchmarks.leaderboard_render import build_leaderboard
 from socialgym_benchmarks.replay import render_replay
@@ -61,3 +63,23 @@ def test_resume_retries_failed_episodes_by_default(tmp_path):
     assert result.summary["skipped"]["failed"] == 0 and result.summary["episodes"] == len(jobs)
     again = tour.run_tournament(jobs, tmp_path, workers=1, progress=False, leaderboard=False)
     assert (again.played, again.retried, again.already_logged) == (0, 0, len(jobs))
+
+
+@pytest.mark.parametrize("policies, why", [
+    (["scripted:random", "scripted:random"], "these logs hold one"),
+    (["scripted:constant:cooperate", "scripted:tit_for_tat"], "ended with a winner (all draws")])
+def test_a_leaderboard_says_why_an_elo_cell_is_empty(tmp_path, policies, why):
+    """One policy, or only draws: the Elo cells are empty, and the printed board says why."""
+    import io
+
+    from rich.console import Console
+
+    from socialgym_benchmarks.leaderboard_render import print_leaderboard
+    jobs = [EpisodeJob("prisoners_dilemma", seed, list(order), config={"rounds": 2})
+            for seed in range(3) for order in (policies, policies[::-1])]
+    run_jobs(jobs, log_path=tmp_path / "logs" / "pd.jsonl")
+    summary = build_leaderboard(tmp_path / "logs", tmp_path / "board", n_boot=20)
+    assert all(summary["overall"][p]["elo"] is None for p in summary["policies"])
+    printed = io.StringIO()
+    print_leaderboard(summary, Console(file=printed, width=200))
+    assert f"Elo is empty for {', '.join(summary['policies'])}" in printed.getvalue() and why in printed.getvalue()

@@ -106,22 +106,44 @@ def test_insufficient_material_draw():
     assert env.state.result.rewards == {WHITE: 0.0, BLACK: 0.0}
 
 
-def test_threefold_repetition_draw_is_claimed():
+def test_threefold_repetition_is_the_movers_claim_not_automatic():
+    """FIDE 9.2: the game once ended after Nf3 Nf6 Ng1 Ng8 Nf3 Nf6 Ng1 (python-chess's
+    claim_draw=True counts the move that would repeat); the draw is the mover's to claim."""
     shuffle = ["move Nf3", "move Nf6", "move Ng1", "move Ng8"]
-    env = play(GAME, shuffle + shuffle[:2])
+    env = play(GAME, shuffle + shuffle[:2] + ["move Ng1"])
+    assert env.state.result is None                      # the start position has occurred twice
+    assert "claim_draw" not in env.infos[env.agent_selection]["action_types"]
+    with pytest.raises(InvalidActionError, match="claim_draw"):      # not claimable yet
+        env.step("claim_draw")
+    env = play(GAME, shuffle * 2)                        # start position the third time
     assert env.state.result is None
-    # python-chess (FIDE): a draw may be claimed when the next move repeats a position for the
-    # third time; after Ng1 Black can play Ng8 (start position, third time), so it is claimed.
-    env.step("move Ng1")
-    assert env.state.result.reason == "draw by threefold repetition"
+    assert env.infos[env.agent_selection]["action_types"] == ["move", "claim_draw"]
+    env.step("claim_draw")
+    assert env.state.result.reason.startswith("draw by threefold repetition (claimed by ")
     assert env.state.result.rewards == {WHITE: 0.0, BLACK: 0.0}
     _, board = replay_pgn(env.episode_record()["metrics"]["pgn"])
     assert board.fen() == env.state.g.board.fen()
+    assert env.episode_record()["metrics"]["termination"] == "threefold_repetition"
 
 
-def test_fifty_move_rule_draw():
-    env = play(GAME, ["move Ra2"], fen="7k/8/8/8/8/8/8/R5K1 w - - 99 80")
-    assert env.state.result.reason == "draw by fifty moves"
+def test_fivefold_repetition_ends_the_game_without_a_claim():
+    shuffle = ["move Nf3", "move Nf6", "move Ng1", "move Ng8"]
+    env = play(GAME, shuffle * 3 + shuffle[:3])
+    assert env.state.result is None
+    env.step("move Ng8")                                 # start position the fifth time
+    assert env.state.result.reason == "draw by fivefold repetition"
+
+
+def test_fifty_moves_is_a_claim_and_seventy_five_moves_automatic():
+    env = play(GAME, ["move Ra2"], fen="7k/8/8/8/8/8/8/R5K1 w - - 98 80")
+    assert env.state.result is None and env.state.g.board.halfmove_clock == 99    # once ended here at 99
+    assert "claim_draw" not in env.infos[env.agent_selection]["action_types"]
+    env.step("move Kh7")
+    assert env.state.result is None and "claim_draw" in env.infos[env.agent_selection]["action_types"]
+    env.step("claim_draw")
+    assert env.state.result.reason.startswith("draw by fifty moves (claimed by ")
+    env = play(GAME, ["move Ra2"], fen="7k/8/8/8/8/8/8/R5K1 w - - 149 80")
+    assert env.state.result.reason == "draw by seventyfive moves"
 
 
 def test_ply_cap_is_a_truncated_draw():

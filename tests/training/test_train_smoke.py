@@ -1,6 +1,8 @@
 """SFT and DPO smoke runs: a few LoRA steps on SmolLM2 with tiny chat data save an adapter, a
 config and metrics; a rerun resumes from the last checkpoint; the backend loads both adapters
 and they play an episode against each other."""
+import contextlib
+import io
 import json
 
 import pytest
@@ -28,7 +30,10 @@ def tiny_data(tmp_path_factory):
 def trained(smollm2_available, tiny_data, tmp_path_factory):
     from socialgym_training import dpo, sft
     root = tmp_path_factory.mktemp("runs")
-    sft_first = sft.main(["--data", str(tiny_data), "--out", str(root / "sft"), "--max_steps", "1", *FAST])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        sft_first = sft.main(["--data", str(tiny_data), "--out", str(root / "sft"), "--max_steps", "1", *FAST])
+    sft_first["printed"] = printed.getvalue()
     sft_resumed = sft.main(["--data", str(tiny_data), "--out", str(root / "sft"), "--max_steps", "2", *FAST])
     dpo_run = dpo.main(["--data", str(tiny_data), "--out", str(root / "dpo"), "--max_steps", "1", *FAST])
     return root, sft_first, sft_resumed, dpo_run
@@ -42,6 +47,8 @@ def test_runs_write_adapter_config_metrics_and_resume(trained):
         metrics = json.loads((root / name / "metrics.json").read_text())
         assert any("loss" in h for h in metrics["log_history"])
     assert sft_first["global_step"] == 1 and sft_first["resumed_from"] is None
+    # the run says where the adapter went (it once ended in silence)
+    assert f"adapter: {root / 'sft' / 'adapter'} (play it: --agents 'smollm2?adapter=" in sft_first["printed"]
     assert sft_resumed["global_step"] == 2 and sft_resumed["resumed_from"].endswith("checkpoint-1")
     assert dpo_run["global_step"] == 1 and dpo_run["pairs"] == 4
 

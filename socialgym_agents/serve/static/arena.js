@@ -21,7 +21,8 @@ function el(tag, props, ...children) {
 const app = document.getElementById("app");
 const where = document.getElementById("where");
 
-function show(...nodes) { app.replaceChildren(...nodes); }
+// Absent parts (null, undefined) are skipped: replaceChildren would show them as the text "null".
+function show(...nodes) { app.replaceChildren(...nodes.filter(node => node !== null && node !== undefined)); }
 
 async function getJSON(url, options) {
   const response = await fetch(url, options);
@@ -47,11 +48,18 @@ async function lobby() {
   const result = el("div", {id: "created"});
   const error = el("div", {id: "lobby-error"});
 
+  // Picking a game and editing the config each ask for the seats; only the latest answer is
+  // shown (an earlier one may arrive last), and the rows say what they were made for.
+  let seatsAsked = 0;
   async function loadSeats() {
+    const asked = ++seatsAsked;
+    const wanted = JSON.stringify([game.value, config.value]);
     error.replaceChildren();
     try {
       const query = new URLSearchParams({game: game.value, config: config.value});
       const info = await getJSON("/api/seats?" + query);
+      if (asked !== seatsAsked) return;
+      seatRows.dataset.for = wanted;
       seatRows.replaceChildren(...info.seats.map((agent, index) => {
         const kind = el("select", {id: `kind-${agent}`}, ...kinds.map(k => el("option", {value: k, text: k})));
         kind.value = index === 0 ? "human" : options.scripted[0];
@@ -63,7 +71,7 @@ async function lobby() {
         return el("div", {class: "action", "data-agent": agent}, el("span", {class: "type", text: agent}), kind, name, spec);
       }));
     } catch (err) {
-      error.replaceChildren(el("div", {class: "err", text: err.message}));
+      if (asked === seatsAsked) error.replaceChildren(el("div", {class: "err", text: err.message}));
     }
   }
 
