@@ -39,7 +39,6 @@ def test_torchrl_pettingzoo_wrapper_on_the_masked_view(game_id):
     """TorchRL's PettingZooWrapper once failed on the masked view (``new(): invalid data type
     'str'``: the text env's infos); masked_env(..., classic_infos=True) gives PettingZoo-classic
     infos, and check_env_specs passes, then a 100-step rollout through episode ends."""
-    pytest.importorskip("torchrl")
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
     from torchrl.envs.utils import check_env_specs
 
