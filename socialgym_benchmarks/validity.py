@@ -70,6 +70,9 @@ def validity(records: list, folds: int = 5, seed: int = 0, C: float = bt.C_DEFAU
                     p = 1.0 / (1.0 + bt.BASE ** (-gap / bt.SCALE))
                     losses[c].append(-math.log(max(p, 1e-15)))
                     briers[c].append((1.0 - p) ** 2)
+    if not episode_ids:
+        raise ValueError(f"no decisive battle in the held-out folds of {len(records)} episodes (all draws?): "
+                         "nothing to score")
     episode_ids = np.asarray(episode_ids)
     out = {}
     for c in CHOICES:

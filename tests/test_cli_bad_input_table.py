@@ -165,6 +165,10 @@ SOCIALGYM = [
     ("leaderboard-ties", ["leaderboard", "{in}/good.jsonl", "--ties", "maybe"], 2, "--ties"),
     ("leaderboard-bootstrap-0", ["leaderboard", "{in}/good.jsonl", "--bootstrap", "0"], 2, "greater than or equal to 1"),
     ("leaderboard-out-is-file", ["leaderboard", "{in}/good.jsonl", "--out", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
+    # ratings-validity
+    ("ratings-validity-missing", ["ratings-validity", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
+    ("ratings-validity-few-episodes", ["ratings-validity", "{in}/good.jsonl"], 2, "competitive episodes"),
+    ("ratings-validity-folds-1", ["ratings-validity", "{in}/good.jsonl", "--folds", "1"], 2, "greater than or equal to 2"),
     # replay
     ("replay-missing", ["replay", "/no/such/log.jsonl"], 2, "no log file at /no/such/log.jsonl"),
     ("replay-folder", ["replay", "{in}/folder"], 2, "(a folder; give one of its .jsonl logs)"),

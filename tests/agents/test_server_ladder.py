@@ -119,7 +119,9 @@ def test_think_on_a_server_asks_for_a_reasoning_field_and_keeps_it_private():
 
 
 def test_all_decisions_of_a_batch_are_in_flight_together():
-    with ScriptedServer("vllm", latency=0.2) as server:
+    # each reply takes 1 s, so all 64 requests overlap in the server even on a loaded 2-core machine
+    # (at 0.2 s a loaded run saw only 45 at once)
+    with ScriptedServer("vllm", latency=1.0) as server:
         backend = OpenAIBackend(f"m@{server.url}", parse_options(FAST))
         replies = backend.complete([Completion(("ep", f"p{i}"), [{"role": "user", "content": "hi"}], i)
                                     for i in range(64)])

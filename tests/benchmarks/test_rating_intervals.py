@@ -168,6 +168,10 @@ def test_validity_beats_the_coin_on_a_planted_effect_and_not_on_a_null():
     assert null["pooled"]["log_loss"] > math.log(2) - 0.02          # nothing to learn: no better than the coin
     with pytest.raises(ValueError):
         validity([duel("chess", True, 0)], folds=4)
+    draws = [{**duel("chess", True, i), "rewards": {"x": 0.0, "y": 0.0}, "scores": {"x": 0.0, "y": 0.0}}
+             for i in range(8)]
+    with pytest.raises(ValueError, match="no decisive battle"):    # all draws: one line, not a None in the table
+        validity(draws, folds=4)
 
 
 def test_side_split_policy_on_real_werewolves_games_gets_a_positive_gap_excluding_zero():
