@@ -217,10 +217,7 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
     battles; and each game's share of the pooled battles.
 
     A game's battles get weight (all battles / games) / (its battles), so the weighted total is
-    the pooled one. The interval is the percentile bootstrap by episode within each game
-    (stratified: every resample keeps each game's episode count and weight); the profile
-    likelihood does not apply to weighted counts, and under separation this bootstrap narrows
-    as the pooled one did (see docs/ratings_choices.md)."""
+    the pooled one. Intervals as the board's (:func:`games_equal_fit`)."""
     battles = {g: _battles(by_game[g], opts, players=policies) for g in competitive}
     total = sum(b.n for b in battles.values())
     share = {g: (b.n / total if total else 0.0) for g, b in battles.items()}
@@ -236,21 +233,28 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
 
 def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
     """{policy: {elo, lo, hi}} of the BT fit with every part (a game's battles) weighted to an
-    equal share of the total; percentile bootstrap within each part when ``opts["n_boot"]``."""
+    equal share of the total (:func:`socialgym_benchmarks.elo.games_equal_battles`). Interval:
+    with ``opts["interval"] == "profile"`` the profile likelihood of the weighted likelihood,
+    its statistic divided by the weighted design effect (it keeps its coverage under separation,
+    see ``socialgym_benchmarks.interval_coverage``); else, when ``opts["n_boot"]``, the
+    percentile bootstrap by episode within each part (stratified: every resample keeps each
+    part's episode count and weight); else none (lo = hi = elo)."""
     parts = [b for b in parts if b.n]
     if not parts:
         return {}
-    mean = sum(b.n for b in parts) / len(parts)
-    weights = [mean / b.n for b in parts]
-    wins = sum(w * b.win_matrix() for w, b in zip(weights, parts))
+    pooled = bt.games_equal_battles(parts)
+    wins = pooled.win_matrix()
     elo = bt.fit_bt(wins, opts["C"])
     lo, hi = elo.copy(), elo.copy()
-    if opts["n_boot"]:
-        resampled = sum(w * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
-                        for i, (w, b) in enumerate(zip(weights, parts)))
+    if opts.get("interval") == "profile":
+        lo, hi = bt.profile_elo_intervals(pooled, elo)
+    elif opts["n_boot"]:
+        mean = pooled.n / len(parts)
+        resampled = sum(mean / b.n * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
+                        for i, b in enumerate(parts))
         lo, hi = np.percentile(bt.fit_bt_batch(resampled, opts["C"], start=elo), [2.5, 97.5], axis=0)
     played = wins.sum(0) + wins.sum(1)
-    return {p: {"elo": float(elo[i]), "lo": float(lo[i]), "hi": float(hi[i])}
+    return {p: {"elo": float(elo[i]), "lo": bt.finite_or_none(lo[i]), "hi": bt.finite_or_none(hi[i])}
             for i, p in enumerate(policies) if played[i] > 0}
 
 
