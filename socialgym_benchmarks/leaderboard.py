@@ -388,7 +388,12 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
     bootstrap by episode (None where a side is unbounded or not identified).
     ``gap_identified``: whether the data pin this policy's gap, i.e. its contrast lies in the
     row space of the design matrix (:func:`socialgym_benchmarks.elo.estimable`); when not, the
-    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies)."""
+    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies).
+    ``gap_status`` says what the data pin, whatever the interval method: ``"not identified"``
+    (the rank test fails), ``"separated"`` (identified, but the outcomes are separated in the
+    gap's direction: its 95% profile-likelihood interval has an infinite end, so the data do
+    not pin its size, and a bootstrap interval collapses there), or
+    ``"identified"``."""
     table = defaultdict(dict)
     for name, v in fit.items():
         policy, _, side = name.rpartition("|")
@@ -396,7 +401,8 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
                               f"{side}_battles": v["battles"]})
     index = {p: i for i, p in enumerate(battles.players)}
     for policy, row in table.items():
-        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False)
+        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False,
+                   gap_status=None)
         if row.get("elo_alt") is None or row.get("elo_main") is None:
             continue
         alt, main = index[f"{policy}|alt"], index[f"{policy}|main"]
@@ -404,13 +410,17 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
         contrast[alt], contrast[main] = 1.0, -1.0
         row["gap"] = row["elo_alt"] - row["elo_main"]
         row["gap_identified"] = bt.estimable(battles, contrast)
+        row["gap_status"] = "not identified"
         if not row["gap_identified"]:
             continue
         if ratings.samples is not None:
             boot = np.percentile(ratings.samples[:, alt] - ratings.samples[:, main], [2.5, 97.5])
             row["gap_boot_lo"], row["gap_boot_hi"] = float(boot[0]), float(boot[1])
+        # the profile interval also decides separation under --interval bootstrap, whose
+        # resamples cannot show it
+        lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
+        row["gap_status"] = "identified" if np.isfinite([lo, hi]).all() else "separated"
         if ratings.interval == "profile":
-            lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
             row["gap_lo"], row["gap_hi"] = bt.finite_or_none(lo), bt.finite_or_none(hi)
         else:
             row["gap_lo"], row["gap_hi"] = row["gap_boot_lo"], row["gap_boot_hi"]
