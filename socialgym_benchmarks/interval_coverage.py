@@ -20,9 +20,16 @@ interval cover 0 about 95% of the time; a side-split policy (plays like a 1200 p
 alt side, like an 800 one on the main side: planted gap +400) should get a positive gap whose
 interval excludes 0.
 
+Games-equal overall (a third table): the same planted strengths in three free-for-all games of
+2, 3 and 4 seats (1, 2 and 3 battles an episode, so the games' weights differ), the episodes
+split evenly over them; the games-equal fit's interval (``profile``: the weighted profile
+likelihood, the leaderboard's default; ``bootstrap``: by episode within each game) is checked
+against the planted Elo, which is the games-equal estimand when every game has the same strengths.
+
     python -m socialgym_benchmarks.interval_coverage --reps 200
 
-prints both tables (with the median width, and how often a bound is unbounded).
+prints all three tables (with the median width, and how often a bound is unbounded);
+``--tables pooled,games-equal,roles`` picks some.
 """
 from __future__ import annotations
 
