@@ -20,31 +20,44 @@ interval cover 0 about 95% of the time; a side-split policy (plays like a 1200 p
 alt side, like an 800 one on the main side: planted gap +400) should get a positive gap whose
 interval excludes 0.
 
+Games-equal overall (a third table): the same planted strengths in three free-for-all games of
+2, 3 and 4 seats (1, 2 and 3 battles an episode, so the games' weights differ), the episodes
+split evenly over them; the games-equal fit's interval (``profile``: the weighted profile
+likelihood, the leaderboard's default; ``bootstrap``: by episode within each game) is checked
+against the planted Elo, which is the games-equal estimand when every game has the same strengths.
+
     python -m socialgym_benchmarks.interval_coverage --reps 200
 
-prints both tables (with the median width, and how often a bound is unbounded).
+prints all three tables (with the median width, and how often a bound is unbounded);
+``--tables pooled,games-equal,roles`` picks some.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
+from typing import Optional
 
 import numpy as np
 
 from . import elo as bt
+from .leaderboard import games_equal_fit
 
 PLANTED = {"near": (1075.0, 1025.0, 975.0, 925.0), "spread": (1300.0, 1100.0, 900.0, 700.0)}
 SIZES = (12, 50, 200)
 METHODS = ("profile", "bootstrap-episode", "bootstrap-battle")
+TABLES = ("pooled", "games-equal", "roles")
 
 
-def simulate_battles(planted: np.ndarray, episodes: int, rng: np.random.Generator) -> bt.Battles:
-    """Battles of ``episodes`` simulated episodes (see the module docstring)."""
+def simulate_battles(planted: np.ndarray, episodes: int, rng: np.random.Generator,
+                     seats_per_episode: Optional[int] = None) -> bt.Battles:
+    """Battles of ``episodes`` simulated episodes (see the module docstring): two and three
+    seats in turn, or ``seats_per_episode`` seats in every episode."""
     k = planted.size
     strength = 10.0 ** ((planted - planted.mean()) / bt.SCALE)
     win, lose, ep = [], [], []
     for e in range(episodes):
-        seats = rng.choice(k, size=2 if e % 2 == 0 else 3, replace=False)
+        size = seats_per_episode or (2 if e % 2 == 0 else 3)
+        seats = rng.choice(k, size=size, replace=False)
         odds = strength[seats]
         winner = seats[rng.choice(seats.size, p=odds / odds.sum())]
         for loser in seats[seats != winner]:
@@ -80,6 +93,48 @@ def coverage(planted, episodes: int, reps: int, methods=METHODS, n_boot: int = 2
         width = np.concatenate(widths[m])
         out[m] = {"coverage": float(np.mean(hits[m])), "median_width": float(np.median(width)),
                   "unbounded": float(np.mean(~np.isfinite(width)))}
+    return out
+
+
+GAME_SEATS = (2, 3, 4)       # the games of the games-equal table: 1, 2 and 3 battles an episode
+GAMES_EQUAL_METHODS = ("profile", "bootstrap")
+
+
+def simulate_games(planted: np.ndarray, episodes: int, rng: np.random.Generator) -> list:
+    """``episodes`` split as evenly as they go over three games of 2, 3 and 4 seats (a
+    free-for-all each, as :func:`simulate_battles`), so the games make 1, 2 and 3 battles an
+    episode and the games-equal weights differ; the same planted strengths in every game, so
+    the games-equal estimand is the planted Elo."""
+    sizes = [episodes // len(GAME_SEATS) + (g < episodes % len(GAME_SEATS)) for g in range(len(GAME_SEATS))]
+    return [simulate_battles(planted, n, rng, seats) for n, seats in zip(sizes, GAME_SEATS)]
+
+
+def games_equal_coverage(planted, episodes: int, reps: int, methods=GAMES_EQUAL_METHODS, n_boot: int = 200,
+                         seed: int = 0) -> dict:
+    """As :func:`coverage`, for the games-equal fit (:func:`socialgym_benchmarks.leaderboard.games_equal_fit`)
+    over the games of :func:`simulate_games`; a policy without battles (possible at 12
+    episodes) counts as not covered."""
+    planted = np.asarray(planted, dtype=float)
+    rng = np.random.default_rng(seed)
+    names = [f"p{i}" for i in range(planted.size)]
+    hits = {m: [] for m in methods}
+    widths = {m: [] for m in methods}
+    for rep in range(reps):
+        parts = simulate_games(planted, episodes, rng)
+        for m in methods:
+            fit = games_equal_fit(parts, names, {"C": bt.C_DEFAULT, "interval": m, "n_boot": n_boot,
+                                                 "by": "episode", "seed": rep}, "coverage")
+            for name, target in zip(names, planted):
+                row = fit.get(name, {"lo": None, "hi": None})
+                lo = -np.inf if row["lo"] is None else row["lo"]
+                hi = np.inf if row["hi"] is None else row["hi"]
+                hits[m].append(name in fit and lo <= target <= hi)
+                widths[m].append(hi - lo if name in fit else np.nan)
+    out = {}
+    for m in methods:
+        width = np.asarray(widths[m])
+        out[m] = {"coverage": float(np.mean(hits[m])), "median_width": float(np.nanmedian(width)),
+                  "unbounded": float(np.mean(np.isinf(width)))}
     return out
 
 
@@ -149,17 +204,51 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="episode counts (\"\": role gaps only)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--role-episodes", type=int, default=8, help="episodes per ordered pair of policies")
+    parser.add_argument("--tables", default=",".join(TABLES), help=f"which tables (of {', '.join(TABLES)})")
     args = parser.parse_args(argv)
+    tables = args.tables.split(",")
+    if set(tables) - set(TABLES):
+        parser.error(f"--tables: unknown {', '.join(sorted(set(tables) - set(TABLES)))} (known: {', '.join(TABLES)})")
     methods = args.methods.split(",")
-    print(f"coverage of the 95% Elo interval, {args.reps} repetitions x 4 policies, seed {args.seed}")
-    print(f"{'planted':<8} {'episodes':>8} {'method':<18} {'coverage':>8} {'median width':>12} {'unbounded':>9}")
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    print(f"seed {args.seed}")
+    if "pooled" in tables:
+        _pooled_table(args, methods, sizes)
+    if "games-equal" in tables:
+        _games_equal_table(args, sizes)
+    if "roles" in tables:
+        _role_table(args)
+
+
+COVERAGE_HEADER = f"{'planted':<8} {'episodes':>8} {'method':<18} {'coverage':>8} {'median width':>12} {'unbounded':>9}"
+
+
+def _print_rows(planted_name: str, size: int, table: dict) -> None:
+    for method, row in table.items():
+        print(f"{planted_name:<8} {size:>8} {method:<18} {100 * row['coverage']:>7.1f}% {row['median_width']:>12.0f} "
+              f"{100 * row['unbounded']:>8.1f}%")
+
+
+def _pooled_table(args, methods, sizes) -> None:
+    print(f"coverage of the 95% Elo interval, {args.reps} repetitions x 4 policies")
+    print(COVERAGE_HEADER)
     for name, planted in PLANTED.items():
-        for size in [int(x) for x in args.sizes.split(",") if x]:
+        for size in sizes:
             table = coverage(planted, size, args.reps, methods, args.boot, args.seed)
-            for m in methods:
-                row = table[m]
-                print(f"{name:<8} {size:>8} {m:<18} {100 * row['coverage']:>7.1f}% {row['median_width']:>12.0f} "
-                      f"{100 * row['unbounded']:>8.1f}%")
+            _print_rows(name, size, table)
+
+
+def _games_equal_table(args, sizes) -> None:
+    print(f"\ngames-equal overall (games of {', '.join(map(str, GAME_SEATS))} seats, episodes split evenly), "
+          f"coverage of the 95% Elo interval, {args.reps} repetitions x 4 policies")
+    print(COVERAGE_HEADER)
+    for name, planted in PLANTED.items():
+        for size in sizes:
+            table = games_equal_coverage(planted, size, args.reps, GAMES_EQUAL_METHODS, args.boot, args.seed)
+            _print_rows(name, size, table)
+
+
+def _role_table(args) -> None:
     print(f"\nrole gap Alt − Main, profile interval, {args.reps} repetitions, {args.role_episodes} episodes per "
           f"ordered pair of 3 policies ({6 * args.role_episodes} episodes, 6 battles each)")
     print(f"{'policy':<8} {'planted gap':>11} {'mean gap':>8} {'covers planted':>14} {'excludes 0':>10}")

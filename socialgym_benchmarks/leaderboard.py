@@ -217,10 +217,7 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
     battles; and each game's share of the pooled battles.
 
     A game's battles get weight (all battles / games) / (its battles), so the weighted total is
-    the pooled one. The interval is the percentile bootstrap by episode within each game
-    (stratified: every resample keeps each game's episode count and weight); the profile
-    likelihood does not apply to weighted counts, and under separation this bootstrap narrows
-    as the pooled one did (see docs/ratings_choices.md)."""
+    the pooled one. Intervals as the board's (:func:`games_equal_fit`)."""
     battles = {g: _battles(by_game[g], opts, players=policies) for g in competitive}
     total = sum(b.n for b in battles.values())
     share = {g: (b.n / total if total else 0.0) for g, b in battles.items()}
@@ -236,21 +233,28 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
 
 def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
     """{policy: {elo, lo, hi}} of the BT fit with every part (a game's battles) weighted to an
-    equal share of the total; percentile bootstrap within each part when ``opts["n_boot"]``."""
+    equal share of the total (:func:`socialgym_benchmarks.elo.games_equal_battles`). Interval:
+    with ``opts["interval"] == "profile"`` the profile likelihood of the weighted likelihood,
+    its statistic divided by the weighted design effect (it keeps its coverage under separation,
+    see ``socialgym_benchmarks.interval_coverage``); else, when ``opts["n_boot"]``, the
+    percentile bootstrap by episode within each part (stratified: every resample keeps each
+    part's episode count and weight); else none (lo = hi = elo)."""
     parts = [b for b in parts if b.n]
     if not parts:
         return {}
-    mean = sum(b.n for b in parts) / len(parts)
-    weights = [mean / b.n for b in parts]
-    wins = sum(w * b.win_matrix() for w, b in zip(weights, parts))
+    pooled = bt.games_equal_battles(parts)
+    wins = pooled.win_matrix()
     elo = bt.fit_bt(wins, opts["C"])
     lo, hi = elo.copy(), elo.copy()
-    if opts["n_boot"]:
-        resampled = sum(w * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
-                        for i, (w, b) in enumerate(zip(weights, parts)))
+    if opts.get("interval") == "profile":
+        lo, hi = bt.profile_elo_intervals(pooled, elo)
+    elif opts["n_boot"]:
+        mean = pooled.n / len(parts)
+        resampled = sum(mean / b.n * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
+                        for i, b in enumerate(parts))
         lo, hi = np.percentile(bt.fit_bt_batch(resampled, opts["C"], start=elo), [2.5, 97.5], axis=0)
     played = wins.sum(0) + wins.sum(1)
-    return {p: {"elo": float(elo[i]), "lo": float(lo[i]), "hi": float(hi[i])}
+    return {p: {"elo": float(elo[i]), "lo": bt.finite_or_none(lo[i]), "hi": bt.finite_or_none(hi[i])}
             for i, p in enumerate(policies) if played[i] > 0}
 
 
@@ -384,7 +388,12 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
     bootstrap by episode (None where a side is unbounded or not identified).
     ``gap_identified``: whether the data pin this policy's gap, i.e. its contrast lies in the
     row space of the design matrix (:func:`socialgym_benchmarks.elo.estimable`); when not, the
-    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies)."""
+    gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies).
+    ``gap_status`` says what the data pin, whatever the interval method: ``"not identified"``
+    (the rank test fails), ``"separated"`` (identified, but the outcomes are separated in the
+    gap's direction: its 95% profile-likelihood interval has an infinite end, so the data do
+    not pin its size, and a bootstrap interval collapses there), or
+    ``"identified"``."""
     table = defaultdict(dict)
     for name, v in fit.items():
         policy, _, side = name.rpartition("|")
@@ -392,7 +401,8 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
                               f"{side}_battles": v["battles"]})
     index = {p: i for i, p in enumerate(battles.players)}
     for policy, row in table.items():
-        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False)
+        row.update(gap=None, gap_lo=None, gap_hi=None, gap_boot_lo=None, gap_boot_hi=None, gap_identified=False,
+                   gap_status=None)
         if row.get("elo_alt") is None or row.get("elo_main") is None:
             continue
         alt, main = index[f"{policy}|alt"], index[f"{policy}|main"]
@@ -400,13 +410,17 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
         contrast[alt], contrast[main] = 1.0, -1.0
         row["gap"] = row["elo_alt"] - row["elo_main"]
         row["gap_identified"] = bt.estimable(battles, contrast)
+        row["gap_status"] = "not identified"
         if not row["gap_identified"]:
             continue
         if ratings.samples is not None:
             boot = np.percentile(ratings.samples[:, alt] - ratings.samples[:, main], [2.5, 97.5])
             row["gap_boot_lo"], row["gap_boot_hi"] = float(boot[0]), float(boot[1])
+        # the profile interval also decides separation under --interval bootstrap, whose
+        # resamples cannot show it
+        lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
+        row["gap_status"] = "identified" if np.isfinite([lo, hi]).all() else "separated"
         if ratings.interval == "profile":
-            lo, hi = bt.contrast_interval(battles, contrast, ratings.elo)
             row["gap_lo"], row["gap_hi"] = bt.finite_or_none(lo), bt.finite_or_none(hi)
         else:
             row["gap_lo"], row["gap_hi"] = row["gap_boot_lo"], row["gap_boot_hi"]

@@ -20,7 +20,8 @@ writes to ``outdir``:
 | ``profiles.csv``     | capability profiles: Elo refit per category, skill tag, information,   |
 |                      | communication, player count and horizon group (paper Appendix C)       |
 | ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
-|                      | ``gap_identified`` (False: the data cannot tell this policy's gap; see |
+|                      | ``gap_identified`` (False: the data cannot tell this policy's gap) and |
+|                      | ``gap_status`` (identified / separated / not identified; see           |
 |                      | :mod:`socialgym_benchmarks.leaderboard`)                                         |
 | ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
 |                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
@@ -116,7 +117,7 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
            for axis, groups in summary["profiles"].items() for group, table in groups.items()
            for p, v in table.items()])
     role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_lo", "gap_hi",
-                 "gap_boot_lo", "gap_boot_hi", "gap_identified"]
+                 "gap_boot_lo", "gap_boot_hi", "gap_identified", "gap_status"]
     write("role_elo.csv", ["game", "policy", *role_cols],
           [[g, p, *(v.get(c) for c in role_cols)] for g, table in
            list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
@@ -212,14 +213,15 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         ax.set_axis_off()
     else:
         m = np.full((len(policies), len(games) + 1), np.nan)
-        unidentified = np.zeros(m.shape, dtype=bool)
+        marks = np.full(m.shape, "", dtype=object)
         for j, g in enumerate(games):
             for i, p in enumerate(policies):
                 row = summary["roles"][g].get(p, {})
                 if row.get("gap") is not None:
                     m[i, j] = row["gap"]
-                    unidentified[i, j] = not row.get("gap_identified")
-        unidentified[:, -1] = unidentified[:, :-1].any(axis=1)
+                    marks[i, j] = GAP_MARKS["figure"].get(gap_status(row), "")
+        for i in range(len(policies)):
+            marks[i, -1] = _worst_mark(marks[i, :-1], GAP_MARKS["figure"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m[:, -1] = np.nanmean(m[:, :-1], axis=1)
@@ -228,7 +230,7 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 if np.isfinite(m[i, j]):
-                    mark = "\nnot id." if unidentified[i, j] else ""
+                    mark = f"\n{marks[i, j]}" if marks[i, j] else ""
                     ax.text(j, i, f"{m[i, j]:+.0f}{mark}", ha="center", va="center", fontsize=7)
         ax.axvline(len(games) - 0.5, color="black", linewidth=1.5)
         ax.set_xticks(range(len(games) + 1))
@@ -238,8 +240,10 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         ax.set_yticklabels(policies, fontsize=8)
     # Wrapped to the figure's width (one line was clipped on narrow figures).
     title = "Role gap: Elo-Alt − Elo-Main\n(positive = minority/deceptive side stronger)"
-    if games and unidentified.any():
+    if games and (marks == GAP_MARKS["figure"]["not identified"]).any():
         title += "\nnot id. = the data cannot tell this policy's gap (e.g. two policies: only their mean gap)"
+    if games and (marks == GAP_MARKS["figure"]["separated"]).any():
+        title += "\nsep. = outcomes separated: the gap's interval is unbounded, the data do not pin its size"
     width = int(13 * fig_w)         # characters of 8-pt text per line of the figure's width
     ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
     fig.tight_layout()
@@ -247,10 +251,42 @@ def plot_role_gap(summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
+# how each output marks a gap the data do not pin (leaderboard.gap_status); the worst mark first
+GAP_MARKS = {"table": {"not identified": "(n.i.)", "separated": "(sep.)"},
+             "figure": {"not identified": "not id.", "separated": "sep."}}
+
+
+def gap_status(row: dict) -> Optional[str]:
+    """A role row's ``gap_status`` (rows written before it existed: from ``gap_identified``)."""
+    if row.get("gap") is None:
+        return None
+    return row.get("gap_status") or ("identified" if row.get("gap_identified") else "not identified")
+
+
+def _worst_mark(marks, style: dict) -> str:
+    """The mark of a mean over gaps: the worst of its parts' marks."""
+    return next((mark for mark in style.values() if mark in set(marks)), "")
+
+
 def _gap(row: dict) -> str:
     if row.get("gap") is None:
         return ""
-    return f"{row['gap']:+.0f}" + ("" if row.get("gap_identified") else " (n.i.)")
+    mark = GAP_MARKS["table"].get(gap_status(row))
+    return f"{row['gap']:+.0f}" + (f" {mark}" if mark else "")
+
+
+def role_gap_note(summary: dict) -> str:
+    """One line per kind of gap the data do not pin, naming the games and policies ('' if none):
+    the console shows no role tables, so it says this much."""
+    lines = []
+    for status, why in (("not identified", "not identified by these rosters (no interval)"),
+                        ("separated", "separated outcomes (the interval is unbounded on one side)")):
+        where = [f"{g} ({', '.join(p for p, row in table.items() if gap_status(row) == status)})"
+                 for g, table in list(summary.get("roles", {}).items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
+                 if any(gap_status(row) == status for row in table.values())]
+        if where:
+            lines.append(f"Role gaps {why}: {'; '.join(where)}.")
+    return "\n".join(lines)
 
 
 def _bound(value, sign: str) -> str:
@@ -326,9 +362,14 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
         rows = []
         for p in summary["policies"]:
             cells = [summary["roles"][g].get(p, {}) for g in hidden]
-            known = [c["gap"] for c in cells if c.get("gap") is not None]
-            rows.append([p] + [_gap(c) for c in cells] + [f"{np.mean(known):+.0f}" if known else ""])
-        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data)",
+            known = [c for c in cells if c.get("gap") is not None]
+            mean = ""
+            if known:
+                mark = _worst_mark([GAP_MARKS["table"].get(gap_status(c), "") for c in known], GAP_MARKS["table"])
+                mean = f"{np.mean([c['gap'] for c in known]):+.0f}" + (f" {mark}" if mark else "")
+            rows.append([p] + [_gap(c) for c in cells] + [mean])
+        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
+                    "sep. = outcomes separated, the interval is unbounded on one side)",
                     ["policy"] + hidden + ["mean"], rows))
         rows = []
         for g in hidden + ["ALL"]:
@@ -543,6 +584,8 @@ def print_leaderboard(summary: dict, console=None) -> None:
             per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
         console.print(per_game)
     console.print(separation_note(summary["separated"]), markup=False, highlight=False)
+    if role_gap_note(summary):
+        console.print(role_gap_note(summary), markup=False, highlight=False)
     decisions = Table(title="Decisions")
     for col in DECISION_HEADER:
         decisions.add_column(col, justify="left" if col == "policy" else "right",

@@ -23,6 +23,7 @@ from socialgym_agents.registry import make_policy
 from socialgym_agents.runner import run_jobs
 
 from .leaderboard import game_info, is_hidden_role, side_label, summarize
+from .leaderboard_render import GAP_MARKS, gap_status
 from .tournament import demo_config, plan_game
 
 SPLIT = "side:split"
@@ -84,7 +85,7 @@ def main(argv=None) -> None:
             return "-"
         lo, hi = row.get("gap_lo"), row.get("gap_hi")
         return (f"{row['gap']:+.0f} [{'-inf' if lo is None else f'{lo:.0f}'}, {'inf' if hi is None else f'{hi:.0f}'}]"
-                + ("" if row.get("gap_identified") else " n.i."))
+                + (f" {GAP_MARKS['table'][gap_status(row)]}" if gap_status(row) in GAP_MARKS["table"] else ""))
     print(f"role gap Alt − Main [95% profile interval], {args.episodes} episodes per combination, seed {args.seed}")
     print(f"{'game':<22} {'side:split (planted > 0)':>28} {'heuristic':>24} {'random':>24}")
     for game in games:

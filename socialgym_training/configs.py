@@ -113,7 +113,8 @@ class DataArgs:
     """Rows used (0 = all; else a seeded sample)"""
     max_length: int = 0
     """Tokens per row; 0 = what the longest row needs, at most --max_length_cap. A longer row is
-    shortened on the prompt side (oldest turns first, head and current turn kept), never in the
+    shortened on the prompt side as the policy trims its context (oldest history lines first,
+    head and current status/actions kept), never in the
     completion; a row that cannot fit is named in the log and left out"""
     max_length_cap: int = 2048
     """Memory cap on the length --max_length 0 chooses (the activation memory grows with it)"""

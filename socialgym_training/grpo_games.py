@@ -144,14 +144,25 @@ def check_config(config: Config) -> None:
 
 
 def vllm_args(config: Config) -> dict:
-    """GRPOConfig's vLLM settings. A constrained reply's vLLM log-probabilities are those of the
-    grammar-masked distribution (renormalised over the legal tokens), while the trainer's are of
-    the unconstrained model, so TRL's importance-sampling correction would read the mask as
-    policy drift and down-weight every constrained reply: it is switched off for constrained
-    runs (the weights are synced to vLLM before every rollout, so the sampler is the policy up
-    to the mask). Unconstrained runs keep TRL's default correction."""
-    return {"use_vllm": config.use_vllm, "vllm_mode": config.vllm_mode,
-            "vllm_importance_sampling_correction": not (config.use_vllm and config.constrained)}
+    """GRPOConfig's vLLM settings, with TRL's importance-sampling correction on (its default).
+
+    The correction multiplies each token's loss by exp(log pi_trainer(y) - log p_vLLM(y)) to
+    undo the gap between the vLLM sampler and the trained weights. Under a grammar mask vLLM's
+    log-probability (TRL asks for ``processed_logprobs``) is of the masked, renormalised
+    distribution, q(y) = pi(y) / Z, Z the policy's mass on the tokens the grammar allows there,
+    while the trainer's is the unconstrained pi(y): the ratio would be Z <= 1 even with the
+    weights in sync, down-weighting exactly the tokens where the model still puts mass on
+    illegal ones. The like-for-like ratio, q_trainer(y) / q_vLLM(y), needs Z at every position
+    under the same mask: a second forward pass, and a token mask equal to the one vLLM's
+    grammar backend applied (its JSON schemas admit whitespace and tokenizations that our
+    guide does not), which this script does not have. So the rollout marks each constrained
+    reply's tokens as ones vLLM could not score (log-probability None,
+    :func:`socialgym_training.multiturn.vllm_generate_fn`); TRL 1.16 reads those as NaN, gives
+    them ratio 1 (the weights are synced before every rollout, so the sampler is the policy up
+    to the mask) and leaves them out of its divergence metrics and off-policy mask; the tokens
+    of unconstrained replies (free text after a reply prefix, or ``--constrained false``) keep
+    the full correction, in constrained runs too."""
+    return {"use_vllm": config.use_vllm, "vllm_mode": config.vllm_mode, "vllm_importance_sampling_correction": True}
 
 
 def training_dataset(config: Config, n_rows: int):

@@ -596,7 +596,8 @@ def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None, reply_pr
     """A ``generate`` through TRL's vLLM engine (``use_vllm=True``: a ``trl vllm-serve`` server or
     colocated), whose weights TRL syncs to the policy before each rollout. Returns (reply ids,
     their per-token sampling log-probabilities): TRL's importance-sampling correction compares
-    those with the trained model's. ``constrained``: each row is generated under vLLM's
+    those with the trained model's (None for each token of a constrained reply: vLLM's are of
+    the masked distribution). ``constrained``: each row is generated under vLLM's
     structured outputs (:func:`reply_constraint`): the JSON schema of its seat's legal replies
     (:meth:`socialgym_agents.llm.constraint.ReplyGrammar.json_schema`), or, when the context already
     ends with the policy's forced reply prefix (``reply_prefix``, a function of the row's info:
@@ -622,7 +623,11 @@ def vllm_generate_fn(trainer, constrained: bool = True, tokenizer=None, reply_pr
         for (key, budget), rows in by_request.items():
             ids, lps = vllm_sample(generation, [contexts[r] for r in rows], json.loads(key) if key else None, budget)
             for r, reply, lp in zip(rows, ids, lps):
-                replies[r], logprobs[r] = reply, lp
+                # under a constraint vLLM scores the grammar-masked distribution, which the
+                # trainer's unconstrained log-probabilities cannot be compared with: such tokens
+                # are ones vLLM could not score (None; TRL: importance ratio 1, left out of its
+                # divergence metrics), see socialgym_training.grpo_games.vllm_args
+                replies[r], logprobs[r] = reply, ([None] * len(reply) if key else lp)
         return replies, logprobs
 
     return generate

@@ -4,11 +4,14 @@ shortening on the prompt side only.
 TRL (1.16) truncates a row longer than ``max_length`` from its end (``keep_start``), which cuts
 the completion first, then drops rows left without a loss token, silently. The SFT and DPO
 scripts instead choose ``max_length`` from the rows (the longest one, up to a memory cap the user
-sets) and shorten a row that is still too long before TRL sees it, the way the policy keeps its
-context within budget: the oldest turns go first (each an earlier reply and the user turn after
-it), the head (any system message and the first user message: rules, role, goal) and the current
-turn stay, and the completion is never touched. A row that does not fit even then is counted and
-named (episode and turn) in the log and the metrics, never dropped without a word.
+sets) and shorten a row that is still too long before TRL sees it with the policy's own
+trimming (:func:`socialgym_agents.llm.prompt.trim_chat`): the row becomes the whole prompt the
+policy lays out when it (re)starts a conversation at that decision -- its head (rules, role,
+goal), the history lines the chat showed with the oldest omitted behind the policy's marker, in
+its chunks, and the current status and actions -- so a shortened row is what the policy would
+have been given within that budget; the completion is never touched. A row that does not fit
+even then (or whose prompt is not a game policy's chat) is counted and named (episode and turn)
+in the log and the metrics, never dropped without a word.
 """
 from __future__ import annotations
 
@@ -72,23 +75,18 @@ def length_report(tokenizer, rows: Sequence[dict], completion_columns: Sequence[
 
 
 def shorten_prompt(tokenizer, prompt: list, completions: Sequence[list], max_length: int) -> Optional[list]:
-    """``prompt`` with its oldest turns dropped (an earlier reply and the user turn after it, oldest
-    first) until the prompt and its longest completion fit ``max_length`` tokens; the head (any
-    system message and the first user message) and the current turn are kept. None when even
-    head + current turn + completion do not fit."""
-    if isinstance(prompt, str):                # no turns to drop in a plain-text prompt
+    """``prompt`` shortened as the policy that wrote it keeps its context within budget
+    (:func:`socialgym_agents.llm.prompt.trim_chat`, the policy's own fitting): the current
+    decision's whole prompt, its head and its status/actions block kept, the fewest oldest
+    history lines omitted (in the policy's chunks, with its omission marker) for which the
+    prompt and its longest completion fit ``max_length`` tokens; a re-asked decision's failed
+    replies and re-asks stay after it. None when even every history line omitted does not fit,
+    or the prompt is not a game policy's chat (a plain-text prompt, another layout): there is
+    no policy trimming to follow."""
+    from socialgym_agents.llm.prompt import trim_chat
+    if isinstance(prompt, str):
         return None
-    head = 0
-    while head < len(prompt) and prompt[head]["role"] == "system":
-        head += 1
-    head += 1                                  # the first user message: rules, role, goal
-    messages = list(prompt)
-    while True:
-        if max(sum(row_tokens(tokenizer, messages, c)) for c in completions) <= max_length:
-            return messages
-        if len(messages) - head < 3:           # only the head and the current turn are left
-            return None
-        del messages[head:head + 2]
+    return trim_chat(prompt, lambda chat: max(sum(row_tokens(tokenizer, chat, c)) for c in completions) <= max_length)
 
 
 def fit_rows(rows: Sequence[dict], tokenizer, completion_columns: Sequence[str], max_length: int = 0,
@@ -121,9 +119,9 @@ def describe_fit(report: dict) -> str:
     how = (f"the longest row's {report['longest_row_tokens']} tokens, capped at {report['cap']}"
            if report["cap"] else "set by --max_length")
     line = (f"max_length {report['max_length']} ({how}); {report['shortened']} of {report['rows']} rows shortened "
-            f"on the prompt side (oldest turns first), completions whole")
+            f"on the prompt side (oldest history lines first, as the policy trims), completions whole")
     if report["unfit"]:
         shown = ", ".join(report["unfit"][:10]) + (" ..." if len(report["unfit"]) > 10 else "")
-        line += f"; {len(report['unfit'])} rows cannot fit even with only their head and current turn and are " \
+        line += f"; {len(report['unfit'])} rows cannot fit even with every history line omitted (or are not a game policy's chat) and are " \
                 f"left out: {shown} (raise --max_length_cap or --max_length)"
     return line

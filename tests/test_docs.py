@@ -135,8 +135,8 @@ def test_talk_phase_in_the_docs_is_called_as_it_is_defined():
 
 
 def test_the_readme_leaderboard_figure_and_caption_are_what_their_command_makes(tmp_path):
-    """Runs the caption's command (about 15 s) and compares: the caption's counts, and the counts
-    and per-game Elo the figure was drawn from (its PNG text fields)."""
+    """Runs the caption's command (about 15 s) and compares: the caption's counts, and the counts,
+    per-game Elo and overall Elo with its interval the figure was drawn from (its PNG text fields)."""
     import importlib.util
 
     from PIL import Image
@@ -158,3 +158,11 @@ def test_the_readme_leaderboard_figure_and_caption_are_what_their_command_makes(
     off = {(game, policy): (drawn_elo[game].get(policy), elo) for game in fresh_elo for policy, elo in fresh_elo[game].items()
            if drawn_elo[game].get(policy) is None or abs(drawn_elo[game][policy] - elo) > 2}
     assert not off, f"the figure is stale; regenerate it with python docs/scripts/readme_leaderboard.py: {off}"
+    # the overall panel: each policy's Elo and both ends of its interval (an unbounded end on both or neither)
+    drawn_overall = json.loads(drawn.get("overall_elo_interval", "{}"))
+    fresh_overall = json.loads(fresh["overall_elo_interval"])
+    assert drawn_overall.keys() == fresh_overall.keys(), "the figure's overall panel is stale"
+    off = {policy: (drawn_overall[policy], values) for policy, values in fresh_overall.items()
+           if any((a is None) != (b is None) or (a is not None and abs(a - b) > 2)
+                  for a, b in zip(drawn_overall[policy], values))}
+    assert not off, f"the figure's overall intervals are stale; regenerate it with python docs/scripts/readme_leaderboard.py: {off}"

@@ -37,12 +37,20 @@ def run_tournament(out_dir: Path) -> dict:
     return json.loads((out_dir / "leaderboard.json").read_text(encoding="utf-8"))
 
 
+def _rounded(value):
+    return None if value is None else round(value)
+
+
 def figure_fields(summary: dict) -> dict:
-    """What the picture shows, as text: the counts and every per-game Elo (rounded as drawn)."""
+    """What the picture shows, as text: the counts, every per-game Elo and each policy's overall
+    Elo with its 95% interval (rounded; an unbounded end is null, drawn as a long bar)."""
     elo = {game: {policy: round(fit["elo"]) for policy, fit in fits.items() if fit.get("elo") is not None}
            for game, fits in summary["per_game"].items()}
+    overall = {policy: [_rounded(row["elo"]), _rounded(row["lo"]), _rounded(row["hi"])]
+               for policy, row in summary["overall"].items() if row.get("elo") is not None}
     return {"command": COMMAND, "episodes": str(summary["episodes"]), "games": str(len(summary["games"])),
-            "competitive_games": str(len(summary["competitive_games"])), "per_game_elo": json.dumps(elo, sort_keys=True)}
+            "competitive_games": str(len(summary["competitive_games"])), "per_game_elo": json.dumps(elo, sort_keys=True),
+            "overall_elo_interval": json.dumps(overall, sort_keys=True)}
 
 
 def caption(summary: dict) -> str:

@@ -37,6 +37,7 @@ in chunks (``OMIT_CHUNK``) so that the prompt prefix stays stable for several tu
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable, Optional, Sequence
 
 OMIT_CHUNK = 16
@@ -93,17 +94,28 @@ def render_head(parts: dict, playbook: Optional[str] = None) -> list:
     return lines
 
 
+CONTEXT_LINE = "Here is the context of the interaction:"
+TURN_LINE = "Here is what happened since your last action:"
+NOTHING_YET, NOTHING_NEW = "(nothing yet)", "(nothing new)"
+
+
 def render_prompt(parts: dict, info: dict, playbook: Optional[str] = None, omitted: int = 0) -> str:
     """The Appendix-E prompt for one decision. ``omitted`` oldest history lines are replaced by
     the omission marker."""
     history = list(parts.get("history") or [])
+    return compose_prompt(render_head(parts, playbook), history, render_action_block(parts, info),
+                          min(omitted, len(history)))
+
+
+def compose_prompt(head: list, history: list, block: list, omitted: int = 0, already_omitted: int = 0) -> str:
+    """The whole prompt from its three parts: the ``head`` lines, the history (``history`` holds
+    the lines after the first ``already_omitted``, which are gone), the ``block`` after it
+    (status, actions, format). ``omitted`` (>= ``already_omitted``) oldest lines of the whole
+    history are replaced by the omission marker."""
+    shown = list(history[omitted - already_omitted:])
     if omitted:
-        omitted = min(omitted, len(history))
-        history = [OMIT_MARKER.format(n=omitted)] + history[omitted:]
-    lines = render_head(parts, playbook)
-    lines.append("Here is the context of the interaction:")
-    lines.extend(history or ["(nothing yet)"])
-    return "\n".join(lines + render_action_block(parts, info))
+        shown = [OMIT_MARKER.format(n=omitted)] + shown
+    return "\n".join(list(head) + [CONTEXT_LINE] + (shown or [NOTHING_YET]) + list(block))
 
 
 SAME_ACTIONS = "Your available actions and the reply format are as shown earlier in this conversation."
@@ -114,8 +126,8 @@ def render_turn(parts: dict, actions: list, new_lines: list, shown: Sequence[lis
     status and ``actions`` (:func:`render_actions`). If an earlier message of this conversation
     showed the same actions (``shown``), one line refers to them instead: in talk phases that
     block was most of every turn's new tokens."""
-    lines = ["Here is what happened since your last action:"]
-    lines.extend(new_lines or ["(nothing new)"])
+    lines = [TURN_LINE]
+    lines.extend(new_lines or [NOTHING_NEW])
     return "\n".join(lines + render_status(parts) + ([SAME_ACTIONS] if actions in shown else actions))
 
 
@@ -148,22 +160,114 @@ def fit_prompt(parts: dict, info: dict, playbook: Optional[str], fits: Callable[
     """The prompt with as few oldest history lines dropped (in chunks) as needed for ``fits``;
     returns (prompt, number of history lines omitted). If even an empty history does not fit,
     the prompt with every history line omitted is returned (the backend then truncates)."""
-    prompt = render_prompt(parts, info, playbook)
+    return fit_history(render_head(parts, playbook), list(parts.get("history") or []),
+                       render_action_block(parts, info), fits)
+
+
+def fit_history(head: list, history: list, block: list, fits: Callable[[str], bool],
+                already_omitted: int = 0) -> tuple[str, int]:
+    """How the policy keeps a prompt within budget, in one place (:func:`fit_prompt` for the
+    policy, :func:`trim_chat` for a logged chat a trainer must shorten): the
+    :func:`compose_prompt` of the parts with the fewest oldest history lines omitted, in whole
+    ``OMIT_CHUNK`` chunks of the whole history, for which ``fits`` holds; (prompt, lines
+    omitted). Nothing fits: every line omitted."""
+    total = already_omitted + len(history)
+    prompt = compose_prompt(head, history, block, already_omitted, already_omitted)
     if fits(prompt):
-        return prompt, 0
-    total = len(parts.get("history") or [])
-    # Smallest multiple of OMIT_CHUNK (or all lines) that fits: binary search over chunk counts.
-    chunks = -(-total // OMIT_CHUNK)
-    lo, hi = 1, chunks
+        return prompt, already_omitted
+    # Smallest multiple of OMIT_CHUNK (or all lines) past what is gone that fits: binary search.
+    lo, hi = already_omitted // OMIT_CHUNK + 1, -(-total // OMIT_CHUNK)
     best = None
     while lo <= hi:
         mid = (lo + hi) // 2
         omitted = min(mid * OMIT_CHUNK, total)
-        candidate = render_prompt(parts, info, playbook, omitted)
+        candidate = compose_prompt(head, history, block, omitted, already_omitted)
         if fits(candidate):
             best, hi = (candidate, omitted), mid - 1
         else:
             lo = mid + 1
     if best is None:
-        return render_prompt(parts, info, playbook, total), total
+        return compose_prompt(head, history, block, total, already_omitted), total
     return best
+
+
+_OMITTED = re.compile(re.escape(OMIT_MARKER).replace(r"\{n\}", r"(\d+)") + "$")
+THINK_NOTE_PREFIX = "Think first, then act:"      # how the think-mode note the policy appends to a user turn starts
+
+
+def _block_start(lines: list) -> int:
+    """Where the lines after the history begin (status or actions), in a prompt's or a turn's
+    lines after their first; len(lines) when absent."""
+    for i, line in enumerate(lines):
+        if line.startswith("Current status: ") or line.startswith("Your available action type(s): [") \
+                or line == SAME_ACTIONS:
+            return i
+    return len(lines)
+
+
+def parse_chat(messages: list) -> Optional[dict]:
+    """The parts of a chat this policy laid out (either layout; a re-asked decision's failed
+    replies and re-asks after it): ``system`` (leading system messages), ``head``, ``history``
+    (the lines every message has shown, oldest first, after ``already_omitted`` gone ones),
+    ``block`` (the current decision's status, actions and format, as a whole prompt shows
+    them) and ``tail`` (the messages after the current decision's). None for a chat of another
+    layout."""
+    leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
+    system, rest = list(messages[:leading]), messages[leading:]
+    if not rest or rest[0].get("role") != "user":
+        return None
+    first = rest[0]["content"].split("\n")
+    if CONTEXT_LINE not in first:
+        return None
+    at = first.index(CONTEXT_LINE)
+    head, after = first[:at], first[at + 1:]
+    cut = _block_start(after)
+    history, block = after[:cut], after[cut:]
+    already_omitted = 0
+    if history == [NOTHING_YET]:
+        history = []
+    elif history and _OMITTED.match(history[0]):
+        already_omitted, history = int(_OMITTED.match(history[0]).group(1)), history[1:]
+    actions = _actions_of(block)
+    current = 0
+    for index, message in enumerate(rest[1:], start=1):
+        lines = message["content"].split("\n")
+        if message.get("role") != "user" or lines[0] != TURN_LINE:
+            continue                           # replies, and re-asks of the current decision
+        cut = _block_start(lines)
+        new = lines[1:cut]
+        history += [] if new == [NOTHING_NEW] else new
+        block, current = lines[cut:], index
+        if SAME_ACTIONS in block:              # the whole prompt shows the actions in full
+            at = block.index(SAME_ACTIONS)
+            block = block[:at] + actions + block[at + 1:]
+        else:
+            actions = _actions_of(block) or actions
+    return {"system": system, "head": head, "history": history, "already_omitted": already_omitted,
+            "block": block, "tail": rest[current + 1:]}
+
+
+def _actions_of(block: list) -> list:
+    """The action lines of a block (without its status and a think-mode note)."""
+    lines = [line for line in block if not line.startswith("Current status: ")]
+    if lines and lines[-1].startswith(THINK_NOTE_PREFIX):
+        lines = lines[:-1]
+    return lines
+
+
+def trim_chat(messages: list, fits: Callable[[list], bool]) -> Optional[list]:
+    """A logged chat of this policy shortened as the policy shortens its context: the whole
+    prompt of the current decision (its head, every history line the chat has shown, its status,
+    actions and format) with the fewest oldest history lines omitted (:func:`fit_history`) for
+    which ``fits`` holds of the chat (system messages, that prompt, the re-asks after it). It is
+    what the policy sends when it (re)starts a conversation at this decision within that budget.
+    None for a chat of another layout, or when nothing fits."""
+    parsed = parse_chat(messages)
+    if parsed is None:
+        return None
+
+    def chat(prompt: str) -> list:
+        return parsed["system"] + [{"role": "user", "content": prompt}] + parsed["tail"]
+    prompt, _ = fit_history(parsed["head"], parsed["history"], parsed["block"], lambda p: fits(chat(p)),
+                            parsed["already_omitted"])
+    return chat(prompt) if fits(chat(prompt)) else None

@@ -1,5 +1,6 @@
 """Appendix-E prompt rendering, context trimming, and reply parsing."""
 import json
+import re
 
 import pytest
 
@@ -105,3 +106,71 @@ def test_json_stop_detection():
     assert not json_object_complete('```json\n{"action_type": "defect", "argument": "}')
     assert json_object_complete('```json\n{"action_type": "defect", "argument": "a } b"}')
     assert extract_json_object('x {"a": {"b": 1}} y') == {"a": {"b": 1}}
+
+
+# ----------------------------------------------------------------------------- a logged chat trimmed as the policy trims
+def _late_chat(game: str, seed: int, think: int = 0, restart_chars: int = 0):
+    """A turns-layout policy's chat at the last decision of the seat that decided most in a scripted game, and that
+    decision's parts and info (``restart_chars``: the policy's own budget, in characters, so
+    its conversation restarts on the way; 0: never)."""
+    from socialgym_agents.base import Request
+    from socialgym_agents.llm.config import LLMConfig
+    from socialgym_agents.llm.policy import LLMPolicy
+    from socialgym_agents.scripted import RandomPolicy
+
+    class Measure:
+        kind, model_name = "replay", "measure"
+
+        def fits(self, messages, share=1.0):
+            return not restart_chars or sum(len(m["content"]) for m in messages) <= restart_chars * share
+
+    policy = LLMPolicy(Measure(), LLMConfig(think=think), "smollm2")
+    env = socialgym_env.make(game)
+    env.reset(seed=seed)
+    player = RandomPolicy(seed)
+    last = {}
+    while env.agents:
+        agent = env.agent_selection
+        if env.terminations.get(agent) or env.truncations.get(agent):
+            env.step(None)
+            continue
+        info = env.infos[agent]
+        key = ("episode", agent)
+        action = player.act(None, info, key).action
+        request = Request(key, None, info, env.prompt_parts(agent))
+        messages = policy.replay_turn(request, json.dumps({"action": action}))
+        last[agent] = (messages, env.prompt_parts(agent), info)
+        env.step(action)
+    return max(last.values(), key=lambda chat: len(chat[0]))          # the seat that decided most
+
+
+@pytest.mark.parametrize("game, seed, think, restart", [("resistance", 2, 0, 0), ("resistance", 2, 64, 0),
+                                                         ("undercover", 1, 0, 0), ("coup", 1, 0, 6000)])
+def test_a_logged_chat_is_trimmed_exactly_as_the_policy_fits_its_prompt(game, seed, think, restart):
+    from socialgym_agents.llm.policy import THINK_NOTE
+    from socialgym_agents.llm.prompt import THINK_NOTE_PREFIX, trim_chat
+    assert THINK_NOTE.startswith(THINK_NOTE_PREFIX)
+    messages, parts, info = _late_chat(game, seed, think, restart)
+    assert len(messages) > 3                              # a conversation of several turns
+    # the policy fits the prompt, then appends the think note: the row must hold both
+    note = "\n" + messages[-1]["content"].split("\n")[-1] if think else ""
+    # lines the policy already dropped at a restart stay dropped: the fit can only omit more
+    gone = re.search(r"\[\.\.\. (\d+) earlier messages omitted \.\.\.\]", messages[0]["content"])
+    gone = int(gone.group(1)) if gone else 0
+    assert (gone > 0) == bool(restart)
+
+    def omits(prompt):
+        found = re.search(r"\[\.\.\. (\d+) earlier messages omitted \.\.\.\]", prompt)
+        return int(found.group(1)) if found else 0
+    whole = len(render_prompt(parts, info))               # the decision's prompt with every line
+    for budget in (whole - 300, whole * 2 // 3):
+        expected, omitted = fit_prompt(parts, info, None, lambda p: len(p) <= budget and omits(p) >= gone)
+        trimmed = trim_chat(messages, lambda chat: sum(len(m["content"]) for m in chat) <= budget + len(note))
+        assert omitted > 0 and trimmed == [{"role": "user", "content": expected + note}]
+    # a re-asked decision: its failed reply and the re-ask stay after the fitted prompt
+    reask = [{"role": "assistant", "content": "not json"}, {"role": "user", "content": "Reply with one JSON object."}]
+    extra = sum(len(m["content"]) for m in reask)
+    trimmed = trim_chat(messages + reask, lambda chat: sum(len(m["content"]) for m in chat) <= budget + len(note) + extra)
+    assert trimmed == [{"role": "user", "content": expected + note}] + reask
+    # a chat of another layout is not the policy's to trim
+    assert trim_chat([{"role": "user", "content": "hello"}], lambda chat: True) is None

@@ -113,6 +113,57 @@ def test_games_equal_follows_the_games_not_the_battle_count():
     assert same["overall"]["A"]["elo"] == pytest.approx(same["game_weighted"]["overall"]["A"]["elo"], abs=1e-6)
 
 
+def test_games_equal_interval_does_not_collapse_under_separation():
+    # A wins every battle of three games of 18, 4 and 2 episodes: every stratified bootstrap
+    # resample is the same weighted record, so its interval is a point
+    records = [duel(g, True, i) for g, n in (("chess", 18), ("kuhn_poker", 4), ("prisoners_dilemma", 2))
+               for i in range(n)]
+    boot = summarize(records, n_boot=300, interval="bootstrap")["game_weighted"]["overall"]["A"]
+    prof = summarize(records, interval="profile")["game_weighted"]["overall"]["A"]
+    assert boot["hi"] - boot["lo"] < 1
+    assert prof["lo"] > 1000 and (prof["hi"] is None or prof["hi"] - prof["lo"] > 400)
+
+
+def test_games_equal_profile_interval_keeps_coverage_where_the_bootstrap_does_not():
+    spread = ic.games_equal_coverage(ic.PLANTED["spread"], 12, reps=30, n_boot=100)
+    assert spread["profile"]["coverage"] >= 0.9
+    assert spread["bootstrap"]["coverage"] < 0.7
+    null = ic.games_equal_coverage((1000.0,) * 4, 50, reps=30, methods=("profile",))
+    assert null["profile"]["coverage"] >= 0.9 and null["profile"]["median_width"] < 400
+
+
+def test_games_equal_battles_weights_games_equally_and_one_game_is_the_pooled_likelihood():
+    small, large = battles_of([(0, 1), (1, 0)]), battles_of([(0, 1)] * 6 + [(1, 0)] * 2)
+    both = bt.games_equal_battles([small, large])
+    assert both.win_matrix() == pytest.approx(np.array([[0, 2.5 + 3.75], [2.5 + 1.25, 0]]))
+    assert both.n_episodes == 10 and set(both.episode[:2]) == {0, 1} and set(both.episode[2:]) == set(range(2, 10))
+    one = bt.games_equal_battles([large])                 # one game: every weight 1
+    assert one.win_matrix() == pytest.approx(large.win_matrix())
+    contrast = np.array([0.5, -0.5])
+    assert bt.design_effect(one, contrast) == pytest.approx(bt.design_effect(large, contrast))
+    # the same likelihood; only the reference quantile differs (F(1, 7) for 8 episodes, not chi2_1)
+    elo = bt.fit_bt(large.win_matrix())
+    (lo_w, hi_w), (lo, hi) = bt.profile_elo_intervals(one, elo), bt.profile_elo_intervals(large, elo)
+    assert lo_w[0] < lo[0] < hi[0] < hi_w[0]
+
+
+def test_weighted_design_effect_scales_with_the_weights():
+    # a likelihood weighted by c is c times as curved and its score c times as large: the
+    # statistic grows by c, so the design effect must too, or the interval would shrink
+    rng = np.random.default_rng(4)
+    pairs = [(0, 1) if rng.random() < 0.6 else (1, 0) for _ in range(40)]
+    plain = battles_of(pairs)
+    contrast = np.array([0.5, -0.5])
+    def weighted(c):
+        return bt.Battles(plain.players, plain.winner, plain.loser, plain.episode, plain.n_episodes,
+                          np.full(plain.n, c))
+    unit = bt.contrast_interval(weighted(1.0), np.array([1.0, -1.0]), np.full(2, 1000.0))
+    for c in (0.25, 3.0):
+        assert bt.design_effect(weighted(c), contrast) == pytest.approx(c * bt.design_effect(plain, contrast))
+        assert bt.contrast_interval(weighted(c), np.array([1.0, -1.0]), np.full(2, 1000.0)) == pytest.approx(
+            unit, abs=15)
+
+
 # ----------------------------------------------------------------------------- decisions
 def test_decision_stats_count_first_tries_reasks_fallbacks_tokens_and_cost():
     from socialgym_benchmarks.cli import parse_prices

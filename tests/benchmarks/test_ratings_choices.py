@@ -116,18 +116,23 @@ def test_three_policies_identify_per_policy_gaps():
     assert gaps["A"] > gaps["C"] > gaps["B"] and gaps["A"] - gaps["B"] > 300      # planted 3 logits ~ 520 Elo
 
 
-def test_role_gap_table_plot_and_csv_label_what_is_not_identified(tmp_path, monkeypatch):
-    rng = np.random.default_rng(2)
-    records = _tournament({"A": {"alt": 1.0, "main": 0.0}, "B": {"alt": 0.0, "main": 0.0}}, 20, rng)
+def _board_with_figures(records, tmp_path, monkeypatch):
+    """build_leaderboard over ``records`` (bootstrap 20), and every figure it drew."""
     for record in records:
         append_episode(tmp_path / "logs" / "werewolves.jsonl", record)
     figures = []
     real_savefig = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
                         lambda fig, *a, **k: (figures.append(fig), real_savefig(fig, *a, **k))[1])
-    summary = build_leaderboard(tmp_path / "logs", tmp_path / "board", n_boot=20)
+    return build_leaderboard(tmp_path / "logs", tmp_path / "board", n_boot=20), figures
+
+
+def test_role_gap_table_plot_and_csv_label_what_is_not_identified(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    records = _tournament({"A": {"alt": 1.0, "main": 0.0}, "B": {"alt": 0.0, "main": 0.0}}, 20, rng)
+    summary, figures = _board_with_figures(records, tmp_path, monkeypatch)
     csv_text = (tmp_path / "board" / "role_elo.csv").read_text()
-    assert csv_text.splitlines()[0].endswith(",gap,gap_lo,gap_hi,gap_boot_lo,gap_boot_hi,gap_identified") and ",False" in csv_text
+    assert csv_text.splitlines()[0].endswith(",gap,gap_lo,gap_hi,gap_boot_lo,gap_boot_hi,gap_identified,gap_status") and ",False" in csv_text
     assert "(n.i.)" in (tmp_path / "board" / "leaderboard.md").read_text()
     assert "online_elo" in json.loads((tmp_path / "board" / "leaderboard.json").read_text())
     role_fig = next(f for f in figures if "Role gap" in f.axes[0].get_title())
@@ -137,6 +142,42 @@ def test_role_gap_table_plot_and_csv_label_what_is_not_identified(tmp_path, monk
     assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1    # the title is not clipped
     assert "not id." in role_fig.axes[0].get_title()
     plot_role_gap(summary, tmp_path / "again.png")                             # and renders again
+    _assert_every_output_marks(tmp_path / "board", summary, "not identified", "(n.i.)", "not id.", role_fig)
+
+
+def _assert_every_output_marks(board, summary, status, table_mark, figure_mark, role_fig):
+    """JSON, CSV, Markdown, HTML, the console and the role-gap figure all say ``status``."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from socialgym_benchmarks.leaderboard_render import print_leaderboard
+
+    rows = json.loads((board / "leaderboard.json").read_text())["roles"]["werewolves"]
+    assert {row["gap_status"] for row in rows.values()} == {status}
+    assert f",{status}" in (board / "role_elo.csv").read_text()
+    assert table_mark in (board / "leaderboard.md").read_text()
+    assert table_mark in (board / "leaderboard.html").read_text()
+    console = Console(file=StringIO(), width=300)
+    print_leaderboard(summary, console=console)
+    assert any(status in line and "werewolves" in line for line in console.file.getvalue().splitlines())
+    cells = [text.get_text() for text in role_fig.axes[0].texts]
+    assert cells and all(figure_mark in cell for cell in cells)
+
+
+def test_separated_role_gaps_are_marked_in_every_output(tmp_path, monkeypatch):
+    # three policies (every gap identified by rank), and the wolves win every episode: each
+    # policy's alt side beats every main side, so no gap has a finite upper bound
+    records = [werewolves(w, v, True, i) for w, v in itertools.permutations("ABC", 2) for i in range(6)]
+    summary, figures = _board_with_figures(records, tmp_path, monkeypatch)
+    rows = summary["roles"]["werewolves"]
+    assert all(row["gap_identified"] and None in (row["gap_lo"], row["gap_hi"]) for row in rows.values())
+    role_fig = next(f for f in figures if "Role gap" in f.axes[0].get_title())
+    assert "sep. = outcomes separated" in role_fig.axes[0].get_title()
+    _assert_every_output_marks(tmp_path / "board", summary, "separated", "(sep.)", "sep.", role_fig)
+    # the bootstrap's interval cannot show the separation; the status still does
+    boot = summarize(records, n_boot=50, interval="bootstrap")["roles"]["werewolves"]
+    assert {row["gap_status"] for row in boot.values()} == {"separated"}
 
 
 def test_ties_option_on_the_cli(tmp_path):

@@ -133,15 +133,43 @@ def test_vllm_rollouts_play_the_policys_own_layout(tokenizer):
     assert [len(lp) for lp in out["logprobs"]] == [len(c) for c in out["completion_ids"]]
 
 
-def test_constrained_vllm_runs_skip_the_masked_importance_correction():
+def test_masked_tokens_are_unscorable_and_free_text_keeps_the_correction(tokenizer):
     """vLLM's log-probabilities under the grammar mask are not the trainer's unconstrained ones:
-    TRL's correction is off for constrained vLLM runs, on (TRL's default) otherwise."""
+    a constrained reply's tokens carry None (TRL: NaN, importance ratio 1), an unconstrained
+    reply's keep vLLM's values, and TRL's correction stays on (its default) in every run."""
     import dataclasses
+    import inspect
+    from types import SimpleNamespace
 
-    from trl import GRPOConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    import socialgym_env
 
     from socialgym_training.grpo_games import Config, vllm_args
+    from socialgym_training.multiturn import vllm_generate_fn
+
+    class FreeOrChoice(_ChoiceClient):
+        def generate(self, prompts, generation_kwargs=None, max_tokens=16, **kwargs):
+            if (generation_kwargs or {}).get("structured_outputs"):
+                return super().generate(prompts, generation_kwargs=generation_kwargs, max_tokens=max_tokens, **kwargs)
+            ids = self.tokenizer("I pass.", add_special_tokens=False)["input_ids"]
+            return {"prompt_ids": prompts, "completion_ids": [list(ids) for _ in prompts],
+                    "logprobs": [[[-0.25] for _ in ids] for _ in prompts], "logprob_token_ids": None}
+
+    generation = SimpleNamespace(mode="server", temperature=1.0, top_p=1.0, top_k=0, min_p=0.0,
+                                 repetition_penalty=1.0, max_completion_length=12, generation_kwargs=None,
+                                 vllm_client=FreeOrChoice(tokenizer))
+    env = socialgym_env.make("rock_paper_scissors")
+    env.reset(seed=0)
+    generate = vllm_generate_fn(SimpleNamespace(vllm_generation=generation), tokenizer=tokenizer)
+    replies, logprobs = generate([[1, 2, 3], [4, 5, 6]], [env.infos["player_0"], None])
+    assert logprobs[0] == [None] * len(replies[0]) and replies[0]                  # under the schema
+    assert logprobs[1] == [-0.25] * len(replies[1]) and replies[1]                 # free text
+    # TRL 1.16 turns None into NaN and gives a NaN token importance ratio 1 (no correction)
+    source = inspect.getsource(GRPOTrainer)
+    assert 'float("nan") if x is None else x' in source
+    assert "torch.nan_to_num(per_token_logps_diff, nan=0.0)" in source
     assert "vllm_importance_sampling_correction" in {f.name for f in dataclasses.fields(GRPOConfig)}
-    assert vllm_args(Config(use_vllm=True, constrained=True))["vllm_importance_sampling_correction"] is False
-    assert vllm_args(Config(use_vllm=True, constrained=False))["vllm_importance_sampling_correction"] is True
+    for constrained in (True, False):
+        assert vllm_args(Config(use_vllm=True, constrained=constrained))["vllm_importance_sampling_correction"] is True
     assert vllm_args(Config())["use_vllm"] is False

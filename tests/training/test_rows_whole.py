@@ -1,6 +1,7 @@
 """Rows kept whole: Werewolves decision rows (a scripted log made here, prompts as SmolLM2's) go
 through the real SFTTrainer's preprocessing with every completion token kept; rows longer than
-the cap are shortened on the prompt side only (oldest turns first), and rows that cannot fit are
+the cap are shortened on the prompt side only, as the policy fits its prompt (oldest history lines
+first), and rows that cannot fit are
 named, never dropped silently. TRL's own truncation at the same length loses completion tokens."""
 import json
 from types import SimpleNamespace
@@ -10,6 +11,7 @@ import pytest
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob, run_jobs
 from socialgym_training.export import decision_rows, export
+from socialgym_agents.llm.prompt import OMIT_CHUNK, compose_prompt, fit_history, parse_chat
 from socialgym_training.rows import fit_rows, length_report, row_tokens, shorten_prompt
 
 
@@ -48,11 +50,11 @@ def test_trl_keeps_every_completion_token_of_fitted_rows(werewolves_rows, smollm
     kept, max_length, fit = fit_rows(werewolves_rows, tokenizer, ("completion",), 0, cap)
     assert max_length == cap and fit["shortened"] > 0
     assert len(kept) + len(fit["unfit"]) == len(werewolves_rows)
-    # what could not fit is named, and really cannot: its head + current turn + completion exceed the cap
+    # what could not fit is named, and really cannot: with every history line omitted it still exceeds the cap
     by_name = {f"{r['episode_id']}:turn {r['turn_index']}": r for r in werewolves_rows}
     for name in fit["unfit"]:
         row = by_name[name]
-        assert sum(row_tokens(tokenizer, [row["prompt"][0], row["prompt"][-1]], row["completion"])) > cap
+        assert sum(row_tokens(tokenizer, _bare(row["prompt"]), row["completion"])) > cap
     # through the real trainer: no row dropped, every completion token kept
     assert _trl_labels(model, tokenizer, kept, max_length, tmp_path / "fitted") == _completion_tokens(tokenizer, kept)
     assert all(row["completion"] == by_name[f"{row['episode_id']}:turn {row['turn_index']}"]["completion"]
@@ -72,17 +74,36 @@ def test_default_length_is_what_the_longest_row_needs(werewolves_rows, tokenizer
     assert report["longest"]["row"] == f"{longest['episode_id']}:turn {longest['turn_index']}"
 
 
-def test_shortening_drops_the_oldest_turns_and_keeps_head_and_current_turn(werewolves_rows, tokenizer):
+def _bare(prompt):
+    """The row's chat with every history line omitted (the least the policy's fitting can send)."""
+    parsed = parse_chat(prompt)
+    gone = parsed["already_omitted"] + len(parsed["history"])
+    bare = compose_prompt(parsed["head"], parsed["history"], parsed["block"], gone, parsed["already_omitted"])
+    return parsed["system"] + [{"role": "user", "content": bare}] + parsed["tail"]
+
+
+def test_shortening_omits_the_oldest_history_lines_as_the_policy_does(werewolves_rows, tokenizer):
     row = max(werewolves_rows, key=lambda r: len(r["prompt"]))
     prompt, completion = row["prompt"], row["completion"]
     assert len(prompt) >= 7
-    whole = sum(row_tokens(tokenizer, prompt, completion))
-    shorter = shorten_prompt(tokenizer, prompt, [completion], whole - 1)
-    assert shorter[0] == prompt[0] and shorter[-1] == prompt[-1]
-    assert shorter == [prompt[0]] + prompt[3:]                      # one turn dropped: the oldest
-    assert [m["role"] for m in shorter[:2]] == ["user", "assistant"]
-    assert sum(row_tokens(tokenizer, shorter, completion)) <= whole - 1
+    parsed = parse_chat(prompt)
+
+    def tokens(text):
+        return sum(row_tokens(tokenizer, [{"role": "user", "content": text}], completion))
+    # a budget one token short of this decision's whole prompt (one message: shorter than the chat)
+    budget = tokens(compose_prompt(parsed["head"], parsed["history"], parsed["block"])) - 1
+    assert budget < sum(row_tokens(tokenizer, prompt, completion))
+    # the policy's own fitting of this decision's whole prompt, to the row's budget
+    expected, omitted = fit_history(parsed["head"], parsed["history"], parsed["block"], lambda p: tokens(p) <= budget)
+    shorter = shorten_prompt(tokenizer, prompt, [completion], budget)
+    assert omitted > 0 and shorter == [{"role": "user", "content": expected}]
+    text = shorter[0]["content"]
+    assert text.startswith(prompt[0]["content"].split("Here is the context of the interaction:")[0])   # the head
+    assert f"[... {omitted} earlier messages omitted ...]" in text and omitted % OMIT_CHUNK == 0
+    assert parsed["history"][-1] in text and parsed["history"][0] not in text       # newest kept, oldest gone
+    assert sum(row_tokens(tokenizer, shorter, completion)) <= budget
     assert shorten_prompt(tokenizer, prompt, [completion], 10) is None
+    assert shorten_prompt(tokenizer, [{"role": "user", "content": "another layout"}], [completion], 10_000) is None
 
 
 def test_the_sft_script_fits_its_rows_and_names_the_unfit(werewolves_rows, tokenizer, capsys):

@@ -292,12 +292,15 @@ def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenize
     for episode in episodes:
         assert [json.loads(a)["action_type"] for a in episode.actions] == ["rock", "rock"]   # the first legal reply
         assert len(episode.logprobs) == len(episode.completion_ids) == len(episode.env_mask)
-        assert all(lp == (-0.25 if m else 0.0) for lp, m in zip(episode.logprobs, episode.env_mask))
+        # reply tokens sampled under the schema: vLLM scored the masked distribution, so none
+        # (TRL: no importance correction for them); env tokens 0.0
+        assert all(lp == (None if m else 0.0) for lp, m in zip(episode.logprobs, episode.env_mask))
     out = rollout_output(episodes)
     assert [len(lp) for lp in out["logprobs"]] == [len(c) for c in out["completion_ids"]]
     unconstrained = play_episodes(specs[:1], vllm_generate_fn(trainer, constrained=False), tokenizer, max_turns=4)
     assert "structured_outputs" not in (client.calls[-1]["generation_kwargs"] or {})
     assert unconstrained[0].invalid_actions == 2                  # "junk" is no action
+    assert all(lp == (-0.25 if m else 0.0) for lp, m in zip(unconstrained[0].logprobs, unconstrained[0].env_mask))
 
 
 def test_hf_rollouts_have_no_logprobs(tokenizer):
