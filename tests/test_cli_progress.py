@@ -37,8 +37,8 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
     seen = []                                   # (bar position, episodes in the logs) at each record
 
     def watching(stop_after=None):
-        def make(ep_bar, game_bar, shards):
-            update = real(ep_bar, game_bar, shards)
+        def make(ep_bar, game_bar, shards, *estimate):
+            update = real(ep_bar, game_bar, shards, *estimate)
 
             def on_record(record):
                 update(record)
@@ -70,14 +70,15 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
 
 def test_the_status_line_shows_decisions_and_the_games_in_play():
     from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from socialgym_benchmarks.progress import ProgressEstimate, in_play
     ticks = []
     jobs = [EpisodeJob(game, seed, ["scripted:random"] * n) for game, n in (("prisoners_dilemma", 2), ("stag_hunt", 4))
             for seed in (0, 1)]
-    records = run_jobs(jobs, PolicyPool(), on_tick=lambda games, decisions: ticks.append((list(games), decisions)))
+    records = run_jobs(jobs, PolicyPool(), on_tick=lambda live, decisions: ticks.append((list(live), decisions)))
     assert ticks[-1] == ([], sum(len(r["turns"]) for r in records))
     assert all(a[1] <= b[1] for a, b in zip(ticks, ticks[1:]))              # decisions only grow
-    assert backends.in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
-    assert backends.in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
+    assert in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
+    assert in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
 
     class Bar:
         postfix = None
@@ -85,8 +86,9 @@ def test_the_status_line_shows_decisions_and_the_games_in_play():
         def set_postfix_str(self, text, refresh=True):
             self.postfix = text
     bar = Bar()
-    backends._tick_callback(bar, every_s=0)(["coup", "coup"], 17)
-    assert bar.postfix == "17 decisions; in play: coup x2"
+    backends._tick_callback(bar, ProgressEstimate({"coup": 3}), every_s=0)([("coup", 5), ("coup", 12)], 17)
+    assert bar.postfix.startswith("17 decisions") and "in play: coup x2" in bar.postfix
+    assert "ETA once a coup episode ends" in bar.postfix       # no episode ended: no basis for an ETA
 
 
 def test_sigterm_is_an_interrupt_with_exit_130(capsys):
