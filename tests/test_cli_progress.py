@@ -145,3 +145,39 @@ def test_did_you_mean_prefers_the_whole_id():
         socialgym_env.make("werewolf")
     with pytest.raises(socialgym_env.SocialGymError, match="Did you mean chess?"):
         socialgym_env.make("chesss")
+
+
+def test_setup_shows_what_it_installs():
+    """make setup / setup-test: pip and apt-get print what they fetch (no -q, no output thrown away)."""
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    recipe = subprocess.run(["make", "-n", "-C", str(root), "setup-test"], capture_output=True, text=True,
+                            check=True).stdout
+    installs = [line for line in recipe.splitlines() if re.search(r"pip (install|download)|apt-get (install|update)", line)]
+    assert len(installs) >= 6, recipe
+    for line in installs:
+        for command in re.split(r"&&|\|\|", line):
+            if re.search(r"pip (install|download)|apt-get (install|update)", command):
+                assert not re.search(r"(^|\s)(-q+|--quiet)(\s|$)|>\s*/dev/null", command), command
+
+
+def test_model_loading_shows_one_line_not_transformers_bar(monkeypatch, capfd, tmp_path):
+    """transformers' `Loading weights` bar stayed on screen for a whole run: it is off while we load,
+    back on after, and one line of ours says what was loaded."""
+    import transformers
+    from transformers.utils import logging as hf_logging
+    from socialgym_agents.llm import loading
+
+    def fake_from_pretrained(path, **options):
+        for _ in hf_logging.tqdm(range(3), desc="Loading weights"):
+            pass
+        return object()
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", fake_from_pretrained)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fake_from_pretrained)
+    hf_logging.enable_progress_bar()
+    loading._load_dense(str(tmp_path))
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err
+    assert err.count("\n") == 1 and err.startswith(f"loaded the model weights of {tmp_path} in "), err
+    assert hf_logging.is_progress_bar_enabled()
