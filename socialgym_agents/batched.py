@@ -68,6 +68,7 @@ class _Live:
     unjournaled: list = field(default_factory=list)   # decision groups since the last journal write
     timing: list = field(default_factory=list)        # [turn, seconds, batch] per decision applied
     journaled: bool = False                           # the journal holds lines of this episode
+    fingerprint: Optional[str] = None                 # set when journaling: the job its lines belong to
 
 
 def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
@@ -117,8 +118,9 @@ def _replay_chain(live: _Live, chain: list) -> None:
     """Apply the journaled decision groups to ``live`` (fresh from :func:`_start`), restoring
     each seat's policy state as the unbroken run had it (see the module docstring)."""
     env = live.env
+    fingerprint = _fingerprint(live.job)
     for line in chain:
-        if line.get("job") != _fingerprint(live.job):
+        if line.get("job") != fingerprint:
             raise _NoReplay("another config, roster or playbook")
         if not env.agents or len(env.turns) != line["turn"]:
             raise _NoReplay(f"turn {line['turn']} is not where the replay is")
@@ -244,6 +246,8 @@ class _BatchRun:
             index, job = self.queue.pop(ready[0])
             try:
                 self.live.append(_start(index, job, self.pool, self.chains.pop(job.episode_id, None)))
+                if self.journal is not None:
+                    self.live[-1].fingerprint = _fingerprint(job)
             except Exception as err:
                 self.fail(index, job, err)
 
@@ -309,8 +313,6 @@ class _BatchRun:
         """Append the decision groups each live episode played since the last write (one write
         per journal file). Episodes that ended meanwhile are in the log: nothing to keep."""
         if self.journal is None:
-            for entry in self.live:
-                entry.unjournaled.clear()
             return
         by_path: dict = defaultdict(list)
         for entry in self.live:
@@ -377,7 +379,9 @@ def _play_group(entry: _Live, decided: list) -> None:
     if not decided:
         return
     entry.timing += [[before + i, extra["seconds"], extra["batch"]] for i, (_, _, extra) in enumerate(decided[:stepped])]
-    entry.unjournaled.append({"episode_id": entry.job.episode_id, "job": _fingerprint(entry.job), "turn": before,
+    if entry.fingerprint is None:       # not journaling
+        return
+    entry.unjournaled.append({"episode_id": entry.job.episode_id, "job": entry.fingerprint, "turn": before,
                               "after": len(env.turns),
                               "decisions": [dict(extra, agent=agent, action=decision.action, meta=decision.meta)
                                             for agent, decision, extra in decided]})
