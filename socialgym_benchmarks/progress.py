@@ -113,10 +113,12 @@ class ProgressEstimate:
         parts = [f"{self.decisions} decisions" + (f" ({rate:.1f}/s)" if rate else "")]
         if self.live:
             parts.append(f"in play: {in_play(game for game, _ in self.live)}")
+        if not any(left > 0 for left in self.left.values()):
+            return "; ".join(parts)              # all done: no ETA to give
         eta = self.eta()
         if eta is not None:
             parts.append(f"ETA {duration(eta)}")
-        elif any(left > 0 for left in self.left.values()):
+        else:
             waiting = self.waiting_for()
             parts.append(f"ETA once a {waiting[0]} episode ends" if waiting else "ETA: estimating")
         return "; ".join(parts)

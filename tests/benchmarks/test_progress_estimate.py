@@ -28,6 +28,10 @@ def test_no_eta_before_a_basis_then_one_that_matches_a_steady_run():
     # the 3 in play count IN_PLAY_CAP each until they end: the ETA is short, not hours
     assert estimate.eta() == pytest.approx(0.3 * 20 / 3.7)
     assert "80 decisions (3.8/s)" in estimate.status()          # 76 made after the first tick, in 20 s
+    for _ in range(3):
+        estimate.finished("coup", 21)
+    estimate.tick([], 83)
+    assert "ETA" not in estimate.status()                       # nothing left: no ETA
 
 
 def test_a_burst_of_records_after_a_long_wait_gives_no_multi_hour_eta():
