@@ -179,3 +179,23 @@ def test_an_interrupted_tournament_says_what_it_keeps_and_resumes_in_flight_epis
     assert set(timing) == {job.episode_id for job in jobs}
     records = [json.loads(line) for lines in logs(tmp_path / "killed").values() for line in lines]
     assert all(set(timing[r["episode_id"]]) == set(range(len(r["turns"]))) for r in records)
+
+
+def test_the_journal_reader_keeps_one_continuing_chain_per_episode(tmp_path):
+    from socialgym_env.journal import append_journal, compact_journal
+
+    def group(episode, turn, after):
+        return {"episode_id": episode, "job": "j", "turn": turn, "after": after, "decisions": [{"agent": "a"}]}
+    path = tmp_path / "g.journal"
+    append_journal(path, [group("x", 0, 1), group("x", 1, 3), group("y", 0, 2), group("y", 5, 6)])  # y: a gap
+    append_journal(path, [group("x", 0, 1)])                      # x started again from its first turn
+    append_journal(path, [group("z", 0, 1), {"episode_id": "z", "end": True}])      # z ended: retired
+    with open(path, "ab") as handle:
+        handle.write(b'{"episode_id": "x", "turn": 1, "aft')      # a kill mid-write
+    chains = read_journal(path)
+    assert {e: [(g["turn"], g["after"]) for g in c] for e, c in chains.items()} == {"x": [(0, 1)], "y": [(0, 2)]}
+    append_journal(path, [group("x", 1, 2)])                      # the next write starts on a fresh line
+    assert [(g["turn"], g["after"]) for g in read_journal(path)["x"]] == [(0, 1), (1, 2)]
+    assert set(compact_journal(path, keep={"y"})) == {"y"} and set(read_journal(path)) == {"y"}
+    compact_journal(path, keep=())
+    assert not path.exists()
