@@ -22,7 +22,9 @@ from socialgym_benchmarks import tournament_backends as backends  # noqa: E402
 from socialgym_benchmarks.tournament import parse_overrides, plan_tournament, run_tournament  # noqa: E402
 
 
-def _killing_after(ticks: int):
+def killing_after(ticks: int):
+    """A stand-in for ``tournament_backends._tick_callback`` that interrupts the run (as Ctrl-C
+    would) after ``ticks`` rounds of decisions."""
     real = backends._tick_callback
 
     def make(ep_bar, estimate, every_s=0.5):
@@ -69,7 +71,7 @@ def main(argv=None) -> int:
         run_tournament(jobs, out / "unbroken", progress=False, leaderboard=False)
         print(f"unbroken run: {len(jobs)} episodes in {time.perf_counter() - started:.0f} s")
         real = backends._tick_callback
-        backends._tick_callback = _killing_after(args.kill_after)
+        backends._tick_callback = killing_after(args.kill_after)
         try:
             run_tournament(jobs, out / "resumed", progress=False, leaderboard=False)
         except KeyboardInterrupt:

@@ -9,6 +9,7 @@ from socialgym_agents.llm.backend import Reply
 from socialgym_agents.llm.config import LLMConfig
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_benchmarks.resume_check import killing_after
 from socialgym_env.journal import journal_path, read_journal
 
 from helpers import SeededChoiceBackend
@@ -155,17 +156,7 @@ def test_an_interrupted_tournament_says_what_it_keeps_and_resumes_in_flight_epis
         return {path.name: sorted(path.read_bytes().splitlines()) for path in sorted((out / "logs").glob("*.jsonl"))}
     run_tournament(jobs, tmp_path / "unbroken", progress=False, leaderboard=False)
     real_tick = backends._tick_callback
-
-    def killing(ep_bar, estimate, every_s=0.5):
-        tick, seen = real_tick(ep_bar, estimate, every_s), [0]
-
-        def on_tick(live, decisions):
-            tick(live, decisions)
-            seen[0] += 1
-            if seen[0] == 3:
-                raise KeyboardInterrupt
-        return on_tick
-    monkeypatch.setattr(backends, "_tick_callback", killing)
+    monkeypatch.setattr(backends, "_tick_callback", killing_after(3))
     with pytest.raises(KeyboardInterrupt):
         run_tournament(jobs, tmp_path / "killed", progress=True, leaderboard=False)
     err = capsys.readouterr().err
