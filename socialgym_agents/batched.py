@@ -88,7 +88,7 @@ def _start(index: int, job, pool, chain=None) -> _Live:
             _replay_chain(live, chain)
             live.journaled = True
             return live
-        except _NoReplay as why:
+        except Exception as why:     # _NoReplay, or a journal the env or a policy chokes on: start afresh
             print(f"{job.episode_id}: its {len(chain)} journaled ticks do not replay ({why}); "
                   "played again from its first turn", file=sys.stderr)
     env = socialgym_env.make(job.game, **job.config)

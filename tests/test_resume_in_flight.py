@@ -138,11 +138,16 @@ def test_a_journal_that_does_not_replay_restarts_the_episode_and_says_so(tmp_pat
             if decision["agent"] != "player_0" and entry["episode_id"].startswith("ld-"):
                 decision["action"] = "challenge" if decision["action"] != "challenge" else "bid 1 1"
         edited.append(json.dumps(entry))
+        if entry.get("episode_id") == "pd-0" and entry.get("turn") == 0:   # a line that breaks the replay itself
+            entry["decisions"] = [{"agent": d["agent"]} for d in entry["decisions"]]
+            edited[-1] = json.dumps(entry)
     journal_path(log).write_text("\n".join(edited) + "\n")
     pool, _ = _pool(GrammarChoiceBackend)
     run_jobs(JOBS, pool, log_path=log, journal=journal_path(log))
     assert _log_lines(log) == unbroken
-    assert "do not replay" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ld-0: its" in err and "ld-1: its" in err              # the scripted seats' actions disagree
+    assert "pd-0: its 3 journaled ticks do not replay ('action')" in err   # a line the replay chokes on
 
 
 def test_an_interrupted_tournament_says_what_it_keeps_and_resumes_in_flight_episodes(tmp_path, monkeypatch, capsys):
