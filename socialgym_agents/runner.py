@@ -65,16 +65,22 @@ def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_
              resume: bool = True, progress: bool = False,
              max_concurrent_episodes: Optional[int] = None,
              on_record: Optional[Callable[[dict], None]] = None,
-             on_tick: Optional[Callable[[list, int], None]] = None) -> list[dict]:
+             on_tick: Optional[Callable[[list, int], None]] = None, journal=None,
+             on_timing: Optional[Callable[[dict, list], None]] = None) -> list[dict]:
     """Play every job (skipping those already logged when ``resume``); return the new records
     in job order. Up to ``max_concurrent_episodes`` episodes (default 64) are played at once by
     the batched runner; each is appended to ``log_path`` as soon as it ends. With
     ``max_concurrent_episodes=1`` the jobs run one after another, in order. ``log_path`` may be
     a function of the record (one log per game); ``on_record`` is called as each one ends,
-    ``on_tick(games in play, decisions so far)`` after every round of decisions (progress)."""
+    ``on_tick([(game, turns) of each episode in play], decisions so far)`` after every round of
+    decisions (progress). ``journal`` (a path, or a function of the job) keeps the turns of the
+    episodes in play so a killed run resumes them where they were; ``on_timing(record, [[turn,
+    seconds, batch], ...])`` gets each finished episode's decision times (see
+    :mod:`socialgym_agents.batched`)."""
     pool = pool or PolicyPool()
     # With a per-record log function the caller resumes (it knows every log); here only a path.
     done = completed_episode_ids(log_path) if (log_path and resume and not callable(log_path)) else set()
     todo = [j for j in jobs if j.episode_id not in done]
     return run_batched(todo, pool, log_path=log_path, progress=progress,
-                       max_concurrent_episodes=max_concurrent_episodes, on_record=on_record, on_tick=on_tick)
+                       max_concurrent_episodes=max_concurrent_episodes, on_record=on_record, on_tick=on_tick,
+                       journal=journal, on_timing=on_timing)

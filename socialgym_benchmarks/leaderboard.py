@@ -139,10 +139,11 @@ def _online(records, name, opts, players=None) -> dict:
 
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
               C: float = bt.C_DEFAULT, compare: str = "reward", ties: str = "exclude",
-              interval: str = "profile", prices: Optional[dict] = None) -> dict:
+              interval: str = "profile", prices: Optional[dict] = None, timing: Optional[dict] = None) -> dict:
     """Every table of the leaderboard, as one JSON-friendly dict. ``interval``: how every Elo
     interval is made, ``profile`` (profile likelihood, default) or ``bootstrap`` (percentile,
-    resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`."""
+    resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`. ``timing``: the decision
+    times beside the logs (:func:`socialgym_env.journal.read_timing`), for the seconds column."""
     if interval not in bt.INTERVALS:
         raise ValueError(f"interval must be one of {', '.join(bt.INTERVALS)}, got {interval!r}")
     opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties),
@@ -176,8 +177,8 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
     summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
     summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts)
-    summary["decisions"] = {"overall": decision_stats(records, prices),
-                            "per_game": {g: decision_stats(by_game[g], prices) for g in games},
+    summary["decisions"] = {"overall": decision_stats(records, prices, timing),
+                            "per_game": {g: decision_stats(by_game[g], prices, timing) for g in games},
                             "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
     for p, row in summary["game_weighted"]["overall"].items():
         overall[p].update(elo_games_equal=row["elo"], games_equal_lo=row["lo"], games_equal_hi=row["hi"])
@@ -292,7 +293,7 @@ def _separated_pairs(comp_records: list, competitive: list, by_game: dict, polic
             "method": "profile likelihood of each pair's Elo difference, Bonferroni over the table's pairs"}
 
 
-def decision_stats(records: list, prices: Optional[dict] = None) -> dict:
+def decision_stats(records: list, prices: Optional[dict] = None, timing: Optional[dict] = None) -> dict:
     """Per policy, over every decision its seats made in ``records`` (all games, cooperative
     ones too): ``decisions``; ``invalid_first_rate`` (the first reply gave no legal action:
     unparsed, a backend error, or refused by the game); ``invalid_rate`` (still invalid after
@@ -300,17 +301,27 @@ def decision_stats(records: list, prices: Optional[dict] = None) -> dict:
     played); ``prompt_tokens`` / ``completion_tokens`` per decision (summed over a decision's
     attempts, as the backends report them; None for policies that log no usage, e.g. scripted
     ones); and ``cost`` in the prices' currency when ``prices`` has the policy: {spec: (per
-    million prompt tokens, per million completion tokens)}. The logs hold no time per
-    decision, so there is no seconds column."""
+    million prompt tokens, per million completion tokens)}; ``seconds`` per decision, from
+    ``timing`` ({episode_id: {turn: (seconds, batch)}}, kept beside the logs, not in them, so the
+    records stay a function of the seed): the wall time of the policy call that made the
+    decision, from request to reply; a batched call's time is shared by its decisions, so this is
+    what a decision waits, and ``batch`` (the mean decisions per call) tells how many shared it.
+    None where no decision of the policy has a time (logs from before, or another runner)."""
     totals: dict = defaultdict(lambda: {"decisions": 0, "invalid_first": 0, "invalid": 0, "fallbacks": 0,
-                                        "prompt_tokens": 0, "completion_tokens": 0, "with_usage": 0})
+                                        "prompt_tokens": 0, "completion_tokens": 0, "with_usage": 0,
+                                        "timed": 0, "seconds": 0.0, "batch": 0})
     for record in records:
         policy_of = {seat.get("agent"): seat.get("policy") for seat in record.get("roster", [])}
-        for turn in record.get("turns") or ():
+        times = (timing or {}).get(record.get("episode_id"), {})
+        for number, turn in enumerate(record.get("turns") or ()):
             policy = policy_of.get(turn.get("agent"))
             if policy is None:
                 continue
             row = totals[policy]
+            if number in times:
+                row["timed"] += 1
+                row["seconds"] += times[number][0]
+                row["batch"] += times[number][1]
             attempts = (turn.get("agent_meta") or {}).get("attempts") or []
             row["decisions"] += 1
             row["invalid"] += not turn.get("valid", True)
@@ -327,7 +338,9 @@ def decision_stats(records: list, prices: Optional[dict] = None) -> dict:
         stats = {"decisions": n, "invalid_first_rate": row["invalid_first"] / n if n else None,
                  "invalid_rate": row["invalid"] / n if n else None, "fallbacks": row["fallbacks"],
                  "prompt_tokens": row["prompt_tokens"] / used if used else None,
-                 "completion_tokens": row["completion_tokens"] / used if used else None, "cost": None}
+                 "completion_tokens": row["completion_tokens"] / used if used else None, "cost": None,
+                 "seconds": row["seconds"] / row["timed"] if row["timed"] else None,
+                 "batch": row["batch"] / row["timed"] if row["timed"] else None}
         if prices and policy in prices:
             price_in, price_out = prices[policy]
             stats["cost"] = (row["prompt_tokens"] * price_in + row["completion_tokens"] * price_out) / 1e6

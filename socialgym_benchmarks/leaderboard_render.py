@@ -48,6 +48,7 @@ import numpy as np
 
 from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
+from socialgym_env.journal import read_timing
 from socialgym_env.registry import game_ids
 
 from . import elo as bt
@@ -88,7 +89,7 @@ def write_csvs(summary: dict, outdir: Path) -> dict:
            for group, table in [("overall", weighted["overall"])] + sorted(weighted["per_category"].items())
            for p, v in table.items()])
     decision_cols = ["decisions", "invalid_first_rate", "invalid_rate", "fallbacks", "prompt_tokens",
-                     "completion_tokens", "cost"]
+                     "completion_tokens", "cost", "seconds", "batch"]
     decisions = summary["decisions"]
     write("decisions.csv", ["game", "policy", *decision_cols],
           [[g, p, *(v[c] for c in decision_cols)]
@@ -389,18 +390,25 @@ def _tables(summary: dict) -> list[tuple[str, list, list]]:
 
 
 DECISION_HEADER = ["policy", "decisions", "invalid 1st try", "invalid after re-asks", "fallbacks",
-                   "prompt tok/decision", "completion tok/decision", "cost"]
+                   "prompt tok/decision", "completion tok/decision", "cost", "s/decision", "batch"]
 
 
 def _decision_rows(summary: dict) -> list:
     table = summary["decisions"]["overall"]
     return [[p, v["decisions"], _pct(v["invalid_first_rate"]), _pct(v["invalid_rate"]), v["fallbacks"],
-             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4)]
+             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4),
+             _seconds(v.get("seconds")), _fmt(v.get("batch"), 1)]
             for p in summary["policies"] if (v := table.get(p))]
 
 
+def _seconds(value) -> str:
+    """Seconds with 3 significant digits (a scripted decision takes microseconds, a model's seconds)."""
+    return "" if value is None else f"{value:.3g}"
+
+
 def _decision_table(summary: dict) -> tuple:
-    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens)",
+    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens; "
+            "s/decision: wall time from request to reply, a batched call's time shared by its `batch` decisions)",
             DECISION_HEADER, _decision_rows(summary))
 
 
@@ -502,6 +510,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     summary (also written as ``leaderboard.json``)."""
     outdir = Path(outdir)
     records, skipped = load_records(logdir)
+    timing = read_timing(logdir)
     if not records:
         raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
     unknown = sorted({str(r.get("game")) for r in records} - set(game_ids()))
@@ -509,7 +518,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
         raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
                                f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
     summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval,
-                        prices=prices)
+                        prices=prices, timing=timing)
     outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
     summary["skipped"] = skipped
     summary["logdir"] = str(logdir)

@@ -21,7 +21,8 @@ Running
 -------
 One shard per game, one log file per shard (``OUT/logs/<game>.jsonl``), played by local processes
 or Ray actors (:mod:`socialgym_benchmarks.tournament_backends`); every start plays only the episodes not yet
-logged, so a killed run resumes with no episode lost or duplicated.
+logged, so a killed run resumes with no episode lost or duplicated, and (locally) the episodes it
+had in play go on from their journaled turns (``OUT/logs/<game>.journal``).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from socialgym_agents.specs import AgentSpec
 from socialgym_env.errors import LogFormatError
 
 from .elo import check_ties
-from .tournament_backends import failed_ids, logged_ids, run_local, run_ray
+from .tournament_backends import failed_ids, in_flight_turns, logged_ids, run_local, run_ray
 
 DEFAULT_AGENTS = ("smollm2", "scripted:heuristic", "scripted:random")
 DEFAULT_EPISODES = 10
@@ -308,8 +309,11 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
                 raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
         except KeyboardInterrupt:        # Ctrl-C, or SIGTERM under the CLI: say how to go on
             logged = len({j.episode_id for j in jobs} & logged_ids(log_dir, retry_failed=retry_failed))
+            in_flight = in_flight_turns(log_dir)
+            kept = (f"; {in_flight[0]} episodes in play keep their {in_flight[1]} journaled turns and go on from "
+                    "them") if in_flight[0] else ""
             print(f"\ninterrupted: {logged} of {len(jobs)} episodes are logged in {log_dir}; run the same "
-                  "command again to resume (logged episodes are skipped, the rest are played)", file=sys.stderr)
+                  f"command again to resume (logged episodes are skipped, the rest are played{kept})", file=sys.stderr)
             raise
     # A failed episode is logged (with its error) and counted apart, never passed off as played.
     failed = len({j.episode_id for j in todo} & failed_ids(log_dir)) if played else 0

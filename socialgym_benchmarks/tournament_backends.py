@@ -6,7 +6,11 @@ shards on a process pool (``workers`` processes; 1 = in this process); ``backend
 chunks of episodes to Ray actors (each holds one ``PolicyPool``, so a model loads once per
 actor) and the driver appends the returned records. Every start first collects the episode ids
 already in ``OUT/logs`` and plays only the others, so a killed run resumes with no episode lost
-or duplicated (``socialgym_agents.runner.run_jobs`` also skips logged ids).
+or duplicated (``socialgym_agents.runner.run_jobs`` also skips logged ids). Locally, the turns of
+the episodes in play are journaled (``OUT/logs/<game>.journal``, :mod:`socialgym_env.journal`) and
+a resume continues them from their last journaled tick; each decision's wall time goes to
+``OUT/logs/<game>.timing``. Ray actors return whole episodes: a killed Ray run loses the turns of
+the chunks in flight (``chunk_size`` episodes per actor).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from typing import Iterable, Optional
 import socialgym_env
 from socialgym_agents.runner import PolicyPool, run_jobs
 from socialgym_env.registry import outside_registrations, restore_registrations
+from .progress import ProgressEstimate, in_play
+from socialgym_env.journal import JOURNAL_SUFFIX, append_timing, journal_path, read_journal, timing_path
 from socialgym_env.logs import append_episode, completed_episode_ids, failed_episode_ids
 
 
@@ -32,6 +38,12 @@ def logged_ids(log_dir: Path, retry_failed: bool = True) -> set:
     for path in sorted(Path(log_dir).glob("*.jsonl")):
         done |= completed_episode_ids(path, retry_failed=retry_failed)
     return done
+
+
+def in_flight_turns(log_dir: Path) -> tuple:
+    """(episodes, turns) the journals under ``log_dir`` hold for episodes still in play."""
+    chains = [chain for path in sorted(Path(log_dir).glob(f"*{JOURNAL_SUFFIX}")) for chain in read_journal(path).values()]
+    return len(chains), sum(chain[-1]["after"] for chain in chains)
 
 
 def failed_ids(log_dir: Path) -> set:
@@ -66,9 +78,21 @@ def _check_games_known(jobs) -> None:
         socialgym_env.game_class(game)
 
 
+def _journal_of(log_dir: Path):
+    return lambda job: journal_path(shard_log(log_dir, job.game))
+
+
+def _timing_to(log_dir: Path):
+    """``on_timing`` for the runner: each finished episode's decision times beside its log."""
+    return lambda record, timing: append_timing(timing_path(shard_log(log_dir, record["game"])),
+                                                record["episode_id"], timing)
+
+
 def _run_shard(jobs: list, log_path: str, pool_seed: int) -> int:
     _check_games_known(jobs)
-    records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), log_path=log_path, resume=True)
+    log_dir = Path(log_path).parent
+    records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), log_path=log_path, resume=True,
+                       journal=_journal_of(log_dir), on_timing=_timing_to(log_dir))
     return len(records)
 
 
@@ -94,38 +118,34 @@ class _LineCounter:
         return sum(self.lines.values())
 
 
-def _bars(total_episodes: int, total_games: int, enabled: bool, already: int = 0):
+# Our own ETA goes in the status line (socialgym_benchmarks.progress): tqdm's, from the gaps
+# between bursts of finished episodes, reads hours on a run of minutes.
+OWN_ETA_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+
+
+def _bars(total_episodes: int, total_games: int, enabled: bool, already: int = 0, own_eta: bool = False):
     """The episode bar counts the whole plan, starting at the episodes already logged, so it
     reads as the logs do (a resumed run does not start at 0 of what is left)."""
     if not enabled:
         return None, None
     from tqdm import tqdm
     episodes = tqdm(total=total_episodes + already, initial=already, desc="episodes", unit="ep", position=0,
-                    dynamic_ncols=True)
-    games = tqdm(total=total_games, desc="games   ", unit="game", position=1, dynamic_ncols=True)
+                    dynamic_ncols=True, bar_format=OWN_ETA_FORMAT if own_eta else None)
+    games = tqdm(total=total_games, desc="games   ", unit="game", position=1, dynamic_ncols=True,
+                 bar_format=OWN_ETA_FORMAT if own_eta else None)
     return episodes, games
 
 
-IN_PLAY_SHOWN = 3       # games named on the status line; a wide run would push the bar off the screen
-
-
-def in_play(games) -> str:
-    """``werewolves x3, coup`` -- the games of the episodes in flight, for the bar's status:
-    the first :data:`IN_PLAY_SHOWN` games, then how many more."""
-    counts: dict = {}
-    for game in games:
-        counts[game] = counts.get(game, 0) + 1
-    shown = [f"{g} x{n}" if n > 1 else g for g, n in list(counts.items())[:IN_PLAY_SHOWN]]
-    more = len(counts) - len(shown)
-    return ", ".join(shown) + (f" +{more} more" if more else "")
-
-
-def _progress_callback(ep_bar, game_bar, shards: dict):
+def _progress_callback(ep_bar, game_bar, shards: dict, estimate: Optional[ProgressEstimate] = None):
     left = {game: len(jobs) for game, jobs in shards.items()}
 
     def on_record(record):
+        if estimate is not None:
+            estimate.finished(record["game"], len(record.get("turns") or ()))
         if ep_bar:
             ep_bar.update(1)
+            if estimate is not None:
+                ep_bar.set_postfix_str(estimate.status(), refresh=False)
             ep_bar.refresh()            # redraw now: update() alone waits out tqdm's mininterval
         left[record["game"]] -= 1
         if game_bar and left[record["game"]] == 0:
@@ -134,17 +154,19 @@ def _progress_callback(ep_bar, game_bar, shards: dict):
     return on_record
 
 
-def _tick_callback(ep_bar, every_s: float = 0.5):
-    """The episode bar's status line inside long episodes: turns played, games in flight."""
+def _tick_callback(ep_bar, estimate: ProgressEstimate, every_s: float = 0.5):
+    """The episode bar's status line inside long episodes (decisions, their rate, the games in
+    play, the ETA), redrawn at most every ``every_s`` seconds so the elapsed time moves too."""
     import time
-    last = [0.0]
+    last = [float("-inf")]
 
-    def on_tick(games, decisions):
+    def on_tick(live, decisions):
+        estimate.tick(live, decisions)
         now = time.monotonic()
         if ep_bar is None or now - last[0] < every_s:
             return
         last[0] = now
-        ep_bar.set_postfix_str(f"{decisions} decisions; in play: {in_play(games) or '-'}", refresh=True)
+        ep_bar.set_postfix_str(estimate.status(), refresh=True)
     return on_tick
 
 
@@ -170,15 +192,18 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     total = sum(len(j) for j in shards.values())
     paths = [shard_log(log_dir, g) for g in shards]
     counter = _LineCounter(paths)
-    ep_bar, game_bar = _bars(total, len(shards), progress, already)
+    ep_bar, game_bar = _bars(total, len(shards), progress, already, own_eta=workers == 1)
     order = sorted(shards, key=lambda game: _expected_length(game, len(shards[game])))
     if workers == 1:
         # One process, one batched runner over every game: all pending LLM decisions of all
         # games share each forward pass (the fastest way to run a local model).
         jobs = [job for game in order for job in shards[game]]
+        estimate = ProgressEstimate({game: len(shard) for game, shard in shards.items()})
         records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
                            log_path=lambda record: shard_log(log_dir, record["game"]),
-                           on_record=_progress_callback(ep_bar, game_bar, shards), on_tick=_tick_callback(ep_bar))
+                           on_record=_progress_callback(ep_bar, game_bar, shards, estimate),
+                           on_tick=_tick_callback(ep_bar, estimate),
+                           journal=_journal_of(log_dir), on_timing=_timing_to(log_dir))
         for bar in (ep_bar, game_bar):
             if bar:
                 bar.close()

