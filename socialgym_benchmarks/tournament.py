@@ -168,6 +168,10 @@ def episode_seed(seed: int, game: str, combo: Sequence[str], index: int) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
+def episode_id(seed: int, game: str, combo: Sequence[str], index: int) -> str:
+    return f"{game}|{'~'.join(combo)}|e{index:03d}|s{episode_seed(seed, game, combo, index)}"
+
+
 @dataclass
 class GameLayout:
     """The canonical role deck of a game and the units (teams, else seats) policies hold."""
@@ -231,19 +235,29 @@ def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
         if len(jobs) + count > limit:
             raise ValueError(f"the plan would hold more than {MAX_PLANNED_EPISODES:,} episodes ({game}: "
                              f"{count:,} per combination); give fewer --episodes or games")
-        for e in range(count):
-            rot = e % m
-            unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
-            slot_policy = [unit_policy[u] for u in layout.unit_of_slot]
-            s = episode_seed(seed, game, combo, e)
-            env.reset(seed=s)
-            seats = seat_policies(env, layout, slot_policy)
-            episode_id = f"{game}|{'~'.join(combo)}|e{e:03d}|s{s}"
-            tags = {"tournament": tournament or f"seed{seed}", "matchup": "~".join(combo),
-                    "combo_index": c_index, "episode_index": e, "rotation": rot,
-                    "sides": {str(layout.units[u]): unit_policy[u] for u in range(len(layout.units))}}
-            jobs.append(EpisodeJob(game=game, seed=s, seats=seats, config=config,
-                                   episode_id=episode_id, tags=tags))
+        jobs += combo_jobs(env, layout, combo, range(count), config, seed, tournament, c_index)
+    return jobs
+
+
+def combo_jobs(env, layout: GameLayout, combo: Sequence[str], indices: Iterable[int], config: dict,
+               seed: int = 0, tournament: str = "", combo_index: int = 0) -> list[EpisodeJob]:
+    """The jobs of one combination's episodes ``indices`` on the game ``env`` (made with
+    ``config``): the hook a planner that picks match-ups round by round
+    (:mod:`socialgym_benchmarks.adaptive`) plans with, so its episodes are the round robin's."""
+    game, m = layout.game, len(combo)
+    jobs = []
+    for e in indices:
+        rot = e % m
+        unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
+        slot_policy = [unit_policy[u] for u in layout.unit_of_slot]
+        s = episode_seed(seed, game, combo, e)
+        env.reset(seed=s)
+        seats = seat_policies(env, layout, slot_policy)
+        tags = {"tournament": tournament or f"seed{seed}", "matchup": "~".join(combo),
+                "combo_index": combo_index, "episode_index": e, "rotation": rot,
+                "sides": {str(layout.units[u]): unit_policy[u] for u in range(len(layout.units))}}
+        jobs.append(EpisodeJob(game=game, seed=s, seats=seats, config=config,
+                               episode_id=episode_id(seed, game, combo, e), tags=tags))
     return jobs
 
 
