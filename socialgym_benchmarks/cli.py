@@ -133,6 +133,11 @@ def tournament_cmd(
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
                                       help="on resume, play episodes logged as failed again (default)"),
     ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
+    until_resolved: bool = typer.Option(False, "--until-resolved",
+                                        help="adaptive: play in rounds, each where the ranking is least certain, and stop "
+                                             "when every adjacent pair is resolved or --budget is spent (docs/tournament.md)"),
+    budget: Optional[int] = typer.Option(None, "--budget", min=1, max=tour.MAX_PLANNED_EPISODES,
+                                         help="with --until-resolved: the most episodes to play (required)"),
 ):
     """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
     if backend not in ("local", "ray"):
@@ -146,12 +151,56 @@ def tournament_cmd(
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
     check_output_folder(out, "--out")
+    if until_resolved or budget is not None:
+        if not until_resolved or budget is None:
+            typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
+                       err=True)
+            raise typer.Exit(2)
+        if episodes is not None or scripted_episodes is not None or backend != "local":
+            typer.echo("error: --until-resolved plans its own episodes on the local backend: drop --episodes, "
+                       "--scripted-episodes and --backend", err=True)
+            raise typer.Exit(2)
+        run_adaptive_command(games=_split(games), agents=roster, budget=budget, seed=seed, out=out, workers=workers,
+                             resume=resume, config_override=config_override or (), quick=quick, preset=preset,
+                             retry_failed=retry_failed, ties=ties)
+        return
     result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
                            preset=preset, scripted_episodes=scripted_episodes, ties=ties)
     if result.failed:                  # not all that was asked was done: the exit code says so too
         raise typer.Exit(1)
+
+
+def run_adaptive_command(games, agents, budget, seed=0, out="runs/tournament", workers=None, resume=True,
+                         config_override=(), quick=False, preset=None, retry_failed=True, ties="exclude",
+                         progress=True):
+    """Typer-free body of ``tournament --until-resolved``: run, print the leaderboard, the stop
+    and the corrected intervals."""
+    from .adaptive import adaptive_tournament
+    try:
+        result = adaptive_tournament(games, agents, budget, seed=seed, out=out, workers=workers, resume=resume,
+                                     config_overrides=config_override, quick=quick, preset=preset,
+                                     progress=progress, retry_failed=retry_failed, ties=ties)
+    except ValueError as err:
+        typer.echo(f"error: {one_line(str(err))}", err=True)
+        raise typer.Exit(2)
+    if result.summary.get("leaderboard"):
+        print_leaderboard(result.summary["leaderboard"])
+    final = result.summary["final"]
+    why = "every adjacent pair resolved" if result.stop == "resolved" else "budget spent"
+    print(f"adaptive: stopped after {result.planned} of {budget} budgeted episodes ({why}; "
+          f"{len(result.summary['looks'])} of {result.summary['planned_looks']} planned looks); "
+          f"{result.played} played now")
+    print(f"adjacent pairs, Elo difference with its {100 * final['pair_level']:.3f}% interval "
+          "(Bonferroni over looks and pairs):")
+    for pair in final["pairs"]:
+        lo, hi = (f"{v:+.0f}" if v is not None else "unbounded" for v in (pair["lo"], pair["hi"]))
+        print(f"  {pair['upper']} > {pair['lower']}: {pair['gap']:+.0f} [{lo}, {hi}]"
+              f"{'' if pair['resolved'] else '  (not resolved)'}")
+    print(f"adaptive summary: {Path(out) / 'adaptive.json'} (plan: {Path(out) / 'adaptive_plan.json'}; "
+          "the leaderboard's intervals are the fixed-sample ones)")
+    return result
 
 
 @app.command("leaderboard")

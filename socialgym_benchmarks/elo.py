@@ -882,7 +882,7 @@ def contrast_excludes(battles: Battles, contrast: np.ndarray, elo: np.ndarray, v
         return False
     from threadpoolctl import threadpool_limits
     with threadpool_limits(1):
-        return _ContrastProfile(*problem, level).excess(value) > 0
+        return bool(_ContrastProfile(*problem, level).excess(value) > 0)
 
 
 def profile_elo_intervals(battles: Battles, elo: np.ndarray, level: float = 0.95):
