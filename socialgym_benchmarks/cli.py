@@ -5,6 +5,7 @@ The root ``socialgym`` app loads ``register`` through the ``socialgym.commands``
 """
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -245,6 +246,36 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
     print(f"held-out decisive battles, {folds} folds by episode, seed {seed} (lower is better; "
           "differences to pooled are paired, se clustered by episode)")
     print(format_table(table))
+
+
+@app.command("rate")
+def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scripted:win_stay_lose_shift or llm:..."),
+             against: str = typer.Option("reference", "--against",
+                                         help="reference (the shipped pool) or a pool folder made by "
+                                              "python -m socialgym_benchmarks.reference build --out DIR"),
+             episodes: Optional[int] = typer.Option(None, "--episodes", min=1, max=MAX_EPISODES,
+                                                    help="episodes per reference and game (default: the pool's)"),
+             seed: int = typer.Option(0, "--seed"),
+             out: Path = typer.Option(Path("runs/rate"), "--out", help="folder for the new policy's logs (resumable)"),
+             workers: Optional[int] = typer.Option(None, "--workers", min=1)):
+    """Rate one policy offline against a frozen reference pool: it plays the references only, and its
+    Elo is fitted with the references' ratings held fixed (docs/tournament.md)."""
+    from .reference import ReferencePoolError, load_pool, rate_against
+    check_output_folder(out, "--out")
+    try:
+        pool = load_pool(None if against == "reference" else against)
+        parse_specs(spec)
+        result = rate_against(spec, pool, episodes=episodes or pool.manifest["episodes_per_combination"], seed=seed,
+                              out=out, workers=workers)
+    except (ReferencePoolError, PolicySpecError) as err:
+        typer.echo(f"error: {one_line(str(err))}", err=True)
+        raise typer.Exit(2)
+    lo, hi = (f"{v:.0f}" if math.isfinite(v) else "unbounded" for v in (result["lo"], result["hi"]))
+    anchors = ", ".join(f"{p} {r:.0f}" for p, r in sorted(pool.ratings.items(), key=lambda kv: -kv[1]))
+    print(f"{spec}: Elo {result['elo']:.0f} [{lo}, {hi}] ({100 * result['level']:.0f}% profile interval, "
+          f"references held fixed) from {result['battles']} decisive battles in {result['episodes']} episodes")
+    print(f"anchors ({pool.folder}): {anchors}")
+    print(f"logs: {result['logs']}")
 
 
 @app.command("replay")

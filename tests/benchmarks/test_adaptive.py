@@ -74,7 +74,7 @@ def test_allocate_follows_need_and_skips_resolved_pairs():
 
 def test_benchmark_adaptive_needs_at_most_half_the_round_robins_episodes():
     """The small version of ``python -m socialgym_benchmarks.adaptive_vs_round_robin``."""
-    table = bench.compare(bench.PLANTED["spread"], reps=2, budget=bench.BUDGET, seed=0)
+    table = bench.compare(bench.PLANTED["spread"], reps=2, budget=bench.BUDGETS["spread"], seed=0)
     adaptive_row, robin = table["adaptive"], table["round-robin"]
     assert adaptive_row["resolved"] == robin["resolved"] == 1.0
     assert adaptive_row["median_episodes"] <= 0.5 * robin["median_episodes"]
