@@ -198,13 +198,36 @@ def rate_against(spec: str, pool: Pool, episodes: int = EPISODES, seed: int = SE
     return result
 
 
+def full_round_robin_elo(pool: Pool, log_dir, spec: str) -> float:
+    """``spec``'s Elo from the round robin the pool and its rating logs make together (every
+    pair played), all fitted jointly as the leaderboard does, on the pool's scale (the
+    references' mean at the anchors' mean): what the anchored rating should agree with."""
+    from .leaderboard import load_records
+    records = load_records(pool.log_dir)[0] + load_records(log_dir)[0]
+    battles = bt.collect_battles(records)
+    elo = bt.fit_bt(battles.win_matrix())
+    refs = [i for i, p in enumerate(battles.players) if p in pool.ratings]
+    return float(elo[battles.players.index(spec)] - elo[refs].mean() + np.mean(list(pool.ratings.values())))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description="Build the reference pool (logs and manifest).")
-    parser.add_argument("action", choices=["build"])
-    parser.add_argument("--out", type=Path, default=POOL_DIR)
-    parser.add_argument("--episodes", type=int, default=EPISODES, help="per pair of references and game")
+    parser = argparse.ArgumentParser(description="Build the reference pool (logs and manifest), or check a "
+                                                 "rating against it with a full round robin.")
+    parser.add_argument("action", choices=["build", "check"])
+    parser.add_argument("spec", nargs="?", help="check: the policy to rate")
+    parser.add_argument("--out", type=Path, default=None, help="build: the pool folder; check: the rating's logs")
+    parser.add_argument("--episodes", type=int, default=EPISODES, help="per pair of policies and game")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
+    if args.action == "check":
+        pool = load_pool()
+        out = args.out or Path("runs") / "rate"
+        rated = rate_against(args.spec, pool, args.episodes, args.seed, out, progress=False)
+        print(f"{args.spec}: anchored Elo {rated['elo']:.0f} [{rated['lo']:.0f}, {rated['hi']:.0f}] from "
+              f"{rated['episodes']} episodes against the references; full round robin (the pool's "
+              f"episodes and these, fitted jointly): {full_round_robin_elo(pool, out / 'logs', args.spec):.0f}")
+        return
+    args.out = args.out or POOL_DIR
     pool = build_pool(args.out, args.episodes, args.seed)
     for policy, rating in sorted(pool.ratings.items(), key=lambda kv: -kv[1]):
         print(f"{policy:<24} {rating:7.1f}")

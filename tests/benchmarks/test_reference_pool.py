@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 from socialgym_benchmarks import elo as bt
 from socialgym_benchmarks import reference as ref
 from socialgym_benchmarks.cli import app
-from socialgym_benchmarks.leaderboard import load_records
 
 NEWCOMER = "scripted:win_stay_lose_shift"
 
@@ -61,13 +60,7 @@ def test_rating_against_the_pool_agrees_with_a_full_round_robin(tmp_path):
     pool = ref.load_pool()
     rated = ref.rate_against(NEWCOMER, pool, out=tmp_path / "rate", progress=False)
     assert rated["episodes"] == rated["planned"] == len(ref.GAMES) * len(ref.POLICIES) * ref.EPISODES
-    # the full round robin: the references' own episodes and the newcomer's, all fitted together,
-    # on the pool's scale (the references' mean at the anchors' mean)
-    records = load_records(pool.log_dir)[0] + load_records(tmp_path / "rate" / "logs")[0]
-    battles = bt.collect_battles(records)
-    elo = bt.fit_bt(battles.win_matrix())
-    refs = [i for i, p in enumerate(battles.players) if p != NEWCOMER]
-    full = elo[battles.players.index(NEWCOMER)] - elo[refs].mean() + np.mean(list(pool.ratings.values()))
+    full = ref.full_round_robin_elo(pool, tmp_path / "rate" / "logs", NEWCOMER)
     assert rated["lo"] <= full <= rated["hi"], (rated, full)
     assert rated["hi"] - rated["lo"] < 200          # informative, not trivially wide
 
