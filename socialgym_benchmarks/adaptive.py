@@ -36,6 +36,7 @@ double-counts an episode (episode ids are the round robin's: game, combination, 
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -228,7 +229,6 @@ class AdaptivePlan:
 
     @classmethod
     def load_or_new(cls, path: Path, settings: dict) -> "AdaptivePlan":
-        import json
         plan = cls(path, settings)
         if path.exists():
             try:
@@ -305,8 +305,7 @@ def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], b
     if not resume and plan_path.exists():
         plan_path.replace(out / f"{PLAN_FILE}.previous-{time.strftime('%Y%m%d-%H%M%S')}")
     plan = AdaptivePlan.load_or_new(plan_path, settings)
-    if workers is None:
-        workers = max(1, min(__import__("os").cpu_count() or 1, len(games))) if all(map(tour.is_scripted, agents)) else 1
+    workers = workers or tour.default_workers(agents, games)
 
     def jobs_of(round_: dict) -> list:
         jobs = []

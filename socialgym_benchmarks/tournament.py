@@ -372,13 +372,16 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
-        # A model policy is compute-bound and batches across games in one process; scripted
-        # policies are cheap and spread over processes.
-        scripted_only = all(map(is_scripted, agents))
-        workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
+        workers = default_workers(agents, games)
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
                           pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed,
                           ties=ties)
+
+
+def default_workers(agents: Sequence[str], games: Sequence[str]) -> int:
+    """A model policy is compute-bound and batches across games in one process; scripted
+    policies are cheap and spread over processes (one a game, up to the CPU count)."""
+    return max(1, min(os.cpu_count() or 1, len(games))) if all(map(is_scripted, agents)) else 1
 
 
 def _check_policies(agents: Sequence, games: Sequence[str]) -> None:
