@@ -26,8 +26,11 @@ stay valid under the adaptive design.
 Where the next round goes: each unresolved adjacent pair ``(a, b)`` with fitted gap ``d`` and
 model standard error ``se`` needs about ``(z / max(|d|, MIN_GAP))**2 - 1 / se**2`` more Fisher
 information to be resolved, and one episode between them brings ``p (1 - p) (ln 10 / 400)**2``
-of it (``p`` the fitted win probability): the round's episodes are shared out in proportion to
-these episodes-needed, in blocks of whole side rotations.
+of it (``p`` the fitted win probability): half the round's episodes are spread evenly over the
+unresolved adjacent pairs, the other half shared in proportion to these episodes-needed, in
+blocks of whole side rotations. The even half keeps every open pair's information growing: by
+need alone, a pair whose gap looks large by chance is starved and keeps its overestimate, and
+the simulation's uncorrected intervals then covered 74% instead of 87%.
 
 The plan (``OUT/adaptive_plan.json``, written atomically before each round is played) holds
 the settings and every round's match-ups with their episode indices; a resumed run plays the
@@ -54,6 +57,7 @@ LEVEL = 0.95
 GROWTH = 1.5            # each look's planned total over the previous one
 FIRST_PER_PAIR = 2      # episodes of every pair in the first round (one side rotation of a two-seat game)
 MIN_GAP = 25.0          # Elo: a fitted gap below this is taken as this when sizing a pair's need
+EVEN_SHARE = 0.5        # of a round's blocks spread evenly over the open pairs (the rest by need)
 PLAN_FILE = "adaptive_plan.json"
 SUMMARY_FILE = "adaptive.json"
 
@@ -152,19 +156,22 @@ def assess(battles: bt.Battles, level: float) -> Assessment:
                       [battles.players[i] for i in order], pairs)
 
 
-def allocate(assessment: Assessment, blocks: int) -> list[tuple[str, str]]:
-    """``blocks`` match-up blocks shared among the unresolved adjacent pairs in proportion to
-    their need (largest remainders; every unresolved pair at least one block while blocks
-    last), most needed first; deterministic."""
+def allocate(assessment: Assessment, blocks: int, even_share: float = EVEN_SHARE) -> list[tuple[str, str]]:
+    """``blocks`` match-up blocks for the unresolved adjacent pairs: ``even_share`` of them
+    spread evenly (so every open pair's information keeps growing: a pair whose gap looks
+    large early is not starved on a chance lead, which would bias its estimate and let the
+    intervals undercover), the rest in proportion to need; largest remainders, most needed
+    first, deterministic."""
     open_pairs = [p for p in assessment.pairs if not p.resolved]
     if not open_pairs or blocks <= 0:
         return []
     need = np.array([max(p.need, 1.0) for p in open_pairs])
     ranked = np.argsort(-need, kind="stable")
     counts = np.zeros(len(open_pairs), dtype=int)
-    floor = min(blocks, len(open_pairs))
-    counts[ranked[:floor]] = 1
-    rest = blocks - floor
+    even = max(min(blocks, len(open_pairs)), int(round(even_share * blocks)))
+    counts[ranked] += even // len(open_pairs)
+    counts[ranked[:even % len(open_pairs)]] += 1
+    rest = blocks - even
     if rest:
         share = need / need.sum() * rest
         counts += np.floor(share).astype(int)

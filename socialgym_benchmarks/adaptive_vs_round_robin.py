@@ -43,7 +43,7 @@ def _battles(players, episodes) -> bt.Battles:
 
 
 def run_once(planted, design: str, budget: int, rng: np.random.Generator, level: float = adaptive.LEVEL,
-             growth: float = adaptive.GROWTH) -> dict:
+             growth: float = adaptive.GROWTH, even_share: float = adaptive.EVEN_SHARE) -> dict:
     """One simulated tournament; returns its episodes, stop, and what the intervals covered."""
     planted = np.asarray(planted, dtype=float)
     k = planted.size
@@ -70,7 +70,7 @@ def run_once(planted, design: str, budget: int, rng: np.random.Generator, level:
             break
         room = min(budget - len(episodes), max(schedule[looks] - len(episodes), BLOCK))
         if design == "adaptive":
-            chosen = [(index[u], index[l]) for u, l in adaptive.allocate(state, room // BLOCK)]
+            chosen = [(index[u], index[l]) for u, l in adaptive.allocate(state, room // BLOCK, even_share)]
         else:
             chosen = [pairs[(cursor + i) % len(pairs)] for i in range(room // BLOCK)]
             cursor += len(chosen)
@@ -98,12 +98,13 @@ def _inside(lo, hi, value) -> bool:
     return (lo is None or lo <= value) and (hi is None or value <= hi)
 
 
-def compare(planted, reps: int, budget: int, seed: int = 0, designs=DESIGNS) -> dict:
+def compare(planted, reps: int, budget: int, seed: int = 0, designs=DESIGNS,
+            even_share: float = adaptive.EVEN_SHARE) -> dict:
     """{design: summary row} over ``reps`` repetitions (each design its own seeded stream)."""
     out = {}
     for d, design in enumerate(designs):
         rng = np.random.default_rng([seed, d])
-        runs = [run_once(planted, design, budget, rng) for _ in range(reps)]
+        runs = [run_once(planted, design, budget, rng, even_share=even_share) for _ in range(reps)]
         used = np.array([r["episodes"] for r in runs])
         row = {"median_episodes": float(np.median(used)), "mean_episodes": float(used.mean()),
                "resolved": float(np.mean([r["resolved"] for r in runs])),
@@ -121,6 +122,9 @@ def main(argv=None) -> None:
     parser.add_argument("--budget", type=int, default=None, help="episodes (default: per planted set, BUDGETS)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--planted", default=",".join(PLANTED), help=f"which planted sets: {', '.join(PLANTED)}")
+    parser.add_argument("--even-share", type=float, default=adaptive.EVEN_SHARE,
+                        help="adaptive: share of a round spread evenly over the open pairs (0: all by need)")
+    parser.add_argument("--designs", default=",".join(DESIGNS))
     args = parser.parse_args(argv)
     for name in args.planted.split(","):
         planted, budget = PLANTED[name], args.budget or BUDGETS[name]
@@ -129,10 +133,10 @@ def main(argv=None) -> None:
         levels = adaptive.Levels.of(adaptive.LEVEL, len(schedule), k)
         print(f"planted {name}: Elo {', '.join(f'{x:.0f}' for x in planted)}; budget {budget} episodes, "
               f"{len(schedule)} planned looks, level per look {levels.pairs:.5f} (pairs), {levels.ratings:.4f} (Elo); "
-              f"{args.reps} repetitions, seed {args.seed}")
+              f"{args.reps} repetitions, seed {args.seed}, adaptive even share {args.even_share}")
         print(f"{'design':<12} {'median eps':>10} {'mean eps':>9} {'resolved':>8} {'error':>6} "
               f"{'pair cov':>8} {'Elo cov':>8} {'pair cov 95% uncorr.':>20} {'Elo cov 95% uncorr.':>19}")
-        for design, row in compare(planted, args.reps, budget, args.seed).items():
+        for design, row in compare(planted, args.reps, budget, args.seed, args.designs.split(","), args.even_share).items():
             print(f"{design:<12} {row['median_episodes']:>10.0f} {row['mean_episodes']:>9.0f} "
                   f"{100 * row['resolved']:>7.0f}% {100 * row['error']:>5.1f}% "
                   f"{100 * row['corrected_pair_coverage']:>7.1f}% {100 * row['corrected_rating_coverage']:>7.1f}% "

@@ -62,12 +62,12 @@ def test_contrast_excludes_agrees_with_the_interval():
                 assert bt.contrast_excludes(battles, contrast, elo, value, 0.99) == (not lo <= value <= hi)
 
 
-def test_allocate_follows_need_and_skips_resolved_pairs():
+def test_allocate_spreads_half_evenly_follows_need_and_skips_resolved_pairs():
     pairs = [adaptive.PairState("a", "b", 10, False, 300.0), adaptive.PairState("b", "c", 400, True, 0.0),
              adaptive.PairState("c", "d", 50, False, 100.0)]
     state = adaptive.Assessment(list("abcd"), {}, list("abcd"), pairs)
     shares = Counter(adaptive.allocate(state, 8))
-    assert shares == {("a", "b"): 6, ("c", "d"): 2}
+    assert shares == {("a", "b"): 5, ("c", "d"): 3}          # 2 + 2 evenly, then 3 : 1 by need
     assert adaptive.allocate(state, 8) == adaptive.allocate(state, 8)
     assert Counter(adaptive.allocate(state, 1)) == {("a", "b"): 1}
 
