@@ -23,14 +23,17 @@ at once with at least ``level`` (so a wrong claimed order has probability at mos
 does not depend on how match-ups were chosen from past outcomes, so the profile intervals
 stay valid under the adaptive design.
 
-Where the next round goes: each unresolved adjacent pair ``(a, b)`` with fitted gap ``d`` and
-model standard error ``se`` needs about ``(z / max(|d|, MIN_GAP))**2 - 1 / se**2`` more Fisher
+Where the next round goes: a quarter of its blocks to the least-played pairs of all
+(:func:`least_played`: it reads no outcome), the rest to the unresolved adjacent pairs, half of
+those evenly and half in proportion to need: a pair ``(a, b)`` with fitted gap ``d`` and model
+standard error ``se`` needs about ``(z / max(|d|, MIN_GAP))**2 - 1 / se**2`` more Fisher
 information to be resolved, and one episode between them brings ``p (1 - p) (ln 10 / 400)**2``
-of it (``p`` the fitted win probability): half the round's episodes are spread evenly over the
-unresolved adjacent pairs, the other half shared in proportion to these episodes-needed, in
-blocks of whole side rotations. The even half keeps every open pair's information growing: by
-need alone, a pair whose gap looks large by chance is starved and keeps its overestimate, and
-the simulation's uncorrected intervals then covered 74% instead of 87%.
+of it (``p`` the fitted win probability). Blocks are whole side rotations. By need alone, a
+pair that looks far apart by chance is starved and keeps its overestimate, and the intervals
+lose coverage under the adaptive design even before any correction for the stop
+(``python -m socialgym_benchmarks.adaptive_vs_round_robin --planted null --explore-share 0
+--even-share 0`` shows it); the outcome-blind and even shares keep every pair's information
+growing.
 
 The plan (``OUT/adaptive_plan.json``, written atomically before each round is played) holds
 the settings and every round's match-ups with their episode indices; a resumed run plays the
@@ -57,7 +60,8 @@ LEVEL = 0.95
 GROWTH = 1.5            # each look's planned total over the previous one
 FIRST_PER_PAIR = 2      # episodes of every pair in the first round (one side rotation of a two-seat game)
 MIN_GAP = 25.0          # Elo: a fitted gap below this is taken as this when sizing a pair's need
-EVEN_SHARE = 0.5        # of a round's blocks spread evenly over the open pairs (the rest by need)
+EVEN_SHARE = 0.5        # of a round's adaptive blocks spread evenly over the open pairs (the rest by need)
+EXPLORE_SHARE = 0.25    # of a round's blocks given to the least-played pairs of all, whatever the outcomes
 PLAN_FILE = "adaptive_plan.json"
 SUMMARY_FILE = "adaptive.json"
 
@@ -182,6 +186,32 @@ def allocate(assessment: Assessment, blocks: int, even_share: float = EVEN_SHARE
     for i in ranked:
         out += [(open_pairs[i].upper, open_pairs[i].lower)] * int(counts[i])
     return out
+
+
+def least_played(players: Sequence[str], played: dict, blocks: int) -> list[tuple[str, str]]:
+    """``blocks`` pairs of ``players``, each time the pair with the fewest episodes so far
+    (``played``: (a, b) -> episodes, a before b in ``players``; ties in roster order). It reads
+    no outcome, so this share of a round keeps every pair's information growing whatever the
+    fitted order says."""
+    counts = {(a, b): played.get((a, b), 0) for i, a in enumerate(players) for b in players[i + 1:]}
+    order = list(counts)
+    out = []
+    for _ in range(max(blocks, 0)):
+        pair = min(order, key=lambda p: (counts[p], order.index(p)))
+        counts[pair] += 1
+        out.append(pair)
+    return out
+
+
+def plan_round(assessment: Assessment, played: dict, blocks: int, explore_share: float = EXPLORE_SHARE,
+               even_share: float = EVEN_SHARE) -> list[tuple[str, str]]:
+    """A round's pairs: ``explore_share`` of the blocks to the least-played pairs
+    (:func:`least_played`), the rest to the open adjacent pairs (:func:`allocate`)."""
+    if not any(not p.resolved for p in assessment.pairs):
+        return []
+    explore = int(round(explore_share * blocks))
+    return (least_played(assessment.players, played, explore)
+            + allocate(assessment, blocks - explore, even_share))
 
 
 def intervals_at_stop(battles: bt.Battles, assessment: Assessment, levels: Levels) -> dict:
@@ -401,7 +431,13 @@ def _first_round(agents, games, sizes, first_per_pair, plan) -> list:
 def _next_round(assessment, agents, games, layouts, sizes, episodes, plan) -> list:
     """Blocks for about ``episodes`` episodes (never more), shared by :func:`allocate`."""
     block = max(sizes.values())
-    pairs = allocate(assessment, max(episodes // block, 1 if episodes >= min(sizes.values()) else 0))
+    played: dict = {}
+    for round_ in plan.data["rounds"]:
+        for _, combo, indices in round_["matchups"]:
+            for i, a in enumerate(combo):
+                for b in combo[i + 1:]:
+                    played[(a, b)] = played.get((a, b), 0) + len(indices)
+    pairs = plan_round(assessment, played, max(episodes // block, 1 if episodes >= min(sizes.values()) else 0))
     blocks, used = [], 0
     for pair in pairs:
         game = games[plan.data["game_cursor"] % len(games)]

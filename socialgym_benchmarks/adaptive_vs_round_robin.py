@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from collections import Counter
 
 import numpy as np
 
@@ -43,7 +44,8 @@ def _battles(players, episodes) -> bt.Battles:
 
 
 def run_once(planted, design: str, budget: int, rng: np.random.Generator, level: float = adaptive.LEVEL,
-             growth: float = adaptive.GROWTH, even_share: float = adaptive.EVEN_SHARE) -> dict:
+             growth: float = adaptive.GROWTH, even_share: float = adaptive.EVEN_SHARE,
+             explore_share: float = adaptive.EXPLORE_SHARE) -> dict:
     """One simulated tournament; returns its episodes, stop, and what the intervals covered."""
     planted = np.asarray(planted, dtype=float)
     k = planted.size
@@ -70,7 +72,9 @@ def run_once(planted, design: str, budget: int, rng: np.random.Generator, level:
             break
         room = min(budget - len(episodes), max(schedule[looks] - len(episodes), BLOCK))
         if design == "adaptive":
-            chosen = [(index[u], index[l]) for u, l in adaptive.allocate(state, room // BLOCK, even_share)]
+            played = Counter((players[min(a, b)], players[max(a, b)]) for a, b in episodes)
+            chosen = [(index[u], index[l]) for u, l in
+                      adaptive.plan_round(state, played, room // BLOCK, explore_share, even_share)]
         else:
             chosen = [pairs[(cursor + i) % len(pairs)] for i in range(room // BLOCK)]
             cursor += len(chosen)
@@ -99,12 +103,13 @@ def _inside(lo, hi, value) -> bool:
 
 
 def compare(planted, reps: int, budget: int, seed: int = 0, designs=DESIGNS,
-            even_share: float = adaptive.EVEN_SHARE) -> dict:
+            even_share: float = adaptive.EVEN_SHARE, explore_share: float = adaptive.EXPLORE_SHARE) -> dict:
     """{design: summary row} over ``reps`` repetitions (each design its own seeded stream)."""
     out = {}
     for d, design in enumerate(designs):
         rng = np.random.default_rng([seed, d])
-        runs = [run_once(planted, design, budget, rng, even_share=even_share) for _ in range(reps)]
+        runs = [run_once(planted, design, budget, rng, even_share=even_share, explore_share=explore_share)
+                for _ in range(reps)]
         used = np.array([r["episodes"] for r in runs])
         row = {"median_episodes": float(np.median(used)), "mean_episodes": float(used.mean()),
                "resolved": float(np.mean([r["resolved"] for r in runs])),
@@ -124,6 +129,8 @@ def main(argv=None) -> None:
     parser.add_argument("--planted", default=",".join(PLANTED), help=f"which planted sets: {', '.join(PLANTED)}")
     parser.add_argument("--even-share", type=float, default=adaptive.EVEN_SHARE,
                         help="adaptive: share of a round spread evenly over the open pairs (0: all by need)")
+    parser.add_argument("--explore-share", type=float, default=adaptive.EXPLORE_SHARE,
+                        help="adaptive: share of a round given to the least-played pairs of all")
     parser.add_argument("--designs", default=",".join(DESIGNS))
     args = parser.parse_args(argv)
     for name in args.planted.split(","):
@@ -133,10 +140,12 @@ def main(argv=None) -> None:
         levels = adaptive.Levels.of(adaptive.LEVEL, len(schedule), k)
         print(f"planted {name}: Elo {', '.join(f'{x:.0f}' for x in planted)}; budget {budget} episodes, "
               f"{len(schedule)} planned looks, level per look {levels.pairs:.5f} (pairs), {levels.ratings:.4f} (Elo); "
-              f"{args.reps} repetitions, seed {args.seed}, adaptive even share {args.even_share}")
+              f"{args.reps} repetitions, seed {args.seed}, adaptive "
+              f"explore share {args.explore_share}, even share {args.even_share}")
         print(f"{'design':<12} {'median eps':>10} {'mean eps':>9} {'resolved':>8} {'error':>6} "
               f"{'pair cov':>8} {'Elo cov':>8} {'pair cov 95% uncorr.':>20} {'Elo cov 95% uncorr.':>19}")
-        for design, row in compare(planted, args.reps, budget, args.seed, args.designs.split(","), args.even_share).items():
+        for design, row in compare(planted, args.reps, budget, args.seed, args.designs.split(","), args.even_share,
+                                        args.explore_share).items():
             print(f"{design:<12} {row['median_episodes']:>10.0f} {row['mean_episodes']:>9.0f} "
                   f"{100 * row['resolved']:>7.0f}% {100 * row['error']:>5.1f}% "
                   f"{100 * row['corrected_pair_coverage']:>7.1f}% {100 * row['corrected_rating_coverage']:>7.1f}% "

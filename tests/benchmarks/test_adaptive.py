@@ -158,3 +158,15 @@ def test_cli_refuses_to_resume_with_other_settings(tmp_path):
     assert CliRunner().invoke(app, ARGS + ["--budget", "200", "--out", str(out)]).exit_code == 0
     other = CliRunner().invoke(app, ARGS + ["--budget", "300", "--out", str(out)])
     assert other.exit_code == 2 and "other settings (budget)" in other.output
+
+
+def test_least_played_spreads_over_every_pair_and_reads_no_outcome():
+    players = ["a", "b", "c"]
+    picked = adaptive.least_played(players, {("a", "b"): 4, ("a", "c"): 1}, 5)
+    assert Counter(picked) == {("b", "c"): 3, ("a", "c"): 2}
+    state = adaptive.Assessment(players, {}, players, [adaptive.PairState("a", "b", 10, False, 50.0),
+                                                       adaptive.PairState("b", "c", 10, False, 50.0)])
+    rounds = adaptive.plan_round(state, {}, 8)
+    assert len(rounds) == 8 and set(rounds) == {("a", "b"), ("b", "c"), ("a", "c")}
+    resolved = adaptive.Assessment(players, {}, players, [adaptive.PairState("a", "b", 10, True, 0.0)])
+    assert adaptive.plan_round(resolved, {}, 8) == []
