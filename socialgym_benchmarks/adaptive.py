@@ -20,8 +20,8 @@ stop only if it misses at some look, so by the union bound each reported Elo int
 with probability at least ``level`` whatever the stopping time, and all pair intervals cover
 at once with at least ``level`` (so a wrong claimed order has probability at most ``1 - level``);
 :mod:`socialgym_benchmarks.adaptive_vs_round_robin` checks both by simulation. The likelihood
-does not depend on how match-ups were chosen from past outcomes, so the profile intervals
-stay valid under the adaptive design.
+does not depend on how match-ups were chosen from past outcomes, but the intervals' coverage
+rests on every pair's information growing, which the next round's shares see to (below).
 
 Where the next round goes: a quarter of its blocks to the least-played pairs of all
 (:func:`least_played`: it reads no outcome), the rest to the unresolved adjacent pairs, half of
