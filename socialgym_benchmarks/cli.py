@@ -5,6 +5,7 @@ The root ``socialgym`` app loads ``register`` through the ``socialgym.commands``
 """
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -133,6 +134,11 @@ def tournament_cmd(
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
                                       help="on resume, play episodes logged as failed again (default)"),
     ties: str = typer.Option("exclude", "--ties", help=TIES_HELP),
+    until_resolved: bool = typer.Option(False, "--until-resolved",
+                                        help="adaptive: play in rounds, each where the ranking is least certain, and stop "
+                                             "when every adjacent pair is resolved or --budget is spent (docs/tournament.md)"),
+    budget: Optional[int] = typer.Option(None, "--budget", min=1, max=tour.MAX_PLANNED_EPISODES,
+                                         help="with --until-resolved: the most episodes to play (required)"),
 ):
     """Play every policy combination on every game, then rate them (Bradley–Terry Elo)."""
     if backend not in ("local", "ray"):
@@ -146,12 +152,56 @@ def tournament_cmd(
     except PolicySpecError as err:
         raise typer.BadParameter(str(err), param_hint="--agents") from None
     check_output_folder(out, "--out")
+    if until_resolved or budget is not None:
+        if not until_resolved or budget is None:
+            typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
+                       err=True)
+            raise typer.Exit(2)
+        if episodes is not None or scripted_episodes is not None or backend != "local":
+            typer.echo("error: --until-resolved plans its own episodes on the local backend: drop --episodes, "
+                       "--scripted-episodes and --backend", err=True)
+            raise typer.Exit(2)
+        run_adaptive_command(games=_split(games), agents=roster, budget=budget, seed=seed, out=out, workers=workers,
+                             resume=resume, config_override=config_override or (), quick=quick, preset=preset,
+                             retry_failed=retry_failed, ties=ties)
+        return
     result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
                            preset=preset, scripted_episodes=scripted_episodes, ties=ties)
     if result.failed:                  # not all that was asked was done: the exit code says so too
         raise typer.Exit(1)
+
+
+def run_adaptive_command(games, agents, budget, seed=0, out="runs/tournament", workers=None, resume=True,
+                         config_override=(), quick=False, preset=None, retry_failed=True, ties="exclude",
+                         progress=True):
+    """Typer-free body of ``tournament --until-resolved``: run, print the leaderboard, the stop
+    and the corrected intervals."""
+    from .adaptive import adaptive_tournament
+    try:
+        result = adaptive_tournament(games, agents, budget, seed=seed, out=out, workers=workers, resume=resume,
+                                     config_overrides=config_override, quick=quick, preset=preset,
+                                     progress=progress, retry_failed=retry_failed, ties=ties)
+    except ValueError as err:
+        typer.echo(f"error: {one_line(str(err))}", err=True)
+        raise typer.Exit(2)
+    if result.summary.get("leaderboard"):
+        print_leaderboard(result.summary["leaderboard"])
+    final = result.summary["final"]
+    why = "every adjacent pair resolved" if result.stop == "resolved" else "budget spent"
+    print(f"adaptive: stopped after {result.planned} of {budget} budgeted episodes ({why}; "
+          f"{len(result.summary['looks'])} of {result.summary['planned_looks']} planned looks); "
+          f"{result.played} played now")
+    print(f"adjacent pairs, Elo difference with its {100 * final['pair_level']:.3f}% interval "
+          "(Bonferroni over looks and pairs):")
+    for pair in final["pairs"]:
+        lo, hi = (f"{v:+.0f}" if v is not None else "unbounded" for v in (pair["lo"], pair["hi"]))
+        print(f"  {pair['upper']} > {pair['lower']}: {pair['gap']:+.0f} [{lo}, {hi}]"
+              f"{'' if pair['resolved'] else '  (not resolved)'}")
+    print(f"adaptive summary: {Path(out) / 'adaptive.json'} (plan: {Path(out) / 'adaptive_plan.json'}; "
+          "the leaderboard's intervals are the fixed-sample ones)")
+    return result
 
 
 @app.command("leaderboard")
@@ -196,6 +246,36 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
     print(f"held-out decisive battles, {folds} folds by episode, seed {seed} (lower is better; "
           "differences to pooled are paired, se clustered by episode)")
     print(format_table(table))
+
+
+@app.command("rate")
+def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scripted:win_stay_lose_shift or llm:..."),
+             against: str = typer.Option("reference", "--against",
+                                         help="reference (the shipped pool) or a pool folder made by "
+                                              "python -m socialgym_benchmarks.reference build --out DIR"),
+             episodes: Optional[int] = typer.Option(None, "--episodes", min=1, max=MAX_EPISODES,
+                                                    help="episodes per reference and game (default: the pool's)"),
+             seed: int = typer.Option(0, "--seed"),
+             out: Path = typer.Option(Path("runs/rate"), "--out", help="folder for the new policy's logs (resumable)"),
+             workers: Optional[int] = typer.Option(None, "--workers", min=1)):
+    """Rate one policy offline against a frozen reference pool: it plays the references only, and its
+    Elo is fitted with the references' ratings held fixed (docs/tournament.md)."""
+    from .reference import ReferencePoolError, load_pool, rate_against
+    check_output_folder(out, "--out")
+    try:
+        pool = load_pool(None if against == "reference" else against)
+        parse_specs(spec)
+        result = rate_against(spec, pool, episodes=episodes or pool.manifest["episodes_per_combination"], seed=seed,
+                              out=out, workers=workers)
+    except (ReferencePoolError, PolicySpecError) as err:
+        typer.echo(f"error: {one_line(str(err))}", err=True)
+        raise typer.Exit(2)
+    lo, hi = (f"{v:.0f}" if math.isfinite(v) else "unbounded" for v in (result["lo"], result["hi"]))
+    anchors = ", ".join(f"{p} {r:.0f}" for p, r in sorted(pool.ratings.items(), key=lambda kv: -kv[1]))
+    print(f"{spec}: Elo {result['elo']:.0f} [{lo}, {hi}] ({100 * result['level']:.0f}% profile interval, "
+          f"references held fixed) from {result['battles']} decisive battles in {result['episodes']} episodes")
+    print(f"anchors ({pool.folder}): {anchors}")
+    print(f"logs: {result['logs']}")
 
 
 @app.command("replay")

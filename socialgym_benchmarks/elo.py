@@ -806,6 +806,39 @@ def _profile_quantile(battles: Battles, level: float) -> float:
     return float(f_dist.ppf(level, 1, clusters - 1)) if clusters > 1 else math.inf
 
 
+class _ContrastProfile:
+    """The profile likelihood of ``contrast @ beta`` for one set of battles: the unconstrained
+    Firth fit (``beta_hat``, log10 units, is where its search starts) and :meth:`excess`, the
+    likelihood-ratio statistic at a value minus the cutoff (:func:`_profile_quantile`) times the episodes'
+    :func:`design_effect` (negative inside the interval)."""
+
+    def __init__(self, battles: Battles, contrast: np.ndarray, beta_hat: np.ndarray, level: float):
+        contrast = np.asarray(contrast, dtype=float)
+        self.cutoff = _profile_quantile(battles, level) * design_effect(battles, contrast)
+        self.direction = contrast / (contrast @ contrast)
+        # orthonormal basis of the directions that keep the contrast fixed
+        self.null = np.linalg.svd(contrast[None, :])[2][1:].T
+        self.neg_loglik = _FirthLikelihood(battles.win_matrix())
+        fit = _argmin(self.neg_loglik, beta_hat)
+        self.mle, self.best = fit.x, fit.fun
+        self.t_hat = float(contrast @ self.mle)
+        self.restart()
+
+    def restart(self) -> None:
+        self.start = self.null.T @ self.mle
+
+    def excess(self, t_elo: float) -> float:
+        """2 (best log-lik - profile log-lik at t) - cutoff: negative inside the interval."""
+        base = self.direction * (t_elo / SCALE)
+
+        def fun(u):
+            f, g = self.neg_loglik(base + self.null @ u)
+            return f, self.null.T @ g
+        result = _argmin(fun, self.start)
+        self.start = result.x
+        return 2.0 * (result.fun - self.best) - self.cutoff
+
+
 def _profile_interval(battles: Battles, contrast: np.ndarray, beta_hat: np.ndarray,
                       level: float) -> tuple[float, float]:
     """Profile-likelihood interval for ``contrast @ beta`` in Elo (x400): the values t whose
@@ -815,33 +848,11 @@ def _profile_interval(battles: Battles, contrast: np.ndarray, beta_hat: np.ndarr
     under separation: when one competitor beat another in every battle, the interval stays
     wide on the open side, and both ends come from the likelihood, not from the L2 penalty.
     A bound farther than PROFILE_REACH from the maximum is infinite."""
-    wins = battles.win_matrix()
-    k = wins.shape[0]
-    contrast = np.asarray(contrast, dtype=float)
-    cutoff = _profile_quantile(battles, level) * design_effect(battles, contrast)
-    direction = contrast / (contrast @ contrast)
-    # orthonormal basis of the directions that keep the contrast fixed
-    null = np.linalg.svd(contrast[None, :])[2][1:].T
-    neg_loglik = _FirthLikelihood(wins)
-    fit = _argmin(neg_loglik, beta_hat)
-    mle, best = fit.x, fit.fun
-    t_hat = float(contrast @ mle)
-    start = {"u": null.T @ mle}
-
-    def excess(t_elo: float) -> float:
-        """2 (best log-lik - profile log-lik at t) - cutoff: negative inside the interval."""
-        base = direction * (t_elo / SCALE)
-
-        def fun(u):
-            f, g = neg_loglik(base + null @ u)
-            return f, null.T @ g
-        result = _argmin(fun, start["u"])
-        start["u"] = result.x
-        return 2.0 * (result.fun - best) - cutoff
-
+    profile = _ContrastProfile(battles, contrast, beta_hat, level)
+    t_hat, excess = profile.t_hat, profile.excess
     bounds = []
     for sign in (-1.0, 1.0):
-        start["u"] = null.T @ mle
+        profile.restart()
         inside, step = 0.0, 50.0
         bound = sign * math.inf
         while step <= PROFILE_REACH:
@@ -886,21 +897,43 @@ def estimable(battles: Battles, contrast: np.ndarray) -> bool:
     return bool(np.linalg.matrix_rank(np.vstack([design, np.asarray(contrast, dtype=float)[None, :]])) == rank)
 
 
+def _component_problem(battles: Battles, contrast: np.ndarray, elo: np.ndarray):
+    """(battles, contrast, beta_hat) restricted to the connected component of the battle graph
+    that holds the contrast (other components carry no information about it), or None when
+    the data do not pin the contrast (:func:`estimable`)."""
+    contrast = np.asarray(contrast, dtype=float)
+    if not battles.n or not estimable(battles, contrast):
+        return None
+    component = components(battles)
+    labels = np.array([component[p] for p in battles.players])
+    keep = np.flatnonzero(labels == labels[np.flatnonzero(contrast)[0]])
+    beta_hat = (np.asarray(elo, dtype=float)[keep] - ANCHOR) / SCALE
+    return restrict(battles, keep), contrast[keep], beta_hat
+
+
 def contrast_interval(battles: Battles, contrast: np.ndarray, elo: np.ndarray,
                       level: float = 0.95) -> tuple[float, float]:
     """Profile-likelihood interval (Elo) of ``contrast @ elo``, a sum-zero contrast of the
     competitors: (-inf, inf) when the data do not pin it (:func:`estimable`); else fitted on
-    the connected component of the battle graph that holds the contrast (other components
-    carry no information about it). ``elo``: the point fit, where the design effect is taken."""
-    contrast = np.asarray(contrast, dtype=float)
-    if not battles.n or not estimable(battles, contrast):
+    the connected component of the battle graph that holds the contrast. ``elo``: the point
+    fit, where the design effect is taken."""
+    problem = _component_problem(battles, contrast, elo)
+    if problem is None:
         return -math.inf, math.inf
-    component = components(battles)
-    labels = np.array([component[p] for p in battles.players])
-    keep = np.flatnonzero(labels == labels[np.flatnonzero(contrast)[0]])
-    sub = restrict(battles, keep)
-    beta_hat = (np.asarray(elo, dtype=float)[keep] - ANCHOR) / SCALE
-    return profile_interval(sub, contrast[keep], beta_hat, level)
+    return profile_interval(*problem, level)
+
+
+def contrast_excludes(battles: Battles, contrast: np.ndarray, elo: np.ndarray, value: float = 0.0,
+                      level: float = 0.95) -> bool:
+    """Whether :func:`contrast_interval` would leave out ``value`` (Elo), from one profile
+    point instead of the interval's search (a few ms instead of ~40 ms: adaptive tournaments
+    ask it for every adjacent pair at every look)."""
+    problem = _component_problem(battles, contrast, elo)
+    if problem is None:
+        return False
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1):
+        return bool(_ContrastProfile(*problem, level).excess(value) > 0)
 
 
 def profile_elo_intervals(battles: Battles, elo: np.ndarray, level: float = 0.95):

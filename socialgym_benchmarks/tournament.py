@@ -169,6 +169,10 @@ def episode_seed(seed: int, game: str, combo: Sequence[str], index: int) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
+def episode_id(seed: int, game: str, combo: Sequence[str], index: int) -> str:
+    return f"{game}|{'~'.join(combo)}|e{index:03d}|s{episode_seed(seed, game, combo, index)}"
+
+
 @dataclass
 class GameLayout:
     """The canonical role deck of a game and the units (teams, else seats) policies hold."""
@@ -232,19 +236,29 @@ def plan_game(game: str, agents: Sequence[str], episodes: int, seed: int = 0,
         if len(jobs) + count > limit:
             raise ValueError(f"the plan would hold more than {MAX_PLANNED_EPISODES:,} episodes ({game}: "
                              f"{count:,} per combination); give fewer --episodes or games")
-        for e in range(count):
-            rot = e % m
-            unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
-            slot_policy = [unit_policy[u] for u in layout.unit_of_slot]
-            s = episode_seed(seed, game, combo, e)
-            env.reset(seed=s)
-            seats = seat_policies(env, layout, slot_policy)
-            episode_id = f"{game}|{'~'.join(combo)}|e{e:03d}|s{s}"
-            tags = {"tournament": tournament or f"seed{seed}", "matchup": "~".join(combo),
-                    "combo_index": c_index, "episode_index": e, "rotation": rot,
-                    "sides": {str(layout.units[u]): unit_policy[u] for u in range(len(layout.units))}}
-            jobs.append(EpisodeJob(game=game, seed=s, seats=seats, config=config,
-                                   episode_id=episode_id, tags=tags))
+        jobs += combo_jobs(env, layout, combo, range(count), config, seed, tournament, c_index)
+    return jobs
+
+
+def combo_jobs(env, layout: GameLayout, combo: Sequence[str], indices: Iterable[int], config: dict,
+               seed: int = 0, tournament: str = "", combo_index: int = 0) -> list[EpisodeJob]:
+    """The jobs of one combination's episodes ``indices`` on the game ``env`` (made with
+    ``config``): the hook a planner that picks match-ups round by round
+    (:mod:`socialgym_benchmarks.adaptive`) plans with, so its episodes are the round robin's."""
+    game, m = layout.game, len(combo)
+    jobs = []
+    for e in indices:
+        rot = e % m
+        unit_policy = [combo[(u + rot) % m] for u in range(len(layout.units))]
+        slot_policy = [unit_policy[u] for u in layout.unit_of_slot]
+        s = episode_seed(seed, game, combo, e)
+        env.reset(seed=s)
+        seats = seat_policies(env, layout, slot_policy)
+        tags = {"tournament": tournament or f"seed{seed}", "matchup": "~".join(combo),
+                "combo_index": combo_index, "episode_index": e, "rotation": rot,
+                "sides": {str(layout.units[u]): unit_policy[u] for u in range(len(layout.units))}}
+        jobs.append(EpisodeJob(game=game, seed=s, seats=seats, config=config,
+                               episode_id=episode_id(seed, game, combo, e), tags=tags))
     return jobs
 
 
@@ -362,13 +376,16 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
     jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
     if workers is None:
-        # A model policy is compute-bound and batches across games in one process; scripted
-        # policies are cheap and spread over processes.
-        scripted_only = all(map(is_scripted, agents))
-        workers = max(1, min(os.cpu_count() or 1, len(games))) if scripted_only else 1
+        workers = default_workers(agents, games)
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
                           pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed,
                           ties=ties)
+
+
+def default_workers(agents: Sequence[str], games: Sequence[str]) -> int:
+    """A model policy is compute-bound and batches across games in one process; scripted
+    policies are cheap and spread over processes (one a game, up to the CPU count)."""
+    return max(1, min(os.cpu_count() or 1, len(games))) if all(map(is_scripted, agents)) else 1
 
 
 def _check_policies(agents: Sequence, games: Sequence[str]) -> None:

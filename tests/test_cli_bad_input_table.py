@@ -155,6 +155,13 @@ SOCIALGYM = [
                                  "scripted:random,scripted:tit_for_tat,scripted:heuristic"], 2,
      "the plan would hold more than 200,000 episodes"),
     ("tournament-out-is-file", ["tournament", "--games", PD, "--out", "{in}/good.jsonl"], 2, "good.jsonl is a file, expected a folder"),
+    # tournament --until-resolved and rate (issue 43)
+    ("tournament-budget-alone", ["tournament", "--games", PD, "--budget", "50"], 2, "--until-resolved and --budget go together"),
+    ("tournament-budget-below-first-round", ["tournament", "--games", PD, "--until-resolved", "--budget", "2"], 2,
+     "is below the first round"),
+    ("rate-unknown-spec", ["rate", "scripted:nope"], 2, "unknown scripted policy 'nope'"),
+    ("rate-a-reference", ["rate", "scripted:random"], 2, "is a reference already"),
+    ("rate-missing-pool", ["rate", "scripted:tit_for_tat", "--against", "/no/such"], 2, "no reference pool at /no/such"),
     # leaderboard
     ("leaderboard-missing", ["leaderboard", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
     ("leaderboard-bootstrap-by", ["leaderboard", "{in}/good.jsonl", "--bootstrap-by", "seat"], 2, "'seat' is not one of"),
