@@ -61,6 +61,38 @@ class RoleBaseline:
         return out
 
 
+# ------------------------------------------------------------------ turn-level credit
+def returns_to_go(turn_rewards: Sequence[float], discount: float = 1.0) -> list:
+    """The return that follows each turn: ``G_t = r_t + discount * G_{t+1}``, where ``r_t`` is
+    the reward the seat was dealt after its turn ``t`` and before its next (the terminal reward
+    goes to its last turn)."""
+    out, total = [0.0] * len(turn_rewards), 0.0
+    for t in range(len(turn_rewards) - 1, -1, -1):
+        total = turn_rewards[t] + discount * total
+        out[t] = total
+    return out
+
+
+def turn_advantages(rows: Sequence[tuple], discount: float = 1.0, eps: float = 1e-6) -> list:
+    """Turn-level advantages in the style of MARSHAL: per row (``(group key, turn rewards)``,
+    the group being the role or the agent), each turn's return-to-go minus the mean return of
+    the batch's turns of the same group at the same turn position, divided by the standard
+    deviation of the group's returns (agent-specific normalisation). A group whose returns are
+    all equal gets zero advantages (nothing to learn from; the filter drops them)."""
+    import statistics
+    returns = [returns_to_go(rewards, discount) for _, rewards in rows]
+    by_position: dict = {}
+    by_group: dict = {}
+    for (group, _), values in zip(rows, returns):
+        for t, value in enumerate(values):
+            by_position.setdefault((group, t), []).append(value)
+            by_group.setdefault(group, []).append(value)
+    mean = {key: sum(v) / len(v) for key, v in by_position.items()}
+    scale = {key: statistics.pstdev(v) for key, v in by_group.items()}
+    return [[(value - mean[(group, t)]) / scale[group] if scale[group] > eps else 0.0
+             for t, value in enumerate(values)] for (group, _), values in zip(rows, returns)]
+
+
 def keep_nonzero(advantages: Sequence[float], eps: float = 1e-8) -> list:
     """Indices of the rows to train on: those whose advantage is not (numerically) zero."""
     return [i for i, a in enumerate(advantages) if abs(a) > eps]

@@ -67,7 +67,8 @@ from typing import Optional, Sequence
 from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 import socialgym_env
 from socialgym_agents.llm.scoring import score_replies
-from socialgym_agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from socialgym_agents.selfplay import (CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment,
+                                       turn_advantages)
 from socialgym_training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
                                 make_layout, news_text, policy_options)
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
@@ -91,6 +92,13 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """steps between checkpoints added to the pool (and saved for the tournament)"""
     baseline_rate: float = 0.05
     """RAE: per-(game, role) EMA rate, b <- b + rate (R - b)"""
+    advantage: str = "rae"
+    """rae: every turn of a row gets its reward minus the role's moving average; turn: each turn
+    gets the return that follows it, normalised per --turn_norm (MARSHAL-style, docs/selfplay.md)"""
+    turn_discount: float = 1.0
+    """turn: discount of later rewards in a turn's return"""
+    turn_norm: str = "role"
+    """turn: normalise per role (the RAE key) or per agent (the seat)"""
     reward: str = "auto"
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
     tournament_episodes: int = 40
@@ -118,6 +126,10 @@ class SeatChat:
     def __init__(self, tokenizer, config: Config, layout=None, key: tuple = ("", ""), seed: Optional[int] = None):
         self.row = Episode(spec=None)
         self.prompt, self.layout = config.prompt, layout
+        # per reply: its (start, end) in the row's completion (None once the row has stopped) and
+        # the rewards dealt to the seat after it, for turn-level credit
+        self.turn_spans: list = []
+        self.turn_rewards: list = []
         if layout is not None:
             self.seat = layout.seat(self.row, key, seed)
         else:
@@ -136,7 +148,16 @@ class SeatChat:
         return self.seat.prompt(text)
 
     def reply(self, reply_ids: list, text: str, action: str) -> None:
+        start = len(self.row.completion_ids)
         self.seat.reply(list(reply_ids), text, action)
+        end = len(self.row.completion_ids)
+        self.turn_spans.append((start, end) if end > start else None)
+        self.turn_rewards.append(0.0)
+
+    def credit(self, reward: float) -> None:
+        """A reward dealt to the seat between its turns goes to its last turn."""
+        if reward and self.turn_rewards:
+            self.turn_rewards[-1] += reward
 
     def close(self) -> None:
         """Forget the seat's conversation in the layout's policy (an episode's end)."""
@@ -284,8 +305,7 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                     decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
                 for g, a, (ids, text, action) in zip(group, agents, decisions):
                     g["chats"][a].reply(ids, text, action)
-                    g["env"].step(action)
-                    g["turns"] += 1
+                    _step(g, action)
             else:
                 from socialgym_agents.base import Request
                 policy = deciders["pool"].get(player)
@@ -296,8 +316,7 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                         g["reset"][key] = policy
                     decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
                                                          g["env"].prompt_parts(a))])[0]
-                    g["env"].step(decision.action)
-                    g["turns"] += 1
+                    _step(g, decision.action)
     for g in games:
         for chat in g["chats"].values():
             chat.close()
@@ -305,6 +324,17 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
             if hasattr(policy, "release"):
                 policy.release(key)
     return games
+
+
+def _step(game: dict, action) -> None:
+    """Play one move; rewards the rules deal before the end go to each seat's last turn (the
+    terminal reward is added by :func:`collect_rows`, in the ``reward`` config's unit)."""
+    env = game["env"]
+    env.step(action)
+    game["turns"] += 1
+    if env.state.result is None:
+        for agent, reward in env.rewards.items():
+            game["chats"][agent].credit(reward)
 
 
 @contextmanager
@@ -337,6 +367,10 @@ def collect_rows(games: list, config: Config, limit: int) -> list:
             row.reward = seat_reward(env, agent, config)
             row.truncated = env.state.result is None
             row.role_key = role_key(config.game, agent, row.role, has_roles)
+            chat = g["chats"][agent]
+            row.turn_rewards = list(chat.turn_rewards)
+            row.turn_rewards[-1] += row.reward
+            row.turn_spans = list(chat.turn_spans)
             rows.append(row)
     return rows[:limit]
 
@@ -360,22 +394,64 @@ def make_trainer_class():
     from trl import GRPOTrainer
 
     class SelfPlayGRPOTrainer(GRPOTrainer):
-        """GRPO with the rollout's RAE advantages instead of group-normalised rewards, and the
-        rows with zero advantage masked out of the loss."""
+        """GRPO with the rollout's advantages (RAE or turn-level) instead of group-normalised
+        rewards, and the tokens with zero advantage taken out of the loss and of its token count."""
 
         selfplay_advantages: list = []
 
         def _generate_and_score_completions(self, inputs):
-            import torch
             output = super()._generate_and_score_completions(inputs)
-            advantages = torch.tensor(self.selfplay_advantages, dtype=output["advantages"].dtype,
-                                      device=output["advantages"].device)
-            keep = (advantages.abs() > 1e-8).to(output["completion_mask"].dtype)
-            output["advantages"] = advantages
-            output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1)
-            return output
+            return apply_advantages(output, self.selfplay_advantages, self.accelerator.gather)
 
     return SelfPlayGRPOTrainer
+
+
+def apply_advantages(output: dict, advantages: list, gather=lambda x: x) -> dict:
+    """Put the rollout's ``advantages`` (per row: one number for the whole row, or one per
+    completion token) into TRL's generation output and filter what has advantage zero.
+
+    The filter goes into ``tool_mask`` (TRL's loss-only mask; ``completion_mask`` is also the
+    attention mask, so zeroing it would change what later tokens see) and ``num_items_in_batch``
+    is recounted from the masks after it: TRL counts it before this override, and the token-mean
+    losses (``dapo``, the default, ``cispo``, ``vespo``) divide by it, so filtered tokens
+    would otherwise still dilute the mean."""
+    import torch
+    completion_mask = output["completion_mask"]
+    dtype, device = output["advantages"].dtype, output["advantages"].device
+    if all(isinstance(a, (int, float)) for a in advantages):
+        values = torch.tensor(advantages, dtype=dtype, device=device)
+        keep = (values.abs() > 1e-8).unsqueeze(1).expand_as(completion_mask)
+    else:
+        values = torch.zeros(completion_mask.shape, dtype=dtype, device=device)
+        for i, row in enumerate(advantages):       # completions are padded on the right
+            values[i, :len(row)] = torch.tensor(row, dtype=dtype, device=device)
+        keep = values.abs() > 1e-8
+    loss_mask = output.get("tool_mask", torch.ones_like(completion_mask))
+    output["tool_mask"] = loss_mask * keep.to(loss_mask.dtype)
+    output["advantages"] = values
+    output["num_items_in_batch"] = gather((completion_mask * output["tool_mask"]).sum()).sum()
+    return output
+
+
+def row_advantages(rows: list, config: Config, baseline: RoleBaseline) -> tuple:
+    """(advantages for :func:`apply_advantages`, indices of the rows with some nonzero advantage).
+    ``rae``: one number per row, its reward minus its role's baseline (then updated). ``turn``:
+    per completion token, each reply's turn-level advantage
+    (:func:`socialgym_agents.selfplay.turn_advantages` on the rewards after each turn, grouped by
+    role or agent), 0 on the env's tokens."""
+    if config.advantage == "rae":
+        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
+        return advantages, set(keep_nonzero(advantages))
+    groups = [r.role_key if config.turn_norm == "role" else (config.game, r.learner) for r in rows]
+    per_turn = turn_advantages(list(zip(groups, (r.turn_rewards for r in rows))), config.turn_discount)
+    advantages = []
+    for row, turns in zip(rows, per_turn):
+        tokens = [0.0] * len(row.completion_ids)
+        for span, value in zip(row.turn_spans, turns):
+            if span is not None:
+                tokens[span[0]:span[1]] = [value] * (span[1] - span[0])
+        advantages.append(tokens)
+    return advantages, {i for i, tokens in enumerate(advantages) if keep_nonzero(tokens)}
 
 
 def row_reward(completions, row_reward, **kwargs) -> list:
@@ -393,7 +469,7 @@ class StepLog:
         with atomic_file(self.path, "w", newline="") as handle:
             csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
 
-    def add(self, step, rows, advantages, kept, baseline_before, plan, tokenizer) -> None:
+    def add(self, step, rows, kept, baseline_before, plan, tokenizer) -> None:
         by_role: dict = {}
         for i, row in enumerate(rows):
             by_role.setdefault(row.role_key, []).append(i)
@@ -424,10 +500,9 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
                          tokenizer, config, swap=swap, pool=pool, layout=layout)
             rows += collect_rows(games, config, len(prompts) - len(rows))
         before = dict(baseline.values)
-        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
-        kept = set(keep_nonzero(advantages))
+        advantages, kept = row_advantages(rows, config, baseline)
         trainer.selfplay_advantages = advantages
-        log.add(step, rows, advantages, kept, before, plan_all, tokenizer)
+        log.add(step, rows, kept, before, plan_all, tokenizer)
         output = rollout_output(rows)
         output["row_reward"] = [r.reward for r in rows]
         return output
@@ -578,6 +653,8 @@ def main(argv=None, preloaded=None) -> dict:
     config = parse_config(Config, argv)
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
+    if config.advantage not in ("rae", "turn") or config.turn_norm not in ("role", "agent"):
+        fail("--advantage must be rae or turn and --turn_norm role or agent")
     if config.policy_options and config.prompt != "turns":
         fail("--policy_options sets the policy's layout: it needs --prompt turns")
     try:

@@ -353,3 +353,52 @@ def test_a_game_without_a_heuristic_baseline_fails_before_training(tmp_path, cap
     assert stopped.value.code == 2
     assert "scripted:heuristic has no baseline for vote_spy" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("per_token", [False, True])
+def test_filtered_rows_leave_the_token_count_trl_divides_by(tmp_path, tiny_llama, monkeypatch, per_token):
+    """TRL's default loss (``dapo``) divides by ``num_items_in_batch``, counted before the
+    self-play override: a row whose advantage is zero must leave that count (and the loss mask),
+    or it dilutes the token mean. The count the loss receives is the first row's reply tokens."""
+    import trl
+    rows_seen, divided_by = [], []
+
+    def advantages(rows, config, baseline):
+        rows_seen.extend(rows)
+        if per_token:
+            return [[0.5 * m for m in rows[0].env_mask], [0.0] * len(rows[1].env_mask)], {0}
+        return [0.7, 0.0], {0}
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        assert self.loss_type == "dapo"
+        divided_by.append((int(inputs["num_items_in_batch"]),
+                           int((inputs["completion_mask"] * inputs["tool_mask"]).sum())))
+        return original(self, model, inputs, return_outputs, num_items_in_batch)
+
+    original = trl.GRPOTrainer.compute_loss
+    monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", compute_loss)
+    monkeypatch.setattr(selfplay, "row_advantages", advantages)
+    selfplay.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--self_play", "1",
+                   "--eval_episodes", "0", "--eval_before", "false", "--tournament_episodes", "0",
+                   "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
+    assert len(rows_seen) == 2 and divided_by
+    kept_tokens = sum(rows_seen[0].env_mask)
+    all_tokens = kept_tokens + sum(rows_seen[1].env_mask)
+    assert 0 < kept_tokens < all_tokens
+    # TRL splits the generation batch into shuffled pieces: the count spans it all, the mask the piece
+    assert {count for count, _ in divided_by} == {kept_tokens}
+    assert sum(in_loss for _, in_loss in divided_by) == kept_tokens
+
+
+def test_apply_advantages_keeps_attention_and_masks_the_loss_per_token():
+    """Per-token advantages: a zero turn leaves the loss mask (tool_mask) and the count, never the
+    attention mask (completion_mask), which later tokens of the row still attend through."""
+    import torch
+    output = {"completion_mask": torch.ones(2, 4, dtype=torch.long),
+              "tool_mask": torch.tensor([[1, 1, 0, 1], [1, 0, 1, 1]]),
+              "advantages": torch.zeros(2), "num_items_in_batch": torch.tensor(6)}
+    out = selfplay.apply_advantages(output, [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0]])
+    assert out["completion_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 1]]
+    assert out["tool_mask"].tolist() == [[0, 0, 0, 1], [1, 0, 1, 0]]
+    assert int(out["num_items_in_batch"]) == 3
+    assert out["advantages"].tolist() == [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0, 0.0]]
