@@ -73,24 +73,29 @@ def returns_to_go(turn_rewards: Sequence[float], discount: float = 1.0) -> list:
     return out
 
 
-def turn_advantages(rows: Sequence[tuple], discount: float = 1.0, eps: float = 1e-6) -> list:
+def turn_advantages(rows: Sequence[tuple], discount: float = 1.0, eps: float = 1e-6,
+                    deals: Optional[Sequence] = None) -> list:
     """Turn-level advantages in the style of MARSHAL: per row (``(group key, turn rewards)``,
     the group being the role or the agent), each turn's return-to-go minus the mean return of
     the batch's turns of the same group at the same turn position, divided by the standard
-    deviation of the group's returns (agent-specific normalisation). A group whose returns are
-    all equal gets zero advantages (nothing to learn from; the filter drops them)."""
+    deviation of the group's returns (agent-specific normalisation). With ``deals`` (per row,
+    the GRPO group: episodes replaying one seed and role deal) the mean is taken within the
+    deal, so a turn is compared with the same seat's turns on the same cards. A mean or a scale
+    taken over returns that are all equal gives zero advantages (nothing to learn from; the
+    filter drops them)."""
     import statistics
+    deals = deals if deals is not None else [None] * len(rows)
     returns = [returns_to_go(rewards, discount) for _, rewards in rows]
     by_position: dict = {}
     by_group: dict = {}
-    for (group, _), values in zip(rows, returns):
+    for (group, _), deal, values in zip(rows, deals, returns):
         for t, value in enumerate(values):
-            by_position.setdefault((group, t), []).append(value)
+            by_position.setdefault((group, deal, t), []).append(value)
             by_group.setdefault(group, []).append(value)
     mean = {key: sum(v) / len(v) for key, v in by_position.items()}
     scale = {key: statistics.pstdev(v) for key, v in by_group.items()}
-    return [[(value - mean[(group, t)]) / scale[group] if scale[group] > eps else 0.0
-             for t, value in enumerate(values)] for (group, _), values in zip(rows, returns)]
+    return [[(value - mean[(group, deal, t)]) / scale[group] if scale[group] > eps else 0.0
+             for t, value in enumerate(values)] for (group, _), deal, values in zip(rows, deals, returns)]
 
 
 def keep_nonzero(advantages: Sequence[float], eps: float = 1e-8) -> list:
@@ -106,13 +111,17 @@ class CheckpointPool:
     ``sample(rng)`` draws the opponent of one episode: the current policy itself (:data:`CURRENT`)
     with probability ``self_play``, otherwise a stored checkpoint chosen uniformly at random
     (the current policy while the pool is empty). ``checkpoint`` is whatever the caller plays
-    from: LoRA weights, a tabular policy."""
+    from: LoRA weights, a tabular policy. ``fixed``: frozen opponents that are not checkpoints
+    (policy specs such as ``scripted:heuristic``); when the draw is not self-play, one of them,
+    uniformly, with probability ``fixed_share`` (always while the pool is empty), else a
+    checkpoint."""
 
-    def __init__(self, capacity: int = 4, self_play: float = 0.5):
-        if capacity < 0 or not 0.0 <= self_play <= 1.0:
-            raise ValueError("capacity must be >= 0 and self_play a probability")
+    def __init__(self, capacity: int = 4, self_play: float = 0.5, fixed: Sequence[str] = (), fixed_share: float = 0.0):
+        if capacity < 0 or not 0.0 <= self_play <= 1.0 or not 0.0 <= fixed_share <= 1.0:
+            raise ValueError("capacity must be >= 0 and self_play and fixed_share probabilities")
         self.capacity = capacity
         self.self_play = self_play
+        self.fixed, self.fixed_share = list(fixed), fixed_share if fixed else 0.0
         self.entries: list = []          # [(step, checkpoint)], oldest first
 
     def add(self, step: int, checkpoint) -> None:
@@ -131,22 +140,31 @@ class CheckpointPool:
         raise KeyError(name)
 
     def sample(self, rng: random.Random) -> str:
-        if not self.entries or rng.random() < self.self_play:
+        if not (self.entries or self.fixed) or rng.random() < self.self_play:
             return CURRENT
+        if self.fixed and (not self.entries or rng.random() < self.fixed_share):
+            return rng.choice(self.fixed)
         return rng.choice(self.names())
+
+    def state(self) -> dict:
+        """What a resumed run needs besides the checkpoints' weights: the steps kept."""
+        return {"steps": [step for step, _ in self.entries]}
 
 
 # ------------------------------------------------------------------ seating and roles
 def seat_assignment(agents: Sequence[str], teams: Sequence[str], team_game: bool, opponent: str,
-                    episode_index: int) -> dict:
+                    episode_index: int, learner_teams: Sequence[str] = ()) -> dict:
     """{agent: player name} for one episode: every seat :data:`CURRENT` against itself; against
-    a checkpoint ``opponent`` the current policy takes one seat (two players) or one team (team
-    games), alternating by ``episode_index`` as the module docstring says."""
+    a checkpoint ``opponent`` the current policy takes one seat (games without teams) or one
+    team (team games), alternating by ``episode_index`` as the module docstring says; with
+    ``learner_teams`` only those teams take turns (e.g. always the werewolves)."""
     if opponent == CURRENT:
         return {a: CURRENT for a in agents}
     if team_game:
         # by team name, not by seat: the seats' teams change with the deal, the turn order must not
-        order = sorted(set(teams))
+        order = sorted(set(teams) & set(learner_teams) if learner_teams else set(teams))
+        if not order:
+            raise ValueError(f"no seat is on the learner's teams {sorted(learner_teams)} (teams: {sorted(set(teams))})")
         mine = order[episode_index % len(order)]
         return {a: CURRENT if t == mine else opponent for a, t in zip(agents, teams)}
     mine = agents[episode_index % len(agents)]

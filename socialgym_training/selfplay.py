@@ -82,12 +82,22 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """extra game config as JSON, e.g. '{"dice": 1}'"""
     episodes_per_step: int = 8
     """episodes played per step (at most; stops once the rows are full)"""
+    group_size: int = 1
+    """episodes per GRPO group: each group replays one seed (so one role deal) and one seating;
+    --episodes_per_step is rounded up to whole groups"""
     rows_per_step: int = 12
     """training rows (learner seats) per step: TRL's batch"""
     self_play: float = 0.5
     """probability an episode is against the current policy itself (else a pool checkpoint)"""
     pool_size: int = 4
     """past checkpoints kept in the opponent pool (the base model is the first)"""
+    fixed_opponents: str = ""
+    """comma-separated frozen opponents that are not checkpoints (policy specs, e.g. scripted:heuristic)"""
+    fixed_share: float = 0.5
+    """when an episode is not self-play: probability its opponent is one of --fixed_opponents (else a checkpoint)"""
+    train_teams: str = ""
+    """comma-separated teams whose seats are trained (empty: every team); the policy's seats on
+    other teams play but are frozen, and against an opponent the policy takes one of these teams"""
     snapshot_every: int = 5
     """steps between checkpoints added to the pool (and saved for the tournament)"""
     baseline_rate: float = 0.05
@@ -135,9 +145,10 @@ class SeatChat:
         else:
             self.seat = _EnvTextSeat(ChatAssembler(tokenizer), tokenizer, config.reply_prefix, self.row)
 
-    def observe(self, env, agent: str) -> tuple:
-        """Add the seat's view now (first view or news); return (context ids, reply prefix)."""
-        info = env.infos[agent]
+    def observe(self, env, agent: str, info: Optional[dict] = None) -> tuple:
+        """Add the seat's view now (first view or news; ``info`` the one it decides on, default
+        ``env.infos[agent]``); return (context ids, reply prefix)."""
+        info = env.infos[agent] if info is None else info
         if self.layout is not None:
             return self.seat.prompt(info, env.prompt_parts(agent))
         if not self.row.prompt_ids:
@@ -282,6 +293,8 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         games.append({"seed": seed, "episode": episode, "seats": seats, "env": env, "chats": chats, "turns": 0,
                       "reset": {}})
     while True:
+        # every decision due now, by player: the one seat to move, or every seat of a
+        # simultaneous phase (a vote), so all seats of all episodes share one batch per model state
         pending: dict = {}
         for g in games:
             env = g["env"]
@@ -292,31 +305,38 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                     continue
                 break
             if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
-                pending.setdefault(g["seats"][env.agent_selection], []).append(g)
+                for offset, agent in enumerate(env.pending_actors()):
+                    pending.setdefault(g["seats"][agent], []).append((g, agent, decision_info(env, agent, offset)))
         if not pending:
             break
-        for player, group in pending.items():
-            agents = [g["env"].agent_selection for g in group]
+        decided: dict = {}
+        for player, items in pending.items():
             if player == CURRENT or player.startswith("step"):
-                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)])
-                infos = [g["env"].infos[a] for g, a in zip(group, agents)]
+                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a, info) for g, a, info in items])
                 weights = None if player == CURRENT else pool.get(player)
                 with (swap.loaded(weights) if swap is not None else _nothing()):
-                    decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
-                for g, a, (ids, text, action) in zip(group, agents, decisions):
+                    decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items],
+                                                  list(prefixes))
+                for (g, a, _), (ids, text, action) in zip(items, decisions):
                     g["chats"][a].reply(ids, text, action)
-                    _step(g, action)
+                    decided.setdefault(id(g), []).append((a, action))
             else:
                 from socialgym_agents.base import Request
                 policy = deciders["pool"].get(player)
-                for g, a in zip(group, agents):
+                for g, a, info in items:
                     key = (g["episode"], a)
                     if key not in g["reset"]:
                         policy.reset(key, g["seed"])
                         g["reset"][key] = policy
-                    decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
-                                                         g["env"].prompt_parts(a))])[0]
-                    _step(g, decision.action)
+                    decision = policy.act_batch([Request(key, g["env"].observe(a), info, g["env"].prompt_parts(a))])[0]
+                    decided.setdefault(id(g), []).append((a, decision.action))
+        for g in games:
+            env = g["env"]
+            order = {a: i for i, a in enumerate(env.pending_actors())}
+            for agent, action in sorted(decided.get(id(g), []), key=lambda d: order.get(d[0], 0)):
+                if not env.agents or env.agent_selection != agent:
+                    break                # the game ended or moved on mid-phase
+                _step(g, action)
     for g in games:
         for chat in g["chats"].values():
             chat.close()
@@ -324,6 +344,16 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
             if hasattr(policy, "release"):
                 policy.release(key)
     return games
+
+
+def decision_info(env, agent: str, offset: int) -> dict:
+    """The info a seat decides on: in a simultaneous phase the 2nd, 3rd... actor's is built
+    before the earlier ones have stepped, its ``step`` advanced by its place (what the batched
+    tournament runner gives the policy, :mod:`socialgym_agents.batched`)."""
+    if not offset:
+        return env.infos[agent]
+    info = env.decision_view(agent)
+    return dict(info, step=info["step"] + offset)
 
 
 def _step(game: dict, action) -> None:
@@ -362,6 +392,8 @@ def collect_rows(games: list, config: Config, limit: int) -> list:
         for agent in env.possible_agents:
             if g["seats"][agent] != CURRENT or not g["chats"][agent].row.env_mask:
                 continue
+            if learner_teams(config) and env.state.team(agent) not in learner_teams(config):
+                continue
             row = g["chats"][agent].row
             row.learner, row.role = agent, env.state.role(agent)
             row.reward = seat_reward(env, agent, config)
@@ -371,6 +403,7 @@ def collect_rows(games: list, config: Config, limit: int) -> list:
             row.turn_rewards = list(chat.turn_rewards)
             row.turn_rewards[-1] += row.reward
             row.turn_spans = list(chat.turn_spans)
+            row.deal = (g["seed"], tuple(sorted(g["seats"].items())))
             rows.append(row)
     return rows[:limit]
 
@@ -379,14 +412,19 @@ def plan_episodes(config: Config, step: int, pool: CheckpointPool, rng: random.R
     """The step's (seed, seating) pairs: opponents drawn from the pool, seats assigned."""
     env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
     plan = []
-    for e in range(config.episodes_per_step):
+    for e in range(-(-config.episodes_per_step // config.group_size)):
         seed = config.seed * 1_000_003 + step * 1000 + e
         env.reset(seed=seed)
         teams, _ = seat_roles(env)
         opponent = pool.sample(rng)
-        plan.append((seed, seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
-                                           step * config.episodes_per_step + e)))
+        seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
+                                step * config.episodes_per_step + e, learner_teams(config))
+        plan += [(seed, seats)] * config.group_size
     return plan
+
+
+def learner_teams(config: Config) -> tuple:
+    return tuple(t for t in config.train_teams.split(",") if t)
 
 
 # ------------------------------------------------------------------ TRL
@@ -443,7 +481,8 @@ def row_advantages(rows: list, config: Config, baseline: RoleBaseline) -> tuple:
         advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
         return advantages, set(keep_nonzero(advantages))
     groups = [r.role_key if config.turn_norm == "role" else (config.game, r.learner) for r in rows]
-    per_turn = turn_advantages(list(zip(groups, (r.turn_rewards for r in rows))), config.turn_discount)
+    per_turn = turn_advantages(list(zip(groups, (r.turn_rewards for r in rows))), config.turn_discount,
+                               deals=[r.deal for r in rows] if config.group_size > 1 else None)
     advantages = []
     for row, turns in zip(rows, per_turn):
         tokens = [0.0] * len(row.completion_ids)
@@ -597,10 +636,10 @@ def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tu
 
 
 def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
-             seed_offset: int, rng: random.Random, layout=None) -> list:
+             seed_offset: int, rng: random.Random, layout=None, teams_of_mine: Sequence[str] = ()) -> list:
     """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
-    plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
-    batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
+    plays ``episodes`` seeded episodes, seats (or teams; only ``teams_of_mine`` for ``mine`` if
+    given) alternated; all pairs in one lockstep batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
     episodes (with their log records, rosters naming the players)."""
     from socialgym_training.common import rate_with_interval
     env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
@@ -610,7 +649,7 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
             seed = 900_000 + seed_offset + e
             env.reset(seed=seed)
             teams, _ = seat_roles(env)
-            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
+            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e, teams_of_mine)
             plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
             owners.append(p)
     games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
@@ -662,8 +701,10 @@ def main(argv=None, preloaded=None) -> dict:
         info = socialgym_env.game_class(config.game).info
     except (KeyError, ValueError) as err:
         fail(str(err).strip("'\""))
-    if info.num_players != 2 and not info.team_game and not config.num_players == 2:
-        fail(f"{config.game} is neither a two-player game nor a team game")
+    if config.group_size < 1 or not 0.0 <= config.fixed_share <= 1.0:
+        fail("--group_size must be at least 1 and --fixed_share a probability")
+    if config.train_teams and not info.team_game:
+        fail(f"--train_teams needs a team game; {config.game} has no teams")
     try:                   # the evaluation plays the heuristic: a game without one fails now, not after training
         PolicyPool().check("scripted:heuristic", games=[config.game])
     except PolicySpecError as err:
@@ -681,7 +722,13 @@ def main(argv=None, preloaded=None) -> dict:
         metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}}
         return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
                                     metrics, started)
-    pool = CheckpointPool(config.pool_size, config.self_play)
+    fixed = [spec for spec in config.fixed_opponents.split(",") if spec]
+    try:
+        for spec in fixed:
+            PolicyPool().check(spec, games=[config.game])
+    except PolicySpecError as err:
+        fail(str(err))
+    pool = CheckpointPool(config.pool_size, config.self_play, fixed, config.fixed_share)
     log = StepLog(out)
 
     # 1. TRL trainer with the self-play rollout and RAE advantages
@@ -767,8 +814,9 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
         write_json(out / "metrics.json", metrics)        # each part as it is measured
     pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    # before / after as the side that was trained (--train_teams), the tournament with teams alternated
     results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
-                       layout)
+                       layout, learner_teams(config))
     metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
                              for (mine, theirs), r in zip(pairs, results)}
     if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired
