@@ -113,6 +113,14 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
     tournament_episodes: int = 40
     """episodes per pair of checkpoints in the closing tournament (0 = none)"""
+    save_every: int = 5
+    """steps between resumable checkpoints (optimizer, scheduler, RNG, pool, baselines) in
+    <out>/trainer/checkpoint-<N>; 0 = none"""
+    resume: bool = False
+    """continue from the last resumable checkpoint in --out (a fresh start if there is none): the
+    same command run again picks up where a stopped piece ended"""
+    stop_at: int = 0
+    """end this piece after this step (saving a resumable checkpoint there; no evaluation); 0 = run to --steps"""
     evaluate: str = ""
     """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
     # defaults of this script (the options are documented in socialgym_training.configs; the
@@ -501,12 +509,19 @@ def row_reward(completions, row_reward, **kwargs) -> list:
 class StepLog:
     """``rollouts.csv``: per step and role key, rows, mean reward, baseline before, rows kept."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, keep_before: Optional[int] = None):
+        """``keep_before``: a resumed run keeps the lines of the steps before it (a stopped piece
+        may have logged a step past its checkpoint); else the file starts anew."""
         out.mkdir(parents=True, exist_ok=True)
         self.path = out / "rollouts.csv"
         self.mask_path = out / "mask_example.json"
+        header = ["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"]
+        kept = []
+        if keep_before is not None and self.path.is_file():
+            with open(self.path, newline="") as handle:
+                kept = [line for line in list(csv.reader(handle))[1:] if line and int(line[0]) < keep_before]
         with atomic_file(self.path, "w", newline="") as handle:
-            csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
+            csv.writer(handle).writerows([header] + kept)
 
     def add(self, step, rows, kept, baseline_before, plan, tokenizer) -> None:
         by_role: dict = {}
@@ -729,7 +744,9 @@ def main(argv=None, preloaded=None) -> dict:
     except PolicySpecError as err:
         fail(str(err))
     pool = CheckpointPool(config.pool_size, config.self_play, fixed, config.fixed_share)
-    log = StepLog(out)
+    resume_from = last_checkpoint(out) if config.resume else None
+    resumed = torch_load(resume_from / RESUME_STATE) if resume_from else None
+    log = StepLog(out, keep_before=resumed["step"] if resumed else None)
 
     # 1. TRL trainer with the self-play rollout and RAE advantages
     trainer_cls = make_trainer_class()
@@ -737,7 +754,9 @@ def main(argv=None, preloaded=None) -> dict:
                      learning_rate=config.learning_rate, seed=config.seed,
                      per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
                      temperature=config.temperature, max_completion_length=config.max_new_tokens,
-                     scale_rewards="none", beta=0.0)
+                     scale_rewards="none", beta=0.0,
+                     **(dict(save_strategy="steps", save_steps=config.save_every, save_total_limit=2)
+                        if config.save_every else {}))
     from datasets import Dataset
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
@@ -746,8 +765,14 @@ def main(argv=None, preloaded=None) -> dict:
                                                          layout))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     swap = LoraSwap(peft_model)
-    pool.add(0, swap.snapshot())
-    saved = {"step0": pool.get("step0")}
+    if resumed:      # the trainer restores the adapter, optimizer, scheduler and torch/numpy/random RNGs
+        rng.setstate(resumed["rng"])
+        baseline.values = dict(resumed["baseline"])
+        pool.entries = list(resumed["pool"])
+        saved = dict(resumed["saved"])
+    else:
+        pool.add(0, swap.snapshot())
+        saved = {"step0": pool.get("step0")}
 
     from transformers import TrainerCallback
 
@@ -763,11 +788,34 @@ def main(argv=None, preloaded=None) -> dict:
                     peft_model.save_pretrained(str(folder))
             return control
 
+    class Pieces(TrainerCallback):
+        """``--stop_at``: end the piece there with a checkpoint; every checkpoint gets the
+        self-play state the trainer does not know (this script's RNG, baselines, pool)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if config.stop_at and state.global_step >= config.stop_at:
+                control.should_save = control.should_training_stop = True
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            import torch
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            torch.save({"step": state.global_step, "rng": rng.getstate(), "baseline": dict(baseline.values),
+                        "pool": list(pool.entries), "saved": dict(saved)}, folder / RESUME_STATE)
+            return control
+
     trainer.add_callback(Snapshots())
+    trainer.add_callback(Pieces())
     trained_at = time.time()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     train_seconds = time.time() - trained_at
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    if trainer.state.global_step < config.steps:        # a piece: the next run resumes from its checkpoint
+        metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}, "loss": losses,
+                   "stopped_at": trainer.state.global_step, "piece_seconds": round(train_seconds, 1)}
+        from socialgym_training.common import write_json
+        write_json(out / "metrics.json", metrics)
+        return metrics
     with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
         peft_model.save_pretrained(str(folder))
     final = f"step{config.steps}"
@@ -777,6 +825,20 @@ def main(argv=None, preloaded=None) -> dict:
                "train_seconds": round(train_seconds, 1), "loss": losses}
     return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
                                 metrics, started)
+
+
+RESUME_STATE = "selfplay_state.pt"
+
+
+def last_checkpoint(out: Path) -> Optional[Path]:
+    """The newest ``<out>/trainer/checkpoint-<N>`` holding the self-play state (None if none)."""
+    folders = [f for f in (out / "trainer").glob("checkpoint-*") if (f / RESUME_STATE).is_file()]
+    return max(folders, key=lambda f: int(f.name.split("-")[1]), default=None)
+
+
+def torch_load(path: Path) -> dict:
+    import torch
+    return torch.load(path, weights_only=False)      # our own file: tuples, a random.Random state
 
 
 def load_checkpoints(model, config: Config) -> tuple:
