@@ -10,12 +10,16 @@ werewolves against the villagers) and a shared baseline would credit the role, n
 Rows whose advantage is zero carry no gradient and are dropped before the update.
 
 **Seating** (:func:`seat_assignment`): an episode is either pure self-play (every seat played by
-the current policy) or against a past checkpoint drawn from the :class:`CheckpointPool`; then the
-current policy plays one side and the checkpoint the other: in two-player games one seat,
-``player_0`` in even-numbered episodes and ``player_1`` in odd ones (both seats get trained); in
-team games (``GameInfo.outcome == "team"``) every seat of one team, the teams taking turns by
-episode number likewise (a team is the seat's real team; hidden roles stay hidden to the players).
-Only the current policy's seats become training rows.
+the current policy) or against a frozen opponent drawn by the :class:`CheckpointPool` (a past
+checkpoint or a fixed policy such as a scripted baseline); then the current policy plays one
+side and the opponent the rest: in games without teams one seat, ``player_<e mod N>`` in
+episode ``e`` (every seat gets trained); in team games (``GameInfo.outcome == "team"``) every
+seat of one team, the teams (or only the ``learner_teams``) taking turns by episode number
+likewise (a team is the seat's real team; hidden roles stay hidden to the players). Only the
+current policy's seats become training rows.
+
+**Turn-level credit** (:func:`turn_advantages`): beside RAE, each turn of a row can get its own
+advantage, from the return that follows it (MARSHAL-style, normalised per role or agent).
 """
 from __future__ import annotations
 

@@ -5,15 +5,20 @@
 
 SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_func``:
 
-1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of the game. Before
-   each episode the pool (:class:`socialgym_agents.selfplay.CheckpointPool`) picks the opponent: the
-   current policy itself with probability ``self_play``, else a past checkpoint drawn uniformly
+1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of any registered
+   game (N players, teams or not), in groups of ``group_size`` that replay one seed (so one
+   role deal) and one seating. Before each group the pool
+   (:class:`socialgym_agents.selfplay.CheckpointPool`) picks the opponent: the current policy
+   itself with probability ``self_play``, else a frozen one: one of ``fixed_opponents``
+   (scripted baselines) with probability ``fixed_share``, or a past checkpoint drawn uniformly
    from the last ``pool_size`` ones (one is saved every ``snapshot_every`` steps; the pool
-   starts with the base model, step 0). Against itself the policy plays every seat; against a
-   checkpoint one seat (two-player games) or one team (team games), alternating by episode
-   (:func:`socialgym_agents.selfplay.seat_assignment`). A checkpoint is a copy of the LoRA weights: its
-   moves are made by the same model with those weights loaded, then the current ones are put
-   back (:class:`LoraSwap`).
+   starts with the base model, step 0). Against itself the policy plays every seat; against an
+   opponent one seat (games without teams) or one team (team games; only ``train_teams`` if
+   set), alternating by episode (:func:`socialgym_agents.selfplay.seat_assignment`). A
+   checkpoint is a copy of the LoRA weights: its moves are made by the same model with those
+   weights loaded, then the current ones are put back (:class:`LoraSwap`). Every decision due
+   in every episode (all seats of a simultaneous phase too) is decided in one batch per model
+   state.
 2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
    as one token sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`),
    so the loss covers the learner's own tokens and every seat's turns are training data. With
@@ -21,14 +26,19 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    the prompts a tournament gives a checkpoint rated as ``metrics.json``'s ``rate_as`` spec;
    the row stops where the policy restarts its chat); ``compact`` / ``full`` are env-text
    layouts that no policy plays. Rows past ``rows_per_step`` are dropped (the last episode may fill the
-   step only partly), rows of checkpoint seats are never kept.
-3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
-   the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
-   in role games -- taken before the step, then updated with rate ``baseline_rate``
-   (:class:`socialgym_agents.selfplay.RoleBaseline`). Rows with zero advantage are filtered out (their
-   loss mask is zeroed, so they neither move the policy nor dilute the token mean). TRL's own
-   group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
-   clipping and optimiser are TRL's.
+   step only partly), rows of frozen seats (opponents, and the policy's own seats on teams
+   outside ``train_teams``) are never kept.
+3. **Advantages** (``advantage``). ``rae``: role-conditioned advantage estimation, a row's
+   advantage is its reward minus the EMA baseline of its (game, role) -- role = the seat in
+   games without roles, the hidden role in role games -- taken before the step, then updated
+   with rate ``baseline_rate`` (:class:`socialgym_agents.selfplay.RoleBaseline`). ``turn``: each
+   reply gets its own, the return that follows that turn minus the batch's mean at that turn
+   position (within the deal when ``group_size`` > 1), over the role's (or agent's) standard
+   deviation (:func:`socialgym_agents.selfplay.turn_advantages`), as per-token advantages.
+   Tokens with zero advantage are filtered out: out of TRL's loss mask and out of the token
+   count the loss divides by (:func:`apply_advantages`). TRL's own group-normalised advantages
+   are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss, clipping and optimiser are
+   TRL's.
 4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
    list of the grammar of legal replies after the prefix: with ``prompt=turns`` their common
    prefix and the reply text alone, as the policy's ``mode=score`` scores them; else after
@@ -40,6 +50,10 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
 
 Reward (``reward``): ``score`` (chips in poker: what exploitability is measured in) or
 ``outcome`` (+1 / 0 / -1); ``auto`` takes the score in games ranked by score, else the outcome.
+
+Resumable (``save_every``, ``piece_steps``, ``resume``): ``trainer/checkpoint-<N>`` holds TRL's
+state and this script's (:data:`RESUME_STATE`); a run can be made in pieces that add up to the
+unbroken run step for step.
 
 Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
 adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
@@ -119,8 +133,9 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     resume: bool = False
     """continue from the last resumable checkpoint in --out (a fresh start if there is none): the
     same command run again picks up where a stopped piece ended"""
-    stop_at: int = 0
-    """end this piece after this step (saving a resumable checkpoint there; no evaluation); 0 = run to --steps"""
+    piece_steps: int = 0
+    """end this run after this many steps (saving a resumable checkpoint there; no evaluation),
+    a piece that --resume continues; 0 = run to --steps"""
     evaluate: str = ""
     """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
     # defaults of this script (the options are documented in socialgym_training.configs; the
@@ -789,11 +804,11 @@ def main(argv=None, preloaded=None) -> dict:
             return control
 
     class Pieces(TrainerCallback):
-        """``--stop_at``: end the piece there with a checkpoint; every checkpoint gets the
+        """``--piece_steps``: end the piece with a checkpoint; every checkpoint gets the
         self-play state the trainer does not know (this script's RNG, baselines, pool)."""
 
         def on_step_end(self, args, state, control, **kwargs):
-            if config.stop_at and state.global_step >= config.stop_at:
+            if config.piece_steps and state.global_step >= (resumed["step"] if resumed else 0) + config.piece_steps:
                 control.should_save = control.should_training_stop = True
             return control
 

@@ -468,10 +468,10 @@ def test_n_player_games_without_teams_are_self_play_material(tmp_path, tokenizer
 
 
 def test_a_run_in_two_pieces_equals_an_unbroken_one_step_for_step(tmp_path, tiny_llama):
-    """4 steps unbroken, and the same command stopped after step 2 (--stop_at) then resumed
-    (--resume): the same rollouts (rows, rewards, baselines, opponents, step by step), the same
+    """4 steps unbroken, and as two pieces of 2 (--piece_steps 2 --resume true, the same command
+    twice): the same rollouts (rows, rewards, baselines, opponents, step by step), the same
     losses and the same final adapter -- the optimizer, scheduler, RNGs, pool and baselines came
-    back whole. A pool checkpoint is taken at step 1 and 3 and self_play is 0.5, so the pool's
+    back whole. A pool checkpoint is taken every step (2 kept) and self_play is 0.5, so the pool's
     draws and the baselines matter."""
     import copy
     import torch
@@ -480,11 +480,13 @@ def test_a_run_in_two_pieces_equals_an_unbroken_one_step_for_step(tmp_path, tiny
               "--tournament_episodes", "0", "--learning_rate", "0.05", "--threads", "1"]
     model, tokenizer = tiny_llama
     whole = selfplay.main(common + ["--out", str(tmp_path / "whole")], preloaded=(copy.deepcopy(model), tokenizer))
-    piece = selfplay.main(common + ["--stop_at", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
+    piece = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
                           preloaded=(copy.deepcopy(model), tokenizer))
     assert piece["stopped_at"] == 2 and len(piece["loss"]) == 2 and not (tmp_path / "pieces" / "adapter").exists()
-    rest = selfplay.main(common + ["--resume", "true", "--out", str(tmp_path / "pieces")],
+    # the same command again: the second piece, the last
+    rest = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
                          preloaded=(copy.deepcopy(model), tokenizer))
+    assert "stopped_at" not in rest
     assert rest["loss"] == whole["loss"] and len(whole["loss"]) == 4
     assert (tmp_path / "pieces" / "rollouts.csv").read_text() == (tmp_path / "whole" / "rollouts.csv").read_text()
     opponents = {line.split(",")[6] for line in (tmp_path / "whole" / "rollouts.csv").read_text().splitlines()[1:]}
