@@ -35,3 +35,18 @@ def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         selfplay_learned.main([str(tmp_path / "none.jsonl")])
     assert stopped.value.code == 2 and "no such log" in capsys.readouterr().err
+
+
+def test_sizing_counts_turns_by_phase_and_the_side_s_wins():
+    """socialgym_benchmarks/selfplay_sizing.py on 6 Spyfall episodes: the phases add up to the
+    turns, the side's wins are the episodes whose spy was rewarded (counted again here)."""
+    from socialgym_agents.runner import EpisodeJob, run_jobs
+    from socialgym_benchmarks import selfplay_sizing
+    out = selfplay_sizing.size("spyfall", {"rounds": 2}, "spy", 6, "scripted:heuristic")
+    records = run_jobs([EpisodeJob("spyfall", seed, ["scripted:heuristic"] * 4, config={"rounds": 2})
+                        for seed in range(6)], log_path=None)
+    assert out["turns_per_episode"] == round(sum(len(r["turns"]) for r in records) / 6, 1)
+    assert sum(out["by_phase"].values()) == pytest.approx(out["turns_per_episode"], abs=0.11)
+    spy_won = sum(r["rewards"][next(s["agent"] for s in r["roster"] if s["role"] == "Spy")] > 0 for r in records)
+    assert out["side_wins"] == spy_won and out["episodes"] == 6 and out["players"] == 4
+    assert out["interval"][0] <= 100 * spy_won / 6 <= out["interval"][1]
