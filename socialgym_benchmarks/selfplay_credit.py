@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,9 +179,14 @@ def compare(config: Config, rates: list) -> dict:
 
 def main(argv=None) -> dict:
     config = parse(argv, Config, __doc__)
-    if config.turns < 1 or not -1 <= config.deciding < config.turns:
-        raise SystemExit(f"--deciding must be -1 or a turn in 0..{config.turns - 1}")
-    rates = [float(x) for x in config.learning_rates.split(",")]
+    try:
+        rates = [float(x) for x in config.learning_rates.split(",")]
+        if config.turns < 1 or not -1 <= config.deciding < config.turns or config.seeds < 1 or config.steps < 1:
+            raise ValueError(f"--deciding must be -1 or a turn in 0..{config.turns - 1}; --turns, --seeds and --steps "
+                             "at least 1")
+    except ValueError as err:
+        print(f"selfplay_credit: {err}", file=sys.stderr)
+        raise SystemExit(2)
     result = {"config": vars(config), "credit": {e: credit(config, e) for e in ("rae", "turn")},
               "learning": compare(config, rates)}
     out = Path(config.out)

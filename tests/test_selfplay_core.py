@@ -127,3 +127,12 @@ def test_turn_credit_lands_on_the_deciding_turn_and_learns_it_better_than_rae():
     assert best["turn minus rae, final p_a, paired by seed"]["pairs"] == 12
     null = Config(deciding=-1, credit_episodes=3000)
     assert all(abs(v) < 0.06 for e in ("rae", "turn") for v in credit(null, e))
+
+
+@pytest.mark.parametrize("argv", [["--deciding", "8"], ["--learning_rates", "fast"], ["--seeds", "0"]])
+def test_credit_benchmark_bad_options_are_one_line_and_exit_2(argv, capsys):
+    from socialgym_benchmarks import selfplay_credit
+    with pytest.raises(SystemExit) as stopped:
+        selfplay_credit.main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith("selfplay_credit: ") and err.count("\n") == 1
