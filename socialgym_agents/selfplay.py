@@ -10,12 +10,16 @@ werewolves against the villagers) and a shared baseline would credit the role, n
 Rows whose advantage is zero carry no gradient and are dropped before the update.
 
 **Seating** (:func:`seat_assignment`): an episode is either pure self-play (every seat played by
-the current policy) or against a past checkpoint drawn from the :class:`CheckpointPool`; then the
-current policy plays one side and the checkpoint the other: in two-player games one seat,
-``player_0`` in even-numbered episodes and ``player_1`` in odd ones (both seats get trained); in
-team games (``GameInfo.outcome == "team"``) every seat of one team, the teams taking turns by
-episode number likewise (a team is the seat's real team; hidden roles stay hidden to the players).
-Only the current policy's seats become training rows.
+the current policy) or against a frozen opponent drawn by the :class:`CheckpointPool` (a past
+checkpoint or a fixed policy such as a scripted baseline); then the current policy plays one
+side and the opponent the rest: in games without teams one seat, ``player_<e mod N>`` in
+episode ``e`` (every seat gets trained); in team games (``GameInfo.outcome == "team"``) every
+seat of one team, the teams (or only the ``learner_teams``) taking turns by episode number
+likewise (a team is the seat's real team; hidden roles stay hidden to the players). Only the
+current policy's seats become training rows.
+
+**Turn-level credit** (:func:`turn_advantages`): beside RAE, each turn of a row can get its own
+advantage, from the return that follows it (MARSHAL-style, normalised per role or agent).
 """
 from __future__ import annotations
 
@@ -61,6 +65,43 @@ class RoleBaseline:
         return out
 
 
+# ------------------------------------------------------------------ turn-level credit
+def returns_to_go(turn_rewards: Sequence[float], discount: float = 1.0) -> list:
+    """The return that follows each turn: ``G_t = r_t + discount * G_{t+1}``, where ``r_t`` is
+    the reward the seat was dealt after its turn ``t`` and before its next (the terminal reward
+    goes to its last turn)."""
+    out, total = [0.0] * len(turn_rewards), 0.0
+    for t in range(len(turn_rewards) - 1, -1, -1):
+        total = turn_rewards[t] + discount * total
+        out[t] = total
+    return out
+
+
+def turn_advantages(rows: Sequence[tuple], discount: float = 1.0, eps: float = 1e-6,
+                    deals: Optional[Sequence] = None) -> list:
+    """Turn-level advantages in the style of MARSHAL: per row (``(group key, turn rewards)``,
+    the group being the role or the agent), each turn's return-to-go minus the mean return of
+    the batch's turns of the same group at the same turn position, divided by the standard
+    deviation of the group's returns (agent-specific normalisation). With ``deals`` (per row,
+    the GRPO group: episodes replaying one seed and role deal) the mean is taken within the
+    deal, so a turn is compared with the same seat's turns on the same cards. A mean or a scale
+    taken over returns that are all equal gives zero advantages (nothing to learn from; the
+    filter drops them)."""
+    import statistics
+    deals = deals if deals is not None else [None] * len(rows)
+    returns = [returns_to_go(rewards, discount) for _, rewards in rows]
+    by_position: dict = {}
+    by_group: dict = {}
+    for (group, _), deal, values in zip(rows, deals, returns):
+        for t, value in enumerate(values):
+            by_position.setdefault((group, deal, t), []).append(value)
+            by_group.setdefault(group, []).append(value)
+    mean = {key: sum(v) / len(v) for key, v in by_position.items()}
+    scale = {key: statistics.pstdev(v) for key, v in by_group.items()}
+    return [[(value - mean[(group, deal, t)]) / scale[group] if scale[group] > eps else 0.0
+             for t, value in enumerate(values)] for (group, _), deal, values in zip(rows, deals, returns)]
+
+
 def keep_nonzero(advantages: Sequence[float], eps: float = 1e-8) -> list:
     """Indices of the rows to train on: those whose advantage is not (numerically) zero."""
     return [i for i, a in enumerate(advantages) if abs(a) > eps]
@@ -74,13 +115,17 @@ class CheckpointPool:
     ``sample(rng)`` draws the opponent of one episode: the current policy itself (:data:`CURRENT`)
     with probability ``self_play``, otherwise a stored checkpoint chosen uniformly at random
     (the current policy while the pool is empty). ``checkpoint`` is whatever the caller plays
-    from: LoRA weights, a tabular policy."""
+    from: LoRA weights, a tabular policy. ``fixed``: frozen opponents that are not checkpoints
+    (policy specs such as ``scripted:heuristic``); when the draw is not self-play, one of them,
+    uniformly, with probability ``fixed_share`` (always while the pool is empty), else a
+    checkpoint."""
 
-    def __init__(self, capacity: int = 4, self_play: float = 0.5):
-        if capacity < 0 or not 0.0 <= self_play <= 1.0:
-            raise ValueError("capacity must be >= 0 and self_play a probability")
+    def __init__(self, capacity: int = 4, self_play: float = 0.5, fixed: Sequence[str] = (), fixed_share: float = 0.0):
+        if capacity < 0 or not 0.0 <= self_play <= 1.0 or not 0.0 <= fixed_share <= 1.0:
+            raise ValueError("capacity must be >= 0 and self_play and fixed_share probabilities")
         self.capacity = capacity
         self.self_play = self_play
+        self.fixed, self.fixed_share = list(fixed), fixed_share if fixed else 0.0
         self.entries: list = []          # [(step, checkpoint)], oldest first
 
     def add(self, step: int, checkpoint) -> None:
@@ -99,22 +144,31 @@ class CheckpointPool:
         raise KeyError(name)
 
     def sample(self, rng: random.Random) -> str:
-        if not self.entries or rng.random() < self.self_play:
+        if not (self.entries or self.fixed) or rng.random() < self.self_play:
             return CURRENT
+        if self.fixed and (not self.entries or rng.random() < self.fixed_share):
+            return rng.choice(self.fixed)
         return rng.choice(self.names())
+
+    def state(self) -> dict:
+        """What a resumed run needs besides the checkpoints' weights: the steps kept."""
+        return {"steps": [step for step, _ in self.entries]}
 
 
 # ------------------------------------------------------------------ seating and roles
 def seat_assignment(agents: Sequence[str], teams: Sequence[str], team_game: bool, opponent: str,
-                    episode_index: int) -> dict:
+                    episode_index: int, learner_teams: Sequence[str] = ()) -> dict:
     """{agent: player name} for one episode: every seat :data:`CURRENT` against itself; against
-    a checkpoint ``opponent`` the current policy takes one seat (two players) or one team (team
-    games), alternating by ``episode_index`` as the module docstring says."""
+    a checkpoint ``opponent`` the current policy takes one seat (games without teams) or one
+    team (team games), alternating by ``episode_index`` as the module docstring says; with
+    ``learner_teams`` only those teams take turns (e.g. always the werewolves)."""
     if opponent == CURRENT:
         return {a: CURRENT for a in agents}
     if team_game:
         # by team name, not by seat: the seats' teams change with the deal, the turn order must not
-        order = sorted(set(teams))
+        order = sorted(set(teams) & set(learner_teams) if learner_teams else set(teams))
+        if not order:
+            raise ValueError(f"no seat is on the learner's teams {sorted(learner_teams)} (teams: {sorted(set(teams))})")
         mine = order[episode_index % len(order)]
         return {a: CURRENT if t == mine else opponent for a, t in zip(agents, teams)}
     mine = agents[episode_index % len(agents)]

@@ -73,13 +73,14 @@ class Config:
     """output folder (curve.csv, curve.png)"""
 
 
-def parse(argv=None) -> Config:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def parse(argv=None, config_class=Config, doc: str = __doc__):
+    """``config_class`` from the command line: one option per field, its docstring the help."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    docs = field_help(Config)
-    for f in dataclasses.fields(Config):
+    docs = field_help(config_class)
+    for f in dataclasses.fields(config_class):
         parser.add_argument(f"--{f.name}", type=type(f.default), default=f.default, help=docs[f.name].replace("%", "%%"))
-    return Config(**vars(parser.parse_args(argv)))
+    return config_class(**vars(parser.parse_args(argv)))
 
 
 # ------------------------------------------------------------------ the tabular policy

@@ -5,15 +5,20 @@
 
 SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_func``:
 
-1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of the game. Before
-   each episode the pool (:class:`socialgym_agents.selfplay.CheckpointPool`) picks the opponent: the
-   current policy itself with probability ``self_play``, else a past checkpoint drawn uniformly
+1. **Rollouts.** Each optimiser step plays ``episodes_per_step`` episodes of any registered
+   game (N players, teams or not), in groups of ``group_size`` that replay one seed (so one
+   role deal) and one seating. Before each group the pool
+   (:class:`socialgym_agents.selfplay.CheckpointPool`) picks the opponent: the current policy
+   itself with probability ``self_play``, else a frozen one: one of ``fixed_opponents``
+   (scripted baselines) with probability ``fixed_share``, or a past checkpoint drawn uniformly
    from the last ``pool_size`` ones (one is saved every ``snapshot_every`` steps; the pool
-   starts with the base model, step 0). Against itself the policy plays every seat; against a
-   checkpoint one seat (two-player games) or one team (team games), alternating by episode
-   (:func:`socialgym_agents.selfplay.seat_assignment`). A checkpoint is a copy of the LoRA weights: its
-   moves are made by the same model with those weights loaded, then the current ones are put
-   back (:class:`LoraSwap`).
+   starts with the base model, step 0). Against itself the policy plays every seat; against an
+   opponent one seat (games without teams) or one team (team games; only ``train_teams`` if
+   set), alternating by episode (:func:`socialgym_agents.selfplay.seat_assignment`). A
+   checkpoint is a copy of the LoRA weights: its moves are made by the same model with those
+   weights loaded, then the current ones are put back (:class:`LoraSwap`). Every decision due
+   in every episode (all seats of a simultaneous phase too) is decided in one batch per model
+   state.
 2. **Rows.** Every seat the current policy played is one training row: that seat's own chat
    as one token sequence whose ``env_mask`` is 1 on its reply tokens only (:class:`SeatChat`),
    so the loss covers the learner's own tokens and every seat's turns are training data. With
@@ -21,14 +26,19 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
    the prompts a tournament gives a checkpoint rated as ``metrics.json``'s ``rate_as`` spec;
    the row stops where the policy restarts its chat); ``compact`` / ``full`` are env-text
    layouts that no policy plays. Rows past ``rows_per_step`` are dropped (the last episode may fill the
-   step only partly), rows of checkpoint seats are never kept.
-3. **Advantages.** Role-conditioned advantage estimation: a row's advantage is its reward minus
-   the EMA baseline of its (game, role) -- role = the seat in two-player games, the hidden role
-   in role games -- taken before the step, then updated with rate ``baseline_rate``
-   (:class:`socialgym_agents.selfplay.RoleBaseline`). Rows with zero advantage are filtered out (their
-   loss mask is zeroed, so they neither move the policy nor dilute the token mean). TRL's own
-   group-normalised advantages are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss,
-   clipping and optimiser are TRL's.
+   step only partly), rows of frozen seats (opponents, and the policy's own seats on teams
+   outside ``train_teams``) are never kept.
+3. **Advantages** (``advantage``). ``rae``: role-conditioned advantage estimation, a row's
+   advantage is its reward minus the EMA baseline of its (game, role) -- role = the seat in
+   games without roles, the hidden role in role games -- taken before the step, then updated
+   with rate ``baseline_rate`` (:class:`socialgym_agents.selfplay.RoleBaseline`). ``turn``: each
+   reply gets its own, the return that follows that turn minus the batch's mean at that turn
+   position (within the deal when ``group_size`` > 1), over the role's (or agent's) standard
+   deviation (:func:`socialgym_agents.selfplay.turn_advantages`), as per-token advantages.
+   Tokens with zero advantage are filtered out: out of TRL's loss mask and out of the token
+   count the loss divides by (:func:`apply_advantages`). TRL's own group-normalised advantages
+   are replaced by these (:class:`SelfPlayGRPOTrainer`); the loss, clipping and optimiser are
+   TRL's.
 4. **Decisions** are made in scoring mode: the log-probability of every legal reply (the finite
    list of the grammar of legal replies after the prefix: with ``prompt=turns`` their common
    prefix and the reply text alone, as the policy's ``mode=score`` scores them; else after
@@ -40,6 +50,10 @@ SPIRAL-style (Liu et al., 2025), through TRL's ``GRPOTrainer`` with a ``rollout_
 
 Reward (``reward``): ``score`` (chips in poker: what exploitability is measured in) or
 ``outcome`` (+1 / 0 / -1); ``auto`` takes the score in games ranked by score, else the outcome.
+
+Resumable (``save_every``, ``piece_steps``, ``resume``): ``trainer/checkpoint-<N>`` holds TRL's
+state and this script's (:data:`RESUME_STATE`); a run can be made in pieces that add up to the
+unbroken run step for step.
 
 Writes to ``--out``: ``adapter/`` (the final LoRA), ``checkpoints/step<N>/`` (the pool's
 adapters, rated together at the end), ``rollouts.csv`` (per step and role: rows, mean reward,
@@ -67,7 +81,8 @@ from typing import Optional, Sequence
 from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 import socialgym_env
 from socialgym_agents.llm.scoring import score_replies
-from socialgym_agents.selfplay import CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment
+from socialgym_agents.selfplay import (CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment,
+                                       turn_advantages)
 from socialgym_training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
                                 make_layout, news_text, policy_options)
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
@@ -81,20 +96,46 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """extra game config as JSON, e.g. '{"dice": 1}'"""
     episodes_per_step: int = 8
     """episodes played per step (at most; stops once the rows are full)"""
+    group_size: int = 1
+    """episodes per GRPO group: each group replays one seed (so one role deal) and one seating;
+    --episodes_per_step is rounded up to whole groups"""
     rows_per_step: int = 12
     """training rows (learner seats) per step: TRL's batch"""
     self_play: float = 0.5
     """probability an episode is against the current policy itself (else a pool checkpoint)"""
     pool_size: int = 4
     """past checkpoints kept in the opponent pool (the base model is the first)"""
+    fixed_opponents: str = ""
+    """comma-separated frozen opponents that are not checkpoints (policy specs, e.g. scripted:heuristic)"""
+    fixed_share: float = 0.5
+    """when an episode is not self-play: probability its opponent is one of --fixed_opponents (else a checkpoint)"""
+    train_teams: str = ""
+    """comma-separated teams whose seats are trained (empty: every team); the policy's seats on
+    other teams play but are frozen, and against an opponent the policy takes one of these teams"""
     snapshot_every: int = 5
     """steps between checkpoints added to the pool (and saved for the tournament)"""
     baseline_rate: float = 0.05
     """RAE: per-(game, role) EMA rate, b <- b + rate (R - b)"""
+    advantage: str = "rae"
+    """rae: every turn of a row gets its reward minus the role's moving average; turn: each turn
+    gets the return that follows it, normalised per --turn_norm (MARSHAL-style, docs/selfplay.md)"""
+    turn_discount: float = 1.0
+    """turn: discount of later rewards in a turn's return"""
+    turn_norm: str = "role"
+    """turn: normalise per role (the RAE key) or per agent (the seat)"""
     reward: str = "auto"
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
     tournament_episodes: int = 40
     """episodes per pair of checkpoints in the closing tournament (0 = none)"""
+    save_every: int = 5
+    """steps between resumable checkpoints (optimizer, scheduler, RNG, pool, baselines) in
+    <out>/trainer/checkpoint-<N>; 0 = none"""
+    resume: bool = False
+    """continue from the last resumable checkpoint in --out (a fresh start if there is none): the
+    same command run again picks up where a stopped piece ended"""
+    piece_steps: int = 0
+    """end this run after this many steps (saving a resumable checkpoint there; no evaluation),
+    a piece that --resume continues; 0 = run to --steps"""
     evaluate: str = ""
     """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
     # defaults of this script (the options are documented in socialgym_training.configs; the
@@ -118,14 +159,19 @@ class SeatChat:
     def __init__(self, tokenizer, config: Config, layout=None, key: tuple = ("", ""), seed: Optional[int] = None):
         self.row = Episode(spec=None)
         self.prompt, self.layout = config.prompt, layout
+        # per reply: its (start, end) in the row's completion (None once the row has stopped) and
+        # the rewards dealt to the seat after it, for turn-level credit
+        self.turn_spans: list = []
+        self.turn_rewards: list = []
         if layout is not None:
             self.seat = layout.seat(self.row, key, seed)
         else:
             self.seat = _EnvTextSeat(ChatAssembler(tokenizer), tokenizer, config.reply_prefix, self.row)
 
-    def observe(self, env, agent: str) -> tuple:
-        """Add the seat's view now (first view or news); return (context ids, reply prefix)."""
-        info = env.infos[agent]
+    def observe(self, env, agent: str, info: Optional[dict] = None) -> tuple:
+        """Add the seat's view now (first view or news; ``info`` the one it decides on, default
+        ``env.infos[agent]``); return (context ids, reply prefix)."""
+        info = env.infos[agent] if info is None else info
         if self.layout is not None:
             return self.seat.prompt(info, env.prompt_parts(agent))
         if not self.row.prompt_ids:
@@ -136,7 +182,16 @@ class SeatChat:
         return self.seat.prompt(text)
 
     def reply(self, reply_ids: list, text: str, action: str) -> None:
+        start = len(self.row.completion_ids)
         self.seat.reply(list(reply_ids), text, action)
+        end = len(self.row.completion_ids)
+        self.turn_spans.append((start, end) if end > start else None)
+        self.turn_rewards.append(0.0)
+
+    def credit(self, reward: float) -> None:
+        """A reward dealt to the seat between its turns goes to its last turn."""
+        if reward and self.turn_rewards:
+            self.turn_rewards[-1] += reward
 
     def close(self) -> None:
         """Forget the seat's conversation in the layout's policy (an episode's end)."""
@@ -261,6 +316,8 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         games.append({"seed": seed, "episode": episode, "seats": seats, "env": env, "chats": chats, "turns": 0,
                       "reset": {}})
     while True:
+        # every decision due now, by player: the one seat to move, or every seat of a
+        # simultaneous phase (a vote), so all seats of all episodes share one batch per model state
         pending: dict = {}
         for g in games:
             env = g["env"]
@@ -271,33 +328,38 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
                     continue
                 break
             if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
-                pending.setdefault(g["seats"][env.agent_selection], []).append(g)
+                for offset, agent in enumerate(env.pending_actors()):
+                    pending.setdefault(g["seats"][agent], []).append((g, agent, decision_info(env, agent, offset)))
         if not pending:
             break
-        for player, group in pending.items():
-            agents = [g["env"].agent_selection for g in group]
+        decided: dict = {}
+        for player, items in pending.items():
             if player == CURRENT or player.startswith("step"):
-                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a) for g, a in zip(group, agents)])
-                infos = [g["env"].infos[a] for g, a in zip(group, agents)]
+                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a, info) for g, a, info in items])
                 weights = None if player == CURRENT else pool.get(player)
                 with (swap.loaded(weights) if swap is not None else _nothing()):
-                    decisions = deciders["model"]([list(c) for c in contexts], infos, list(prefixes))
-                for g, a, (ids, text, action) in zip(group, agents, decisions):
+                    decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items],
+                                                  list(prefixes))
+                for (g, a, _), (ids, text, action) in zip(items, decisions):
                     g["chats"][a].reply(ids, text, action)
-                    g["env"].step(action)
-                    g["turns"] += 1
+                    decided.setdefault(id(g), []).append((a, action))
             else:
                 from socialgym_agents.base import Request
                 policy = deciders["pool"].get(player)
-                for g, a in zip(group, agents):
+                for g, a, info in items:
                     key = (g["episode"], a)
                     if key not in g["reset"]:
                         policy.reset(key, g["seed"])
                         g["reset"][key] = policy
-                    decision = policy.act_batch([Request(key, g["env"].observe(a), g["env"].infos[a],
-                                                         g["env"].prompt_parts(a))])[0]
-                    g["env"].step(decision.action)
-                    g["turns"] += 1
+                    decision = policy.act_batch([Request(key, g["env"].observe(a), info, g["env"].prompt_parts(a))])[0]
+                    decided.setdefault(id(g), []).append((a, decision.action))
+        for g in games:
+            env = g["env"]
+            order = {a: i for i, a in enumerate(env.pending_actors())}
+            for agent, action in sorted(decided.get(id(g), []), key=lambda d: order.get(d[0], 0)):
+                if not env.agents or env.agent_selection != agent:
+                    break                # the game ended or moved on mid-phase
+                _step(g, action)
     for g in games:
         for chat in g["chats"].values():
             chat.close()
@@ -305,6 +367,27 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
             if hasattr(policy, "release"):
                 policy.release(key)
     return games
+
+
+def decision_info(env, agent: str, offset: int) -> dict:
+    """The info a seat decides on: in a simultaneous phase the 2nd, 3rd... actor's is built
+    before the earlier ones have stepped, its ``step`` advanced by its place (what the batched
+    tournament runner gives the policy, :mod:`socialgym_agents.batched`)."""
+    if not offset:
+        return env.infos[agent]
+    info = env.decision_view(agent)
+    return dict(info, step=info["step"] + offset)
+
+
+def _step(game: dict, action) -> None:
+    """Play one move; rewards the rules deal before the end go to each seat's last turn (the
+    terminal reward is added by :func:`collect_rows`, in the ``reward`` config's unit)."""
+    env = game["env"]
+    env.step(action)
+    game["turns"] += 1
+    if env.state.result is None:
+        for agent, reward in env.rewards.items():
+            game["chats"][agent].credit(reward)
 
 
 @contextmanager
@@ -332,11 +415,18 @@ def collect_rows(games: list, config: Config, limit: int) -> list:
         for agent in env.possible_agents:
             if g["seats"][agent] != CURRENT or not g["chats"][agent].row.env_mask:
                 continue
+            if learner_teams(config) and env.state.team(agent) not in learner_teams(config):
+                continue
             row = g["chats"][agent].row
             row.learner, row.role = agent, env.state.role(agent)
             row.reward = seat_reward(env, agent, config)
             row.truncated = env.state.result is None
             row.role_key = role_key(config.game, agent, row.role, has_roles)
+            chat = g["chats"][agent]
+            row.turn_rewards = list(chat.turn_rewards)
+            row.turn_rewards[-1] += row.reward
+            row.turn_spans = list(chat.turn_spans)
+            row.deal = (g["seed"], tuple(sorted(g["seats"].items())))
             rows.append(row)
     return rows[:limit]
 
@@ -345,14 +435,19 @@ def plan_episodes(config: Config, step: int, pool: CheckpointPool, rng: random.R
     """The step's (seed, seating) pairs: opponents drawn from the pool, seats assigned."""
     env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
     plan = []
-    for e in range(config.episodes_per_step):
+    for e in range(-(-config.episodes_per_step // config.group_size)):
         seed = config.seed * 1_000_003 + step * 1000 + e
         env.reset(seed=seed)
         teams, _ = seat_roles(env)
         opponent = pool.sample(rng)
-        plan.append((seed, seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
-                                           step * config.episodes_per_step + e)))
+        seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, opponent,
+                                step * config.episodes_per_step + e, learner_teams(config))
+        plan += [(seed, seats)] * config.group_size
     return plan
+
+
+def learner_teams(config: Config) -> tuple:
+    return tuple(t for t in config.train_teams.split(",") if t)
 
 
 # ------------------------------------------------------------------ TRL
@@ -360,22 +455,65 @@ def make_trainer_class():
     from trl import GRPOTrainer
 
     class SelfPlayGRPOTrainer(GRPOTrainer):
-        """GRPO with the rollout's RAE advantages instead of group-normalised rewards, and the
-        rows with zero advantage masked out of the loss."""
+        """GRPO with the rollout's advantages (RAE or turn-level) instead of group-normalised
+        rewards, and the tokens with zero advantage taken out of the loss and of its token count."""
 
         selfplay_advantages: list = []
 
         def _generate_and_score_completions(self, inputs):
-            import torch
             output = super()._generate_and_score_completions(inputs)
-            advantages = torch.tensor(self.selfplay_advantages, dtype=output["advantages"].dtype,
-                                      device=output["advantages"].device)
-            keep = (advantages.abs() > 1e-8).to(output["completion_mask"].dtype)
-            output["advantages"] = advantages
-            output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1)
-            return output
+            return apply_advantages(output, self.selfplay_advantages, self.accelerator.gather)
 
     return SelfPlayGRPOTrainer
+
+
+def apply_advantages(output: dict, advantages: list, gather=lambda x: x) -> dict:
+    """Put the rollout's ``advantages`` (per row: one number for the whole row, or one per
+    completion token) into TRL's generation output and filter what has advantage zero.
+
+    The filter goes into ``tool_mask`` (TRL's loss-only mask; ``completion_mask`` is also the
+    attention mask, so zeroing it would change what later tokens see) and ``num_items_in_batch``
+    is recounted from the masks after it: TRL counts it before this override, and the token-mean
+    losses (``dapo``, the default, ``cispo``, ``vespo``) divide by it, so filtered tokens
+    would otherwise still dilute the mean."""
+    import torch
+    completion_mask = output["completion_mask"]
+    dtype, device = output["advantages"].dtype, output["advantages"].device
+    if all(isinstance(a, (int, float)) for a in advantages):
+        values = torch.tensor(advantages, dtype=dtype, device=device)
+        keep = (values.abs() > 1e-8).unsqueeze(1).expand_as(completion_mask)
+    else:
+        values = torch.zeros(completion_mask.shape, dtype=dtype, device=device)
+        for i, row in enumerate(advantages):       # completions are padded on the right
+            values[i, :len(row)] = torch.tensor(row, dtype=dtype, device=device)
+        keep = values.abs() > 1e-8
+    loss_mask = output.get("tool_mask", torch.ones_like(completion_mask))
+    output["tool_mask"] = loss_mask * keep.to(loss_mask.dtype)
+    output["advantages"] = values
+    output["num_items_in_batch"] = gather((completion_mask * output["tool_mask"]).sum()).sum()
+    return output
+
+
+def row_advantages(rows: list, config: Config, baseline: RoleBaseline) -> tuple:
+    """(advantages for :func:`apply_advantages`, indices of the rows with some nonzero advantage).
+    ``rae``: one number per row, its reward minus its role's baseline (then updated). ``turn``:
+    per completion token, each reply's turn-level advantage
+    (:func:`socialgym_agents.selfplay.turn_advantages` on the rewards after each turn, grouped by
+    role or agent), 0 on the env's tokens."""
+    if config.advantage == "rae":
+        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
+        return advantages, set(keep_nonzero(advantages))
+    groups = [r.role_key if config.turn_norm == "role" else (config.game, r.learner) for r in rows]
+    per_turn = turn_advantages(list(zip(groups, (r.turn_rewards for r in rows))), config.turn_discount,
+                               deals=[r.deal for r in rows] if config.group_size > 1 else None)
+    advantages = []
+    for row, turns in zip(rows, per_turn):
+        tokens = [0.0] * len(row.completion_ids)
+        for span, value in zip(row.turn_spans, turns):
+            if span is not None:
+                tokens[span[0]:span[1]] = [value] * (span[1] - span[0])
+        advantages.append(tokens)
+    return advantages, {i for i, tokens in enumerate(advantages) if keep_nonzero(tokens)}
 
 
 def row_reward(completions, row_reward, **kwargs) -> list:
@@ -386,14 +524,21 @@ def row_reward(completions, row_reward, **kwargs) -> list:
 class StepLog:
     """``rollouts.csv``: per step and role key, rows, mean reward, baseline before, rows kept."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, keep_before: Optional[int] = None):
+        """``keep_before``: a resumed run keeps the lines of the steps before it (a stopped piece
+        may have logged a step past its checkpoint); else the file starts anew."""
         out.mkdir(parents=True, exist_ok=True)
         self.path = out / "rollouts.csv"
         self.mask_path = out / "mask_example.json"
+        header = ["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"]
+        kept = []
+        if keep_before is not None and self.path.is_file():
+            with open(self.path, newline="") as handle:
+                kept = [line for line in list(csv.reader(handle))[1:] if line and int(line[0]) < keep_before]
         with atomic_file(self.path, "w", newline="") as handle:
-            csv.writer(handle).writerow(["step", "role", "rows", "mean_reward", "baseline_before", "kept", "opponents"])
+            csv.writer(handle).writerows([header] + kept)
 
-    def add(self, step, rows, advantages, kept, baseline_before, plan, tokenizer) -> None:
+    def add(self, step, rows, kept, baseline_before, plan, tokenizer) -> None:
         by_role: dict = {}
         for i, row in enumerate(rows):
             by_role.setdefault(row.role_key, []).append(i)
@@ -424,10 +569,9 @@ def make_rollout_func(config: Config, tokenizer, baseline: RoleBaseline, pool: C
                          tokenizer, config, swap=swap, pool=pool, layout=layout)
             rows += collect_rows(games, config, len(prompts) - len(rows))
         before = dict(baseline.values)
-        advantages = baseline.advantages_then_update([(r.role_key, r.reward) for r in rows])
-        kept = set(keep_nonzero(advantages))
+        advantages, kept = row_advantages(rows, config, baseline)
         trainer.selfplay_advantages = advantages
-        log.add(step, rows, advantages, kept, before, plan_all, tokenizer)
+        log.add(step, rows, kept, before, plan_all, tokenizer)
         output = rollout_output(rows)
         output["row_reward"] = [r.reward for r in rows]
         return output
@@ -522,10 +666,10 @@ def _seat_context(env, agent: str, tokenizer, config: Config, layout=None) -> tu
 
 
 def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list, episodes: int,
-             seed_offset: int, rng: random.Random, layout=None) -> list:
+             seed_offset: int, rng: random.Random, layout=None, teams_of_mine: Sequence[str] = ()) -> list:
     """Each ``(mine, theirs)`` pair of player names (``step<N>`` checkpoints or policy specs)
-    plays ``episodes`` seeded episodes, seats (or teams) alternated; all pairs in one lockstep
-    batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
+    plays ``episodes`` seeded episodes, seats (or teams; only ``teams_of_mine`` for ``mine`` if
+    given) alternated; all pairs in one lockstep batch. Per pair: ``mine``'s win rate with its 95% Wilson interval, mean reward, and the
     episodes (with their log records, rosters naming the players)."""
     from socialgym_training.common import rate_with_interval
     env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
@@ -535,7 +679,7 @@ def matchups(model, tokenizer, config: Config, swap, pool, policies, pairs: list
             seed = 900_000 + seed_offset + e
             env.reset(seed=seed)
             teams, _ = seat_roles(env)
-            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e)
+            seats = seat_assignment(env.possible_agents, teams, env.game_info.team_game, "THEIRS", e, teams_of_mine)
             plan.append((seed, {a: (mine if x == CURRENT else theirs) for a, x in seats.items()}))
             owners.append(p)
     games = play(plan, {"model": make_decider(model, tokenizer, config, rng, layout), "pool": policies},
@@ -578,6 +722,8 @@ def main(argv=None, preloaded=None) -> dict:
     config = parse_config(Config, argv)
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
+    if config.advantage not in ("rae", "turn") or config.turn_norm not in ("role", "agent"):
+        fail("--advantage must be rae or turn and --turn_norm role or agent")
     if config.policy_options and config.prompt != "turns":
         fail("--policy_options sets the policy's layout: it needs --prompt turns")
     try:
@@ -585,8 +731,10 @@ def main(argv=None, preloaded=None) -> dict:
         info = socialgym_env.game_class(config.game).info
     except (KeyError, ValueError) as err:
         fail(str(err).strip("'\""))
-    if info.num_players != 2 and not info.team_game and not config.num_players == 2:
-        fail(f"{config.game} is neither a two-player game nor a team game")
+    if config.group_size < 1 or not 0.0 <= config.fixed_share <= 1.0:
+        fail("--group_size must be at least 1 and --fixed_share a probability")
+    if config.train_teams and not info.team_game:
+        fail(f"--train_teams needs a team game; {config.game} has no teams")
     try:                   # the evaluation plays the heuristic: a game without one fails now, not after training
         PolicyPool().check("scripted:heuristic", games=[config.game])
     except PolicySpecError as err:
@@ -604,8 +752,16 @@ def main(argv=None, preloaded=None) -> dict:
         metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}}
         return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
                                     metrics, started)
-    pool = CheckpointPool(config.pool_size, config.self_play)
-    log = StepLog(out)
+    fixed = [spec for spec in config.fixed_opponents.split(",") if spec]
+    try:
+        for spec in fixed:
+            PolicyPool().check(spec, games=[config.game])
+    except PolicySpecError as err:
+        fail(str(err))
+    pool = CheckpointPool(config.pool_size, config.self_play, fixed, config.fixed_share)
+    resume_from = last_checkpoint(out) if config.resume else None
+    resumed = torch_load(resume_from / RESUME_STATE) if resume_from else None
+    log = StepLog(out, keep_before=resumed["step"] if resumed else None)
 
     # 1. TRL trainer with the self-play rollout and RAE advantages
     trainer_cls = make_trainer_class()
@@ -613,7 +769,9 @@ def main(argv=None, preloaded=None) -> dict:
                      learning_rate=config.learning_rate, seed=config.seed,
                      per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
                      temperature=config.temperature, max_completion_length=config.max_new_tokens,
-                     scale_rewards="none", beta=0.0)
+                     scale_rewards="none", beta=0.0,
+                     **(dict(save_strategy="steps", save_steps=config.save_every, save_total_limit=2)
+                        if config.save_every else {}))
     from datasets import Dataset
     dataset = Dataset.from_list([{"prompt": json.dumps({"game": config.game, "step": i})} for i in range(config.steps)])
     trainer = trainer_cls(model=model, reward_funcs=[row_reward], args=args, train_dataset=dataset,
@@ -622,8 +780,14 @@ def main(argv=None, preloaded=None) -> dict:
                                                          layout))
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
     swap = LoraSwap(peft_model)
-    pool.add(0, swap.snapshot())
-    saved = {"step0": pool.get("step0")}
+    if resumed:      # the trainer restores the adapter, optimizer, scheduler and torch/numpy/random RNGs
+        rng.setstate(resumed["rng"])
+        baseline.values = dict(resumed["baseline"])
+        pool.entries = list(resumed["pool"])
+        saved = dict(resumed["saved"])
+    else:
+        pool.add(0, swap.snapshot())
+        saved = {"step0": pool.get("step0")}
 
     from transformers import TrainerCallback
 
@@ -639,11 +803,34 @@ def main(argv=None, preloaded=None) -> dict:
                     peft_model.save_pretrained(str(folder))
             return control
 
+    class Pieces(TrainerCallback):
+        """``--piece_steps``: end the piece with a checkpoint; every checkpoint gets the
+        self-play state the trainer does not know (this script's RNG, baselines, pool)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if config.piece_steps and state.global_step >= (resumed["step"] if resumed else 0) + config.piece_steps:
+                control.should_save = control.should_training_stop = True
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            import torch
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            torch.save({"step": state.global_step, "rng": rng.getstate(), "baseline": dict(baseline.values),
+                        "pool": list(pool.entries), "saved": dict(saved)}, folder / RESUME_STATE)
+            return control
+
     trainer.add_callback(Snapshots())
+    trainer.add_callback(Pieces())
     trained_at = time.time()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     train_seconds = time.time() - trained_at
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    if trainer.state.global_step < config.steps:        # a piece: the next run resumes from its checkpoint
+        metrics = {"config": {k: getattr(config, k) for k in config.__dataclass_fields__}, "loss": losses,
+                   "stopped_at": trainer.state.global_step, "piece_seconds": round(train_seconds, 1)}
+        from socialgym_training.common import write_json
+        write_json(out / "metrics.json", metrics)
+        return metrics
     with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
         peft_model.save_pretrained(str(folder))
     final = f"step{config.steps}"
@@ -653,6 +840,20 @@ def main(argv=None, preloaded=None) -> dict:
                "train_seconds": round(train_seconds, 1), "loss": losses}
     return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
                                 metrics, started)
+
+
+RESUME_STATE = "selfplay_state.pt"
+
+
+def last_checkpoint(out: Path) -> Optional[Path]:
+    """The newest ``<out>/trainer/checkpoint-<N>`` holding the self-play state (None if none)."""
+    folders = [f for f in (out / "trainer").glob("checkpoint-*") if (f / RESUME_STATE).is_file()]
+    return max(folders, key=lambda f: int(f.name.split("-")[1]), default=None)
+
+
+def torch_load(path: Path) -> dict:
+    import torch
+    return torch.load(path, weights_only=False)      # our own file: tuples, a random.Random state
 
 
 def load_checkpoints(model, config: Config) -> tuple:
@@ -690,8 +891,9 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
         write_json(out / "metrics.json", metrics)        # each part as it is measured
     pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    # before / after as the side that was trained (--train_teams), the tournament with teams alternated
     results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
-                       layout)
+                       layout, learner_teams(config))
     metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
                              for (mine, theirs), r in zip(pairs, results)}
     if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired

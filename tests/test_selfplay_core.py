@@ -96,3 +96,43 @@ def test_pool_keeps_the_latest_checkpoints_and_samples_as_documented():
     assert {only_pool.sample(rng) for _ in range(50)} == {"step1"}
     with pytest.raises(ValueError):
         CheckpointPool(capacity=2, self_play=1.5)
+
+
+def test_returns_to_go_and_turn_advantages_on_fixed_rewards():
+    from socialgym_agents.selfplay import returns_to_go, turn_advantages
+    assert returns_to_go([0.0, 1.0, 0.0, 2.0]) == [3.0, 3.0, 2.0, 2.0]
+    assert returns_to_go([1.0, 0.0, 4.0], discount=0.5) == [2.0, 2.0, 4.0]
+    # two rows of one role: G = [2, 1] and [0, -1]; position means 1 and 0; the role's sd is 1.118
+    rows = [("r", [1.0, 1.0]), ("r", [1.0, -1.0]), ("other", [5.0])]
+    out = turn_advantages(rows)
+    sd = (sum((g - 0.5) ** 2 for g in (2, 1, 0, -1)) / 4) ** 0.5
+    assert out[0] == pytest.approx([1 / sd, 1 / sd]) and out[1] == pytest.approx([-1 / sd, -1 / sd])
+    assert out[2] == [0.0]                     # a group whose returns are all equal: nothing to learn
+
+
+def test_turn_credit_lands_on_the_deciding_turn_and_learns_it_better_than_rae():
+    """The planted game (socialgym_benchmarks/selfplay_credit.py): of 8 turns only turn 5's choice
+    decides its reward, the others' are coins. Both estimators' credit (corr(advantage, choice))
+    is at turn 5 only; the turn-level one's is larger (it leaves out the coins dealt before the
+    turn). Learning, each estimator at its own best rate (tuned on other seeds), over the same
+    seeds: turn ends nearer P(a) = 1. The null game (no deciding turn) gives no credit anywhere."""
+    from socialgym_benchmarks.selfplay_credit import Config, compare, credit
+    config = Config(credit_episodes=3000, seeds=12, steps=60)
+    rae, turn = credit(config, "rae"), credit(config, "turn")
+    for values in (rae, turn):
+        assert values[5] > 0.05 and max(abs(v) for t, v in enumerate(values) if t != 5) < 0.06
+    assert turn[5] > rae[5] + 0.05
+    best = compare(config, [1.0, 3.0, 10.0])["best_rate"]
+    assert best["turn"]["final_p_a"] > best["rae"]["final_p_a"] + 0.03 and best["turn"]["final_p_a"] > 0.95
+    assert best["turn minus rae, final p_a, paired by seed"]["pairs"] == 12
+    null = Config(deciding=-1, credit_episodes=3000)
+    assert all(abs(v) < 0.06 for e in ("rae", "turn") for v in credit(null, e))
+
+
+@pytest.mark.parametrize("argv", [["--deciding", "8"], ["--learning_rates", "fast"], ["--seeds", "0"]])
+def test_credit_benchmark_bad_options_are_one_line_and_exit_2(argv, capsys):
+    from socialgym_benchmarks import selfplay_credit
+    with pytest.raises(SystemExit) as stopped:
+        selfplay_credit.main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith("selfplay_credit: ") and err.count("\n") == 1

@@ -1,6 +1,7 @@
 """socialgym_training/selfplay.py: rows and roles from self-play episodes (two-player and a hidden-role
 team game), scoring-mode decisions, LoRA checkpoint swaps, and a 2-step smoke run."""
 import json
+import random
 
 import pytest
 
@@ -353,3 +354,143 @@ def test_a_game_without_a_heuristic_baseline_fails_before_training(tmp_path, cap
     assert stopped.value.code == 2
     assert "scripted:heuristic has no baseline for vote_spy" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("per_token", [False, True])
+def test_filtered_rows_leave_the_token_count_trl_divides_by(tmp_path, tiny_llama, monkeypatch, per_token):
+    """TRL's default loss (``dapo``) divides by ``num_items_in_batch``, counted before the
+    self-play override: a row whose advantage is zero must leave that count (and the loss mask),
+    or it dilutes the token mean. The count the loss receives is the first row's reply tokens."""
+    import trl
+    rows_seen, divided_by = [], []
+
+    def advantages(rows, config, baseline):
+        rows_seen.extend(rows)
+        if per_token:
+            return [[0.5 * m for m in rows[0].env_mask], [0.0] * len(rows[1].env_mask)], {0}
+        return [0.7, 0.0], {0}
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        assert self.loss_type == "dapo"
+        divided_by.append((int(inputs["num_items_in_batch"]),
+                           int((inputs["completion_mask"] * inputs["tool_mask"]).sum())))
+        return original(self, model, inputs, return_outputs, num_items_in_batch)
+
+    original = trl.GRPOTrainer.compute_loss
+    monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", compute_loss)
+    monkeypatch.setattr(selfplay, "row_advantages", advantages)
+    selfplay.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--self_play", "1",
+                   "--eval_episodes", "0", "--eval_before", "false", "--tournament_episodes", "0",
+                   "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
+    assert len(rows_seen) == 2 and divided_by
+    kept_tokens = sum(rows_seen[0].env_mask)
+    all_tokens = kept_tokens + sum(rows_seen[1].env_mask)
+    assert 0 < kept_tokens < all_tokens
+    # TRL splits the generation batch into shuffled pieces: the count spans it all, the mask the piece
+    assert {count for count, _ in divided_by} == {kept_tokens}
+    assert sum(in_loss for _, in_loss in divided_by) == kept_tokens
+
+
+def test_apply_advantages_keeps_attention_and_masks_the_loss_per_token():
+    """Per-token advantages: a zero turn leaves the loss mask (tool_mask) and the count, never the
+    attention mask (completion_mask), which later tokens of the row still attend through."""
+    import torch
+    output = {"completion_mask": torch.ones(2, 4, dtype=torch.long),
+              "tool_mask": torch.tensor([[1, 1, 0, 1], [1, 0, 1, 1]]),
+              "advantages": torch.zeros(2), "num_items_in_batch": torch.tensor(6)}
+    out = selfplay.apply_advantages(output, [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0]])
+    assert out["completion_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 1]]
+    assert out["tool_mask"].tolist() == [[0, 0, 0, 1], [1, 0, 1, 0]]
+    assert int(out["num_items_in_batch"]) == 3
+    assert out["advantages"].tolist() == [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0, 0.0]]
+
+
+def test_groups_replay_one_deal_and_a_vote_is_one_batch(vote_spy, tokenizer):
+    """--group_size 2: the step's episodes come in pairs of one seed (so one role deal) and one
+    seating. The vote (a simultaneous phase: every seat at once) of all episodes is decided in
+    one call of the model, with the info each seat would get from the batched tournament runner."""
+    from socialgym_agents.runner import PolicyPool
+    config = selfplay.Config(game=vote_spy, episodes_per_step=4, group_size=2)
+    plan = selfplay.plan_episodes(config, 0, selfplay.CheckpointPool(0, 1.0), random.Random(0))
+    assert len(plan) == 4 and plan[0] == plan[1] and plan[2] == plan[3] and plan[0][0] != plan[2][0]
+    batches = []
+
+    def decide(contexts, infos, prefixes):
+        batches.append([info["step"] for info in infos])
+        return first_legal(tokenizer)(contexts, infos, prefixes)
+
+    games = selfplay.play(plan, {"model": decide, "pool": PolicyPool(seed=0)}, tokenizer, config)
+    assert len(batches) == 1 and batches[0] == [0, 1, 2] * 4          # 4 episodes x 3 voters, steps as dealt
+    roles = [[g["env"].state.role(a) for a in g["env"].possible_agents] for g in games]
+    assert roles[0] == roles[1] and roles[2] == roles[3]
+    rows = selfplay.collect_rows(games, config, limit=100)
+    assert rows[0].deal == rows[3].deal != rows[6].deal and rows[0].turn_rewards == [rows[0].reward]
+
+
+def test_frozen_seats_a_trained_team_and_a_scripted_opponent(tmp_path, tiny_llama, vote_spy):
+    """One step where the policy plays only the spies (--train_teams) against the scripted
+    baseline (--fixed_opponents, every episode), groups of 2 episodes on one deal, turn-level
+    advantages: every row is a spy's, the opponents are the scripted baseline, the adapter moved."""
+    metrics = selfplay.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "4", "--group_size", "2",
+                             "--rows_per_step", "2", "--self_play", "0", "--fixed_opponents", "scripted:heuristic",
+                             "--fixed_share", "1", "--train_teams", "spies", "--advantage", "turn",
+                             "--eval_episodes", "2", "--tournament_episodes", "0", "--learning_rate", "0.01",
+                             "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
+    rows = [line.split(",") for line in (tmp_path / "rollouts.csv").read_text().splitlines()[1:]]
+    assert [(r[1], r[2], r[6]) for r in rows] == [("spy", "2", "scripted:heuristic")]
+    assert len(metrics["loss"]) == 1
+    records = [json.loads(line) for line in (tmp_path / "evaluation.jsonl").read_text().splitlines()]
+    for record in records:                     # evaluated as the side it trained: the spy's seat
+        spy = next(s for s in record["roster"] if s["role"] == "spy")
+        assert spy["policy"].startswith("selfplay:")
+
+
+def test_n_player_games_without_teams_are_self_play_material(tmp_path, tokenizer, capsys):
+    """A 5-player game without teams: every seat the policy's in self-play, one seat rotating
+    against an opponent, one row per seat; --train_teams there is one line and exit 2."""
+    from socialgym_agents.runner import PolicyPool
+    config = selfplay.Config(game="minority_game", game_config='{"rounds": 1}')
+    env = socialgym_env.make("minority_game")
+    env.reset(seed=0)
+    agents = env.possible_agents
+    seatings = [selfplay.seat_assignment(agents, [""] * len(agents), False, "step0", e) for e in range(len(agents))]
+    assert [[a for a, x in s.items() if x == CURRENT] for s in seatings] == [[a] for a in agents]
+    plan = [(5, {a: CURRENT for a in agents}), (6, {a: ("scripted:random" if a != "player_2" else CURRENT)
+                                                    for a in agents})]
+    games = selfplay.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
+    rows = selfplay.collect_rows(games, config, limit=100)
+    assert len(agents) == 5 and [r.learner for r in rows] == agents + ["player_2"]
+    assert all(g["env"].state.result is not None for g in games)
+    with pytest.raises(SystemExit) as stopped:
+        selfplay.main(["--game", "minority_game", "--train_teams", "x", "--out", str(tmp_path / "o")],
+                      preloaded=("no model", "no tokenizer"))
+    assert stopped.value.code == 2 and "needs a team game" in capsys.readouterr().err
+
+
+def test_a_run_in_two_pieces_equals_an_unbroken_one_step_for_step(tmp_path, tiny_llama):
+    """4 steps unbroken, and as two pieces of 2 (--piece_steps 2 --resume true, the same command
+    twice): the same rollouts (rows, rewards, baselines, opponents, step by step), the same
+    losses and the same final adapter -- the optimizer, scheduler, RNGs, pool and baselines came
+    back whole. A pool checkpoint is taken every step (2 kept) and self_play is 0.5, so the pool's
+    draws and the baselines matter."""
+    import copy
+    import torch
+    common = ["--steps", "4", "--episodes_per_step", "2", "--rows_per_step", "3", "--snapshot_every", "1",
+              "--pool_size", "2", "--save_every", "2", "--eval_episodes", "0", "--eval_before", "false",
+              "--tournament_episodes", "0", "--learning_rate", "0.05", "--threads", "1"]
+    model, tokenizer = tiny_llama
+    whole = selfplay.main(common + ["--out", str(tmp_path / "whole")], preloaded=(copy.deepcopy(model), tokenizer))
+    piece = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
+                          preloaded=(copy.deepcopy(model), tokenizer))
+    assert piece["stopped_at"] == 2 and len(piece["loss"]) == 2 and not (tmp_path / "pieces" / "adapter").exists()
+    # the same command again: the second piece, the last
+    rest = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
+                         preloaded=(copy.deepcopy(model), tokenizer))
+    assert "stopped_at" not in rest
+    assert rest["loss"] == whole["loss"] and len(whole["loss"]) == 4
+    assert (tmp_path / "pieces" / "rollouts.csv").read_text() == (tmp_path / "whole" / "rollouts.csv").read_text()
+    opponents = {line.split(",")[6] for line in (tmp_path / "whole" / "rollouts.csv").read_text().splitlines()[1:]}
+    assert len(opponents) > 1                                     # the pool was drawn from
+    a, b = lora_weights(tmp_path / "whole" / "adapter"), lora_weights(tmp_path / "pieces" / "adapter")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert any(float(w.abs().max()) > 0 for k, w in a.items() if "lora_B" in k)

@@ -1,0 +1,52 @@
+"""socialgym_benchmarks/selfplay_learned.py: choices by player, role and phase, counted from logs."""
+import json
+
+import pytest
+
+from socialgym_benchmarks import selfplay_learned
+
+
+def record(spy_policy: str, spy_action: str) -> dict:
+    roster = [{"agent": "player_0", "role": "Spy", "policy": spy_policy},
+              {"agent": "player_1", "role": "Resistance", "policy": "scripted:heuristic"}]
+    turns = [{"agent": "player_1", "phase": "vote", "action": "approve"},
+             {"agent": "player_0", "phase": "vote", "action": "approve"},
+             {"agent": "player_0", "phase": "mission", "action": spy_action}]
+    return {"roster": roster, "turns": turns}
+
+
+def test_a_planted_change_of_choice_is_counted_per_player_role_and_phase(tmp_path, capsys):
+    """The trained player fails 3 missions of 4 as a spy, the base 1 of 4: the counts and shares
+    say so, and the phases the two play alike (the vote) come out equal."""
+    log = tmp_path / "evaluation.jsonl"
+    records = ([record("selfplay:step0", a) for a in ("fail", "success", "success", "success")]
+               + [record("selfplay:step9", a) for a in ("fail", "fail", "fail", "success")])
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows = selfplay_learned.main([str(log), "--players", "selfplay:step0,selfplay:step9"])
+    table = {tuple(r[:3]): r[3:] for r in rows}
+    assert table["Spy", "mission", "fail"] == [1, 0.25, 3, 0.75]
+    assert table["Spy", "mission", "success"] == [3, 0.75, 1, 0.25]
+    assert table["Spy", "vote", "approve"] == [4, 1.0, 4, 1.0]
+    assert ("Resistance", "vote", "approve") not in table          # the heuristic's seats are not asked for
+    assert "'selfplay:step9 as Spy': 4" in capsys.readouterr().out
+
+
+def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        selfplay_learned.main([str(tmp_path / "none.jsonl")])
+    assert stopped.value.code == 2 and "no such log" in capsys.readouterr().err
+
+
+def test_sizing_counts_turns_by_phase_and_the_side_s_wins():
+    """socialgym_benchmarks/selfplay_sizing.py on 6 Spyfall episodes: the phases add up to the
+    turns, the side's wins are the episodes whose spy was rewarded (counted again here)."""
+    from socialgym_agents.runner import EpisodeJob, run_jobs
+    from socialgym_benchmarks import selfplay_sizing
+    out = selfplay_sizing.size("spyfall", {"rounds": 2}, "spy", 6, "scripted:heuristic")
+    records = run_jobs([EpisodeJob("spyfall", seed, ["scripted:heuristic"] * 4, config={"rounds": 2})
+                        for seed in range(6)], log_path=None)
+    assert out["turns_per_episode"] == round(sum(len(r["turns"]) for r in records) / 6, 1)
+    assert sum(out["by_phase"].values()) == pytest.approx(out["turns_per_episode"], abs=0.11)
+    spy_won = sum(r["rewards"][next(s["agent"] for s in r["roster"] if s["role"] == "Spy")] > 0 for r in records)
+    assert out["side_wins"] == spy_won and out["episodes"] == 6 and out["players"] == 4
+    assert out["interval"][0] <= 100 * spy_won / 6 <= out["interval"][1]
