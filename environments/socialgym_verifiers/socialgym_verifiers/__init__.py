@@ -39,6 +39,8 @@ import verifiers.v1 as vf
 from verifiers.v1.clients import ModelContext
 from verifiers.v1.runtimes import ProgramResult
 
+from socialgym_agents.single_agent import turn_text
+
 TASKSET_ID = "socialgym-verifiers"
 SYSTEM_PROMPT = ("You are playing a social game against other players. Each message tells you what you "
                  "see and which moves are legal. Answer with your move only: one of the legal moves "
@@ -75,17 +77,6 @@ def make_game(info: dict):
     from socialgym_agents.single_agent import SingleAgentEnv
 
     return SingleAgentEnv(info["game"], info["seat"], info["opponents"], **info["config"])
-
-
-def turn_text(info: dict) -> str:
-    """What is new for the seat since its last move: seen messages, instructions, legal moves."""
-    lines = list(info.get("new_messages") or [])
-    if info.get("instructions"):
-        lines.append(f"Now: {info['instructions']}")
-    legal = info.get("legal_action_list") or info.get("legal_actions")
-    if legal:
-        lines.append("Legal moves: " + "; ".join(map(str, legal)))
-    return "\n".join(lines) or "(nothing new) Your move."
 
 
 class SocialGymTaskset(vf.Taskset[SocialGymTask, SocialGymConfig]):
