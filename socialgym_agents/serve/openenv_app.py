@@ -20,7 +20,18 @@ no other connection can reach it. A socket is a session from the moment it conne
 client connects before its first reset, often long before): it counts against
 ``max_sessions`` and a silent one is closed after the idle timeout, so there is no separate
 handshake to wait for, unlike the arena's ``hello``. Closing the socket, or a disconnect mid-episode, frees the
-session at once; a silent one is closed after the idle timeout.
+session at once.
+
+**Reconnecting after the idle timeout.** A learner may think longer than the idle timeout (a
+CPU training step). A socket silent that long is closed (code 1001, the reason says how to
+resume), but a session in the middle of an episode is *parked*, not freed, for one more
+timeout: every reset's observation carries ``session = {"id", "token"}``, and a client that
+reconnects and sends ``reset`` with ``{"session_id", "session_token"}`` takes the same episode up
+where it was (the reply is the seat's current observation; OpenEnv's client reconnects by itself
+after ``await client.disconnect()``). Past that, or with a session that is gone for another
+reason, the reply is one error saying why (``session ... was closed after 300 s idle and 300 s
+more unclaimed; its episode is gone: reset without session_id to start a new one``); the reason
+is told only to a caller holding the session's token.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
 OpenEnv's HTTP endpoints build a fresh env per request, which cannot play a game across steps,
@@ -221,60 +232,102 @@ async def websocket(ws: WebSocket, server: Server):
         await ws.close()
         return
 
-    async def hang_up():                           # the reaper closing an idle session
-        await ws.close(code=1001, reason="session idle timeout")
+    async def hang_up():                           # the reaper closing (or parking) an idle session
+        timeout = store.idle_timeout_s
+        await ws.close(code=1001, reason=f"idle {timeout:g} s; resume: reset with session_id, session_token "
+                                         f"within {timeout:g} s")
 
-    session.on_close.append(hang_up)
     try:
         while True:
-            reply = await _answer(store, session, await ws.receive_text())
+            # An idle hang-up parks a session mid-episode for a reconnect (nothing else to resume)
+            last = session.value.last
+            session.resumable = last is not None and not last["done"]
+            if hang_up not in session.on_close:
+                session.on_close.append(hang_up)
+            reply, now_serving = await _answer(store, session, await ws.receive_text())
+            if now_serving is not session:         # a resumed session: this socket serves it now
+                session.on_close.remove(hang_up)
+                await store.close(session, "was replaced by the session its client resumed")
+                session = now_serving
+                await ws.send_text(reply)
+                continue
             if reply is None:
                 break
             await ws.send_text(reply)
     except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
         pass
     finally:
-        session.on_close.remove(hang_up)
-        await store.close(session)
+        if hang_up in session.on_close:
+            session.on_close.remove(hang_up)
+        if session.parked_at is None:              # parked by the reaper: kept for a reconnect
+            await store.close(session, "was closed: its client disconnected")
         try:
             await ws.close()
         except (WebSocketDisconnect, RuntimeError):    # already closed by the client
             pass
 
 
-async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
-    """One WebSocket message -> the reply text (None: the client asked to close)."""
+def _with_session(result: dict, session) -> str:
+    """An observation reply carrying the session's id and token (what a reconnect resumes with)."""
+    result = {**result, "observation": {**result["observation"], "session": {"id": session.id,
+                                                                            "token": session.token}}}
+    return to_json({"type": "observation", "data": result})
+
+
+async def _resume(store: SessionStore, session, data: dict):
+    """A reset naming a session: take up that parked session on this socket (reply, session)."""
+    try:
+        parked = store.get(data.get("session_id"), data.get("session_token"))
+    except SessionError as err:
+        return _error(f"cannot resume: {err}", "EXECUTION_ERROR"), session
+    if parked is session:
+        return _error("this socket already serves that session", "EXECUTION_ERROR"), session
+    if parked.parked_at is None:
+        return _error("cannot resume: the session is still connected on another socket", "EXECUTION_ERROR"), session
+    last = parked.value.last
+    if last is None:
+        return _error("cannot resume: the session had no episode; reset without session_id", "EXECUTION_ERROR"), \
+            session
+    store.resume(parked.id, parked.token)
+    return _with_session(last, parked), parked
+
+
+async def _answer(store: SessionStore, session, raw: str):
+    """One WebSocket message -> (the reply text, the session this socket serves next); the
+    reply is None when the client asked to close."""
     try:
         message = parse_json(raw)
     except ValueError as err:
-        return _error(f"Invalid JSON: {err}", "INVALID_JSON")
+        return _error(f"Invalid JSON: {err}", "INVALID_JSON"), session
     if not isinstance(message, dict):
-        return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
+        return _error("a message is a JSON object with a type", "VALIDATION_ERROR"), session
     kind, data = message.get("type", ""), message.get("data", {})
     game: GameSession = session.value
     try:
         if kind == "reset":
             if not isinstance(data, dict):
-                return _error("reset data is an object of reset options", "VALIDATION_ERROR")
+                return _error("reset data is an object of reset options", "VALIDATION_ERROR"), session
+            if "session_id" in data or "session_token" in data:
+                return await _resume(store, session, data)
             result = await store.run(session, lambda: game.reset(**data))
             session.touch()
-            return to_json({"type": "observation", "data": result})
+            return _with_session(result, session), session
         if kind == "step":
             try:
                 action = GameAction.model_validate(data)
             except ValidationError as err:
-                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors()))
+                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors())), session
             result = await store.run(session, game.step, action.model_dump())
             session.touch(step=True)
-            return to_json({"type": "observation", "data": result})
+            return to_json({"type": "observation", "data": result}), session
         if kind == "state":
             session.touch()
-            return to_json({"type": "state", "data": game.state()})
+            return to_json({"type": "state", "data": game.state()}), session
         if kind == "close":
-            return None
-        return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+            return None, session
+        return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE"), session
     except (BadRequest, SessionError) as err:
-        return _error(str(err), "EXECUTION_ERROR")
+        return _error(str(err), "EXECUTION_ERROR"), session
     except Exception as err:                       # a game or policy bug: said, logged, session kept
         logger.exception("session %s: %s failed", session.id[:8], kind)
-        return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")
+        return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR"), session

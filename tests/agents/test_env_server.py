@@ -251,3 +251,48 @@ def test_a_game_bug_is_reported_and_the_session_survives(monkeypatch):
         failed = http.post("/step", json={"action": {"message": "defect"}, "session_id": session["id"],
                                           "session_token": session["token"]})
         assert failed.status_code == 500 and "planted bug" in failed.json()["detail"]
+
+
+def test_a_client_reconnecting_after_the_idle_timeout_resumes_or_is_told_why_not():
+    """OpenEnv's own client, a server with a 1 s idle timeout: a learner that thinks longer
+    than that has its socket closed; reconnecting and resetting with the session's id and token
+    (sent in every reset's observation) takes the same episode up where it was, and the episode
+    ends exactly as one played without the pause. Past one more timeout the game is gone, and
+    the reconnect is told so in one message."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    timeout = 1.0
+
+    async def main():
+        async with GenericEnvClient(base_url=url) as client:
+            straight = await play(client, game="liars_dice", seed=7)
+        async with GenericEnvClient(base_url=url) as client:
+            result = await client.reset(game="liars_dice", seed=7)
+            session = result.observation["session"]
+            texts = [result.observation["text"]]
+            await asyncio.sleep(timeout * 1.5)           # idle: the reaper parks it, the socket closes
+            with pytest.raises(Exception):
+                await client.step(first_move(result))
+            await client.disconnect()                    # OpenEnv's client reconnects on its next call
+            result = await client.reset(session_id=session["id"], session_token=session["token"])
+            assert result.observation["text"] == texts[0] and not result.done      # where it was
+            while not result.done:
+                result = await client.step(first_move(result))
+                texts.append(result.observation["text"])
+            resumed = (texts, result)
+        async with GenericEnvClient(base_url=url) as client:
+            result = await client.reset(game="liars_dice", seed=8)
+            session = result.observation["session"]
+            await asyncio.sleep(timeout * 3.5)           # idle, then unclaimed: closed for good
+            await client.disconnect()
+            with pytest.raises(RuntimeError) as gone:
+                await client.reset(session_id=session["id"], session_token=session["token"])
+            with pytest.raises(RuntimeError) as wrong:
+                await client.reset(session_id=session["id"], session_token="not-the-token")
+        return straight, resumed, str(gone.value), str(wrong.value)
+
+    with BackgroundServer(create_openenv_app(idle_timeout_s=timeout)) as url:
+        (texts_a, end_a), (texts_b, end_b), gone, wrong = asyncio.run(main())
+    assert texts_a == texts_b and end_a.reward == end_b.reward
+    assert "was closed after 1 s idle and 1 s more unclaimed; its episode is gone" in gone
+    assert "unknown session or wrong session token" in wrong      # the note needs the token
