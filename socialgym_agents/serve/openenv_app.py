@@ -33,6 +33,16 @@ reason, the reply is one error saying why (``session ... was closed after 300 s 
 more unclaimed; its episode is gone: reset without session_id to start a new one``); the reason
 is told only to a caller holding the session's token.
 
+**Several seats in one session** (reset option ``seats``, e.g. ``[0, 2]``): the session plays
+those seats (self-play), the others are played by ``opponents``; each observation is the view of
+the played seat to act now (``observation.seat``), exactly as that seat alone sees it, and the
+end's ``info.rewards_by_seat`` holds each played seat's rule-decided reward. The reset's
+``observation.session.seat_tokens`` holds a secret per seat: over HTTP, a caller given one seat's
+token (``seat`` and ``seat_token`` instead of ``session_token``) reads only that seat's view
+(``GET /state``: the observation, ``your_turn``, its reward at the end) and moves only for it,
+only on its turn (``POST /step`` answers that seat's view after the move, never the next
+seat's), so each seat's observation stays private to its own caller.
+
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
 OpenEnv's HTTP endpoints build a fresh env per request, which cannot play a game across steps,
 so here ``/reset`` opens a session and returns its id and secret token inside the observation
@@ -48,6 +58,7 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -98,6 +109,7 @@ class GameState(BaseModel):
     client_episode_id: Optional[str] = None
     game: Optional[str] = None
     seat: Optional[str] = None
+    seats: Optional[list[str]] = None
     seed: Optional[int] = None
     opponents: Optional[list[str]] = None
     done: bool = False
@@ -185,19 +197,42 @@ async def reset(server: Server, body: dict = Body(default_factory=dict)):
             await store.close(session)
         return json_response({"detail": str(err)}, 400)
     session.touch()
-    result["observation"]["session"] = {"id": session.id, "token": session.token}
+    result["observation"]["session"] = _session_keys(session)
     return json_response(result)
+
+
+def _session_keys(session) -> dict:
+    """What a reset answers about its session: id and token and, when it plays several seats,
+    a token per seat (hand each to that seat's caller: it reads and moves for that seat only)."""
+    seats = getattr(session.value.env, "seats", None)
+    if seats and set(session.seat_tokens) != set(seats):
+        session.seat_tokens = {seat: secrets.token_urlsafe(32) for seat in seats}
+    keys = {"id": session.id, "token": session.token}
+    if seats:
+        keys["seat_tokens"] = dict(session.seat_tokens)
+    return keys
+
+
+def _caller(store: SessionStore, session_id, token, seat, seat_token):
+    """(session, the seat the caller may act for: None = every seat of the session)."""
+    if seat is not None:
+        return store.get(session_id, seat_token, seat=seat), seat
+    return store.get(session_id, token), None
 
 
 @router.post("/step", tags=["Environment Control"])
 async def step(server: Server, body: dict = Body(...)):
-    session = server.store.get(body.get("session_id"), body.get("session_token"))
+    session, seat = _caller(server.store, body.get("session_id"), body.get("session_token"), body.get("seat"),
+                            body.get("seat_token"))
     try:
         action = GameAction.model_validate(body.get("action"))
     except ValidationError as err:
         return json_response({"detail": validation_errors(err.errors())}, 422)
     try:
-        result = await server.store.run(session, session.value.step, action.model_dump())
+        if seat is not None:
+            result = await server.store.run(session, session.value.step_as, seat, action.model_dump())
+        else:
+            result = await server.store.run(session, session.value.step, action.model_dump())
     except BadRequest as err:
         return json_response({"detail": str(err)}, 400)
     session.touch(step=True)
@@ -205,11 +240,19 @@ async def step(server: Server, body: dict = Body(...)):
 
 
 @router.get("/state", tags=["State Management"])
-async def state(server: Server, session_id: Optional[str] = None, session_token: Optional[str] = None):
+async def state(server: Server, session_id: Optional[str] = None, session_token: Optional[str] = None,
+                seat: Optional[str] = None, seat_token: Optional[str] = None):
+    """The session's state; with ``seat`` and ``seat_token``, that seat's own current view
+    (observation, ``your_turn``, its reward at the end) instead."""
     if session_id is None:
         return GameState().model_dump()
-    session = server.store.get(session_id, session_token)
+    session, seat = _caller(server.store, session_id, session_token, seat, seat_token)
     session.touch()
+    if seat is not None:
+        try:
+            return json_response(await server.store.run(session, session.value.seat_view, seat))
+        except BadRequest as err:
+            return json_response({"detail": str(err)}, 400)
     return json_response(session.value.state())
 
 
@@ -269,8 +312,7 @@ async def websocket(ws: WebSocket, server: Server):
 
 def _with_session(result: dict, session) -> str:
     """An observation reply carrying the session's id and token (what a reconnect resumes with)."""
-    result = {**result, "observation": {**result["observation"], "session": {"id": session.id,
-                                                                            "token": session.token}}}
+    result = {**result, "observation": {**result["observation"], "session": _session_keys(session)}}
     return to_json({"type": "observation", "data": result})
 
 
