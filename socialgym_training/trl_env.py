@@ -1,5 +1,8 @@
 """Every game as a TRL ``environment_factory`` environment (TRL >= 1.16, ``GRPOTrainer``).
 
+    python -m socialgym_training.trl_env --game kuhn_poker --steps 2 --num_generations 2 \\
+        --max_completion_length 32 --max_tool_calls 2 --out runs/grpo_env_factory
+
 ```python
 from trl import GRPOConfig, GRPOTrainer
 from socialgym_training.trl_env import environment_class, episode_dataset, tool_calling_tokenizer
@@ -232,6 +235,7 @@ def main(argv=None, preloaded=None) -> dict:
     """GRPO through TRL's own tool loop (``environment_factory``); writes ``adapter/``,
     ``reward_curve.csv`` / ``.png`` and ``metrics.json`` (config, TRL's per-step log, timing) to
     ``--out``. ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    import inspect
     import time
 
     from trl import GRPOTrainer
@@ -239,6 +243,9 @@ def main(argv=None, preloaded=None) -> dict:
     from socialgym_env.atomic import atomic_dir
     from socialgym_training.common import fail, finish_run, grpo_args, load_base, parse_config
     config = parse_config(Config, argv)
+    if "environment_factory" not in inspect.signature(GRPOTrainer.__init__).parameters:
+        import trl
+        fail(f"TRL {trl.__version__} has no environment_factory: pip install 'trl>=1.16'")
     if config.num_generations < 2:
         fail(f"--num_generations must be at least 2 (a GRPO group), got {config.num_generations}")
     for name in ("steps", "episodes_per_step", "max_completion_length", "max_tool_calls"):

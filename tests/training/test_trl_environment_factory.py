@@ -117,3 +117,12 @@ def test_grpo_trains_two_steps_through_trls_own_tool_loop(tiny_llama, tmp_path):
             assert row["reward"] == -1.0
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert json.loads((out / "metrics.json").read_text())["config"]["game"] == "kuhn_poker"
+
+
+@pytest.mark.parametrize("argv,message", [(["--game", "nope"], "unknown game 'nope'"),
+                                          (["--num_generations", "1"], "at least 2 (a GRPO group)"),
+                                          (["--seat", "player_9"], "neither a seat nor a role")])
+def test_bad_arguments_are_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        trl_env.main(argv + ["--out", str(tmp_path / "run")])
+    assert done.value.code == 2 and message in capsys.readouterr().err
