@@ -156,7 +156,8 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     models = any(is_model_spec(spec) for spec in defaults.opponents)
     store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
-                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.",
+                     description="Every Social Gym game, one seat (or several) per session, over OpenEnv's "
+                                 "HTTP and WebSocket API.",
                      limits=limits)
     app.state.env_server = EnvServer(defaults, store, PolicyPool(seed=defaults.policy_seed))
     app.include_router(router)
@@ -167,7 +168,7 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
 @router.get("/metadata", tags=["Environment Info"])
 async def metadata():
     return {"name": "socialgym", "description": "Multi-agent social games with rule-decided rewards; "
-            "one seat per session, the other seats played by scripted or model policies.",
+            "one seat (or several) per session, the other seats played by scripted or model policies.",
             "readme_content": None, "version": "0.1.0", "author": "Social Gym", "documentation_url": None}
 
 

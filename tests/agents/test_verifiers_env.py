@@ -95,26 +95,31 @@ def test_load_environment_checks_its_arguments():
         load_environment(game="prisoners_dilemma", seat="player_7")
 
 
-def test_vf_eval_command_line_takes_a_digit_seat(tmp_path):
-    """The docs' own ``vf-eval ... --env.taskset.seat 0``: verifiers' command line passes the seat
-    as the text "0", which once failed while loading ("'0' is neither a seat nor a role")."""
+def vf_eval(tmp_path, replies: list, args: list) -> list:
+    """verifiers' own ``vf-eval`` on this package against the scripted model (``args``: the
+    run's options); the episodes of its results file."""
     import os
     import shutil
     import subprocess
     if shutil.which("vf-eval") is None:
         pytest.skip("verifiers' vf-eval is not on PATH")
-    replies = []
     with BackgroundServer(scripted_model(replies)) as url:
         env = {**os.environ, "SCRIPTED_MODEL_KEY": "unused",
                "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "environments" / "socialgym_verifiers")])}
-        done = subprocess.run(["vf-eval", "socialgym-verifiers", "--env.taskset.game", "prisoners_dilemma",
-                               "--env.taskset.seat", "0", "--env.taskset.opponents", "scripted:heuristic",
-                               "--env.taskset.num-tasks", "1", "-r", "1", "-m", "scripted",
+        done = subprocess.run(["vf-eval", "socialgym-verifiers", *args, "--env.taskset.num-tasks", "1", "-r", "1",
                                "--client.base-url", url + "/v1", "--client.api-key-var", "SCRIPTED_MODEL_KEY",
                                "--no-push", "--output-dir", str(tmp_path)],
                               capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    traces = [json.loads(line) for path in tmp_path.rglob("traces.jsonl") for line in path.read_text().splitlines()]
+    return [json.loads(line) for path in tmp_path.rglob("traces.jsonl") for line in path.read_text().splitlines()]
+
+
+def test_vf_eval_command_line_takes_a_digit_seat(tmp_path):
+    """The docs' own ``vf-eval ... --env.taskset.seat 0``: verifiers' command line passes the seat
+    as the text "0", which once failed while loading ("'0' is neither a seat nor a role")."""
+    replies = []
+    traces = vf_eval(tmp_path, replies, ["--env.taskset.game", "prisoners_dilemma", "--env.taskset.seat", "0",
+                                         "--env.taskset.opponents", "scripted:heuristic", "-m", "scripted"])
     assert len(traces) == 1 and replies                  # one episode, played against the model
 
 
@@ -186,3 +191,15 @@ def test_an_openai_opponent_is_refused_with_one_clear_message():
     from socialgym_verifiers import SocialGymEnvConfig
     with pytest.raises(ValueError, match="frozen seat 12"):
         SocialGymEnvConfig(taskset={"id": "socialgym-verifiers"}, frozen_seats=[12])
+
+
+def test_vf_eval_command_line_plays_every_seat(tmp_path):
+    """The docs' all-seat command through verifiers' own ``vf-eval``: seat 1 pinned to another
+    model name and frozen; the results file holds one trace per seat."""
+    requests = []
+    (episode,) = vf_eval(tmp_path, requests, ["--env.taskset.game", "kuhn_poker", "--env.taskset.all-seats",
+                                              "--env.frozen-seats", "1", "--env.seat-1.model", "opponent",
+                                              "-m", "learner"])
+    seats = {t["agent"]["name"]: (t["agent"]["trainable"], t["agent"]["config"]["model"]) for t in episode["traces"]}
+    assert seats == {"seat_0": (True, "learner"), "seat_1": (False, "opponent")}
+    assert {model for model, _, _ in requests} == {"learner", "opponent"}
