@@ -98,6 +98,20 @@ def derived_seed(seed: int, redeal: int) -> int:
     (NumPy's SeedSequence), so it is fixed by the seed and never depends on the opponents."""
     return int(np.random.SeedSequence([int(seed) % 2**63, redeal]).generate_state(1)[0]) % 2**31
 
+
+def turn_text(info: dict) -> str:
+    """What is new for the seat since its last move, from its decision view ``info``: the
+    messages it saw, then what to do now and the legal moves. A chat-style trainer sends it as
+    the next user (or tool) turn after the first, whole observation."""
+    lines = list(info.get("new_messages") or [])
+    if info.get("instructions"):
+        lines.append(f"Now: {info['instructions']}")
+    legal = info.get("legal_action_list") or info.get("legal_actions")
+    if legal:
+        lines.append("Legal moves: " + "; ".join(map(str, legal)))
+    return "\n".join(lines) or "(nothing new) Your move."
+
+
 class SingleAgentEnv(gym.Env):
     """A ``gymnasium.Env`` over one seat of a Social Gym game (see the module docstring)."""
 

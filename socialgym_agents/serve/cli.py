@@ -55,7 +55,7 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
               log_level: str = typer.Option("warning", help="uvicorn log level"),
               max_body_bytes: int = MAX_BODY_BYTES, handshake_timeout: float = HANDSHAKE_TIMEOUT,
               max_handshakes: int = MAX_HANDSHAKES):
-    """Serve every game over OpenEnv's WebSocket/HTTP protocol: one seat per session."""
+    """Serve every game over OpenEnv's WebSocket/HTTP protocol: one seat (or several) per session."""
     import socialgym_env
 
     from .app import check_host, serve

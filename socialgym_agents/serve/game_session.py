@@ -12,6 +12,8 @@ Reset options (all optional; the server's defaults otherwise):
 |             | (omitted: a random seed, reported back in the observation)                    |
 | ``game``    | game id (``socialgym list``)                                                  |
 | ``seat``    | seat id (``player_1``), seat index, or role (``werewolf``)                    |
+| ``seats``   | instead of ``seat``: a list of seat ids or indices this one session plays     |
+|             | (self-play); each observation is then the view of the seat to act now         |
 | ``opponents``| one policy spec for every other seat, or a list (one per other seat);        |
 |             | from a client only ``scripted:...`` specs (see below)                         |
 | ``config``  | game config keys (``{"rounds": 3}``)                                          |
@@ -38,7 +40,7 @@ from socialgym_env.env import MAX_SEED
 
 from ..jobs import PolicyPool
 from ..registry import PolicySpecError, check_spec
-from ..specs import is_model_spec
+from ..specs import AgentSpec, is_model_spec
 from ..single_agent import SingleAgentEnv
 
 MAX_ACTION_CHARS = 4000          # the text action space's own bound
@@ -49,7 +51,64 @@ MAX_ID_CHARS = 128               # a game id, seat, role, policy spec or episode
 MAX_CONFIG_CHARS = 2000          # a game config, as JSON
 MAX_OPPONENT_SPECS = 64
 HIDDEN_INFO_KEYS = ("record", "true_role")
-RESET_KEYS = ("seed", "episode_id", "game", "seat", "opponents", "config")
+RESET_KEYS = ("seed", "episode_id", "game", "seat", "seats", "opponents", "config")
+
+
+class SeatsEnv(SingleAgentEnv):
+    """Several seats of one game played by one session, the other seats by policies. The seat
+    to act now is ``learner`` (set whenever the play reaches one of ``seats``), so every
+    observation and decision view is that seat's own; at the end ``rewards_by_seat`` holds
+    each played seat's rule-decided reward."""
+
+    def __init__(self, game: str, seats: list, opponents, pool: Optional[PolicyPool] = None,
+                 policy_seed: int = 0, **config):
+        all_seats = list(socialgym_env.make(game, **config).possible_agents)
+        played = []
+        for seat in seats:
+            if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(all_seats):
+                seat = all_seats[seat]
+            if seat not in all_seats or seat in played:
+                raise ValueError(f"seats must be distinct seat ids or indices of {game} ({', '.join(all_seats)}), "
+                                 f"got {safe_repr(seat, 40)}")
+            played.append(seat)
+        others = [a for a in all_seats if a not in played]
+        specs = [opponents] if isinstance(opponents, str) else list(opponents)
+        if len(specs) == 1:
+            specs = specs * len(others)
+        if len(specs) != len(others):
+            raise ValueError(f"{game} with seats {', '.join(played)} has {len(others)} other seat(s): give one "
+                             f"opponent spec for each, or one for all (got {len(specs)})")
+        by_seat = dict(zip(others, specs))
+        # The base env wants a spec for every seat but its first learner: the other played seats
+        # get one that is never asked to move (the base's own default).
+        filler = specs[0] if specs else "scripted:random"
+        super().__init__(game, played[0], [by_seat.get(a, filler) for a in all_seats if a != played[0]],
+                         pool=pool, policy_seed=policy_seed, **config)
+        self.seats = played
+        self._others = {a: AgentSpec.of(spec) for a, spec in by_seat.items()}
+
+    def _deal(self, seed: int) -> None:
+        super()._deal(seed)
+        self.seat_spec = {**{seat: "learner" for seat in self.seats}, **self._others}
+
+    def _release(self) -> None:
+        for agent, spec in self.seat_spec.items():
+            if spec != "learner" and hasattr(self.pool.get(spec), "release"):
+                self.pool.get(spec).release((self.episode_id, agent))
+
+    def pending_request(self):
+        env = self.game
+        env.skip_dead()
+        if env.agents and self.record is None and env.agent_selection in self.seats:
+            self.learner = env.agent_selection             # the played seat to act now
+            return None
+        return super().pending_request()
+
+    def _info(self) -> dict:
+        info = super()._info()
+        if self.record is not None:
+            info["rewards_by_seat"] = {seat: self.record["rewards"][seat] for seat in self.seats}
+        return info
 
 
 class BadRequest(ValueError):
@@ -139,9 +198,34 @@ class GameSession:
         env = self.env
         return {"episode_id": env.episode_id if env else None, "step_count": self.step_count,
                 "client_episode_id": self.client_episode_id, "game": env.game_id if env else None,
-                "seat": env.learner if env else None, "seed": self.seed,
+                "seat": env.learner if env else None, "seats": list(getattr(env, "seats", [])) or None,
+                "seed": self.seed,
                 "opponents": list(env.opponent_specs) if env else None,
                 "done": bool(self.last and self.last["done"])}
+
+    def seat_view(self, seat: str) -> dict:
+        """``seat``'s own current view (a caller holding only that seat's token): its observation
+        text and decision info, ``your_turn``, and at the end its reward."""
+        env = self.env
+        if env is None or self.last is None:
+            raise BadRequest("no episode: send reset first")
+        game = env.game
+        your_turn = not env.done and env.learner == seat
+        info = {k: v for k, v in (game.infos.get(seat) or {}).items() if k not in HIDDEN_INFO_KEYS} \
+            if game.infos else {}
+        reward = env.record["rewards"][seat] if env.done else None
+        observation = {"text": game.observation_text(seat), "game": env.game_id, "seat": seat, "seed": self.seed,
+                       "episode_id": env.episode_id, "your_turn": your_turn,
+                       "legal_actions": info.get("legal_action_list") if your_turn else None, "info": info}
+        return {"observation": observation, "reward": reward, "done": env.done}
+
+    def step_as(self, seat: str, action: dict) -> dict:
+        """A move of ``seat`` only (its token's caller): refused when another seat is to act;
+        the answer is ``seat``'s own view after it, never the next seat's."""
+        if self.env is not None and not self.env.done and self.env.learner != seat:
+            raise BadRequest(f"not {seat}'s turn: {self.env.learner} is to act")
+        self.step(action)
+        return self.seat_view(seat)
 
     def close(self) -> None:
         if self.env is not None:
@@ -157,11 +241,22 @@ class GameSession:
         d = self.defaults
         game = check_id(options.get("game") or d.game, "game")
         seat = options.get("seat", d.seat)
+        seats = options.get("seats")
         config = check_config(options.get("config") or d.config)
         if isinstance(seat, bool) or not isinstance(seat, (str, int)):
             raise BadRequest(f"seat must be a seat id, a seat index or a role, got {safe_repr(seat, 60)}")
         if isinstance(seat, str):
             check_id(seat, "seat")
+        if seats is not None:
+            if "seat" in options:
+                raise BadRequest("give seat (one) or seats (several), not both")
+            if not isinstance(seats, list) or not 0 < len(seats) <= MAX_OPPONENT_SPECS:
+                raise BadRequest(f"seats is a list of 1 to {MAX_OPPONENT_SPECS} seat ids or indices")
+            for one in seats:
+                if isinstance(one, str):
+                    check_id(one, "a seat")
+                elif isinstance(one, bool) or not isinstance(one, int):
+                    raise BadRequest(f"seats holds seat ids or indices, got {safe_repr(one, 60)}")
         opponents = options.get("opponents")
         if opponents is None:
             opponents = list(d.opponents)
@@ -179,14 +274,17 @@ class GameSession:
                     check_spec(spec)
                 except PolicySpecError as err:
                     raise BadRequest(str(err)) from None
-        key = (game, seat, tuple(opponents), tuple(sorted((k, repr(v)) for k, v in config.items())))
+        key = (game, seat if seats is None else tuple(seats), tuple(opponents),
+               tuple(sorted((k, repr(v)) for k, v in config.items())))
         if key != self._env_key:
             if self.env is not None:
                 self.env.close()
                 self.env = None
             prebuilt = {s: self.shared_pool.get(s) for s in set(opponents) if is_model_spec(s)}
             try:
-                self.env = SingleAgentEnv(game, seat, opponents, pool=PolicyPool(d.policy_seed, prebuilt), **config)
+                pool = PolicyPool(d.policy_seed, prebuilt)
+                self.env = SingleAgentEnv(game, seat, opponents, pool=pool, **config) if seats is None else \
+                    SeatsEnv(game, seats, opponents, pool=pool, **config)
             except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
                 self._env_key = None
                 raise BadRequest(str(err)) from None

@@ -20,7 +20,28 @@ no other connection can reach it. A socket is a session from the moment it conne
 client connects before its first reset, often long before): it counts against
 ``max_sessions`` and a silent one is closed after the idle timeout, so there is no separate
 handshake to wait for, unlike the arena's ``hello``. Closing the socket, or a disconnect mid-episode, frees the
-session at once; a silent one is closed after the idle timeout.
+session at once.
+
+**Reconnecting after the idle timeout.** A learner may think longer than the idle timeout (a
+CPU training step). A socket silent that long is closed (code 1001, the reason says how to
+resume), but a session in the middle of an episode is *parked*, not freed, for one more
+timeout: every reset's observation carries ``session = {"id", "token"}``, and a client that
+reconnects and sends ``reset`` with ``{"session_id", "session_token"}`` takes the same episode up
+where it was (the reply is the seat's current observation; OpenEnv's client reconnects by itself
+after ``await client.disconnect()``). Past that, or with a session that is gone for another
+reason, the reply is one error saying why (``session ... was closed after 300 s idle and 300 s
+more unclaimed; its episode is gone: reset without session_id to start a new one``); the reason
+is told only to a caller holding the session's token.
+
+**Several seats in one session** (reset option ``seats``, e.g. ``[0, 2]``): the session plays
+those seats (self-play), the others are played by ``opponents``; each observation is the view of
+the played seat to act now (``observation.seat``), exactly as that seat alone sees it, and the
+end's ``info.rewards_by_seat`` holds each played seat's rule-decided reward. The reset's
+``observation.session.seat_tokens`` holds a secret per seat: over HTTP, a caller given one seat's
+token (``seat`` and ``seat_token`` instead of ``session_token``) reads only that seat's view
+(``GET /state``: the observation, ``your_turn``, its reward at the end) and moves only for it,
+only on its turn (``POST /step`` answers that seat's view after the move, never the next
+seat's), so each seat's observation stays private to its own caller.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
 OpenEnv's HTTP endpoints build a fresh env per request, which cannot play a game across steps,
@@ -37,6 +58,7 @@ OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observati
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -87,6 +109,7 @@ class GameState(BaseModel):
     client_episode_id: Optional[str] = None
     game: Optional[str] = None
     seat: Optional[str] = None
+    seats: Optional[list[str]] = None
     seed: Optional[int] = None
     opponents: Optional[list[str]] = None
     done: bool = False
@@ -133,7 +156,8 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     models = any(is_model_spec(spec) for spec in defaults.opponents)
     store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
-                     description="Every Social Gym game, one seat per session, over OpenEnv's HTTP and WebSocket API.",
+                     description="Every Social Gym game, one seat (or several) per session, over OpenEnv's "
+                                 "HTTP and WebSocket API.",
                      limits=limits)
     app.state.env_server = EnvServer(defaults, store, PolicyPool(seed=defaults.policy_seed))
     app.include_router(router)
@@ -144,7 +168,7 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
 @router.get("/metadata", tags=["Environment Info"])
 async def metadata():
     return {"name": "socialgym", "description": "Multi-agent social games with rule-decided rewards; "
-            "one seat per session, the other seats played by scripted or model policies.",
+            "one seat (or several) per session, the other seats played by scripted or model policies.",
             "readme_content": None, "version": "0.1.0", "author": "Social Gym", "documentation_url": None}
 
 
@@ -174,19 +198,42 @@ async def reset(server: Server, body: dict = Body(default_factory=dict)):
             await store.close(session)
         return json_response({"detail": str(err)}, 400)
     session.touch()
-    result["observation"]["session"] = {"id": session.id, "token": session.token}
+    result["observation"]["session"] = _session_keys(session)
     return json_response(result)
+
+
+def _session_keys(session) -> dict:
+    """What a reset answers about its session: id and token and, when it plays several seats,
+    a token per seat (hand each to that seat's caller: it reads and moves for that seat only)."""
+    seats = getattr(session.value.env, "seats", None)
+    if seats and set(session.seat_tokens) != set(seats):
+        session.seat_tokens = {seat: secrets.token_urlsafe(32) for seat in seats}
+    keys = {"id": session.id, "token": session.token}
+    if seats:
+        keys["seat_tokens"] = dict(session.seat_tokens)
+    return keys
+
+
+def _caller(store: SessionStore, session_id, token, seat, seat_token):
+    """(session, the seat the caller may act for: None = every seat of the session)."""
+    if seat is not None:
+        return store.get(session_id, seat_token, seat=seat), seat
+    return store.get(session_id, token), None
 
 
 @router.post("/step", tags=["Environment Control"])
 async def step(server: Server, body: dict = Body(...)):
-    session = server.store.get(body.get("session_id"), body.get("session_token"))
+    session, seat = _caller(server.store, body.get("session_id"), body.get("session_token"), body.get("seat"),
+                            body.get("seat_token"))
     try:
         action = GameAction.model_validate(body.get("action"))
     except ValidationError as err:
         return json_response({"detail": validation_errors(err.errors())}, 422)
     try:
-        result = await server.store.run(session, session.value.step, action.model_dump())
+        if seat is not None:
+            result = await server.store.run(session, session.value.step_as, seat, action.model_dump())
+        else:
+            result = await server.store.run(session, session.value.step, action.model_dump())
     except BadRequest as err:
         return json_response({"detail": str(err)}, 400)
     session.touch(step=True)
@@ -194,11 +241,19 @@ async def step(server: Server, body: dict = Body(...)):
 
 
 @router.get("/state", tags=["State Management"])
-async def state(server: Server, session_id: Optional[str] = None, session_token: Optional[str] = None):
+async def state(server: Server, session_id: Optional[str] = None, session_token: Optional[str] = None,
+                seat: Optional[str] = None, seat_token: Optional[str] = None):
+    """The session's state; with ``seat`` and ``seat_token``, that seat's own current view
+    (observation, ``your_turn``, its reward at the end) instead."""
     if session_id is None:
         return GameState().model_dump()
-    session = server.store.get(session_id, session_token)
+    session, seat = _caller(server.store, session_id, session_token, seat, seat_token)
     session.touch()
+    if seat is not None:
+        try:
+            return json_response(await server.store.run(session, session.value.seat_view, seat))
+        except BadRequest as err:
+            return json_response({"detail": str(err)}, 400)
     return json_response(session.value.state())
 
 
@@ -221,60 +276,101 @@ async def websocket(ws: WebSocket, server: Server):
         await ws.close()
         return
 
-    async def hang_up():                           # the reaper closing an idle session
-        await ws.close(code=1001, reason="session idle timeout")
+    async def hang_up():                           # the reaper closing (or parking) an idle session
+        timeout = store.idle_timeout_s
+        await ws.close(code=1001, reason=f"idle {timeout:g} s; resume: reset with session_id, session_token "
+                                         f"within {timeout:g} s")
 
-    session.on_close.append(hang_up)
     try:
         while True:
-            reply = await _answer(store, session, await ws.receive_text())
+            # An idle hang-up parks a session mid-episode for a reconnect (nothing else to resume)
+            last = session.value.last
+            session.resumable = last is not None and not last["done"]
+            if hang_up not in session.on_close:
+                session.on_close.append(hang_up)
+            reply, now_serving = await _answer(store, session, await ws.receive_text())
+            if now_serving is not session:         # a resumed session: this socket serves it now
+                session.on_close.remove(hang_up)
+                await store.close(session, "was replaced by the session its client resumed")
+                session = now_serving
+                await ws.send_text(reply)
+                continue
             if reply is None:
                 break
             await ws.send_text(reply)
     except (WebSocketDisconnect, RuntimeError):    # the client went away (or the reaper hung up)
         pass
     finally:
-        session.on_close.remove(hang_up)
-        await store.close(session)
+        if hang_up in session.on_close:
+            session.on_close.remove(hang_up)
+        if session.parked_at is None:              # parked by the reaper: kept for a reconnect
+            await store.close(session, "was closed: its client disconnected")
         try:
             await ws.close()
         except (WebSocketDisconnect, RuntimeError):    # already closed by the client
             pass
 
 
-async def _answer(store: SessionStore, session, raw: str) -> Optional[str]:
-    """One WebSocket message -> the reply text (None: the client asked to close)."""
+def _with_session(result: dict, session) -> str:
+    """An observation reply carrying the session's id and token (what a reconnect resumes with)."""
+    result = {**result, "observation": {**result["observation"], "session": _session_keys(session)}}
+    return to_json({"type": "observation", "data": result})
+
+
+async def _resume(store: SessionStore, session, data: dict):
+    """A reset naming a session: take up that parked session on this socket (reply, session)."""
+    try:
+        parked = store.get(data.get("session_id"), data.get("session_token"))
+    except SessionError as err:
+        return _error(f"cannot resume: {err}", "EXECUTION_ERROR"), session
+    if parked is session:
+        return _error("this socket already serves that session", "EXECUTION_ERROR"), session
+    if parked.parked_at is None:
+        return _error("cannot resume: the session is still connected on another socket", "EXECUTION_ERROR"), session
+    last = parked.value.last
+    if last is None:
+        return _error("cannot resume: the session had no episode; reset without session_id", "EXECUTION_ERROR"), \
+            session
+    store.resume(parked.id, parked.token)
+    return _with_session(last, parked), parked
+
+
+async def _answer(store: SessionStore, session, raw: str):
+    """One WebSocket message -> (the reply text, the session this socket serves next); the
+    reply is None when the client asked to close."""
     try:
         message = parse_json(raw)
     except ValueError as err:
-        return _error(f"Invalid JSON: {err}", "INVALID_JSON")
+        return _error(f"Invalid JSON: {err}", "INVALID_JSON"), session
     if not isinstance(message, dict):
-        return _error("a message is a JSON object with a type", "VALIDATION_ERROR")
+        return _error("a message is a JSON object with a type", "VALIDATION_ERROR"), session
     kind, data = message.get("type", ""), message.get("data", {})
     game: GameSession = session.value
     try:
         if kind == "reset":
             if not isinstance(data, dict):
-                return _error("reset data is an object of reset options", "VALIDATION_ERROR")
+                return _error("reset data is an object of reset options", "VALIDATION_ERROR"), session
+            if "session_id" in data or "session_token" in data:
+                return await _resume(store, session, data)
             result = await store.run(session, lambda: game.reset(**data))
             session.touch()
-            return to_json({"type": "observation", "data": result})
+            return _with_session(result, session), session
         if kind == "step":
             try:
                 action = GameAction.model_validate(data)
             except ValidationError as err:
-                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors()))
+                return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(err.errors())), session
             result = await store.run(session, game.step, action.model_dump())
             session.touch(step=True)
-            return to_json({"type": "observation", "data": result})
+            return to_json({"type": "observation", "data": result}), session
         if kind == "state":
             session.touch()
-            return to_json({"type": "state", "data": game.state()})
+            return to_json({"type": "state", "data": game.state()}), session
         if kind == "close":
-            return None
-        return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+            return None, session
+        return _error(f"Unknown message type: {kind}", "UNKNOWN_TYPE"), session
     except (BadRequest, SessionError) as err:
-        return _error(str(err), "EXECUTION_ERROR")
+        return _error(str(err), "EXECUTION_ERROR"), session
     except Exception as err:                       # a game or policy bug: said, logged, session kept
         logger.exception("session %s: %s failed", session.id[:8], kind)
-        return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR")
+        return _error(f"internal error: {type(err).__name__}: {err}; reset to start over", "EXECUTION_ERROR"), session

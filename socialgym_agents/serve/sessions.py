@@ -15,6 +15,12 @@ reuses it for seats): the store owns the limits, the tokens and the idle reaper,
 - **Idle timeout.** :meth:`SessionStore.reap` closes sessions idle longer than
   ``idle_timeout_s``; the app runs it periodically. Closing calls the session's ``on_close``
   hooks (a WebSocket session closes its socket there), then the held object's ``close()``.
+  A session marked ``resumable`` is *parked* instead: its hooks run (the socket closes) but
+  what it holds is kept, still under its id and token, for one more idle timeout, so a client
+  that reconnects can take it up again (:meth:`SessionStore.resume`); then it is closed.
+- **Why a session is gone.** A closed session leaves a short note (why and when), kept for
+  the last :data:`NOTES_KEPT` sessions and shown only to a caller holding its token, so a
+  client coming back to an expired session is told why, not just "unknown session".
 - **Work off the event loop.** :meth:`SessionStore.run` runs a session's blocking call (a game
   step and its opponents' moves) on one worker thread, one call per session at a time
   (a per-session lock keeps a session's calls in order). One thread, not a pool: the games are
@@ -24,12 +30,21 @@ reuses it for seats): the store owns the limits, the tokens and the idle reaper,
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import secrets
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Sequence
+
+
+NOTES_KEPT = 4096
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
 
 
 class SessionError(Exception):
@@ -58,6 +73,8 @@ class Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     seat_tokens: dict[str, str] = field(default_factory=dict)
+    resumable: bool = False
+    parked_at: Optional[float] = None        # when the idle reaper parked it (resumable sessions)
 
     def touch(self, step: bool = False) -> None:
         self.last_active = time.monotonic()
@@ -81,6 +98,7 @@ class SessionStore:
                           if worker_thread else None)
         self.opened = 0                    # counters over the store's life (the /health figures)
         self.expired = 0
+        self._notes: OrderedDict[str, tuple] = OrderedDict()    # id -> (token digest, why it closed)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -128,41 +146,73 @@ class SessionStore:
         if not isinstance(session_id, (str, type(None))) or not isinstance(token, (str, type(None))):
             raise SessionError("session_id and session_token are strings (as /reset answered them)")
         session = self._sessions.get(session_id or "")
+        given = token
         expected = None
         if session is not None:
             expected = session.token if seat is None else session.seat_tokens.get(seat)
         if expected is None or not isinstance(token, str):
             expected, token = "x" * 43, ""          # still one comparison: no timing difference
         if not hmac.compare_digest(expected.encode(), token.encode()) or session is None:
+            note = self._notes.get(session_id or "") if session is None and seat is None else None
+            if note is not None and isinstance(given, str) and hmac.compare_digest(note[0], _digest(given)):
+                raise SessionError(f"session {session_id} {note[1]}")
             raise SessionError("unknown session or wrong session token (sessions expire when idle)")
         return session
 
-    async def close(self, session: Session) -> None:
-        """Remove ``session``, run its ``on_close`` hooks, close what it holds (idempotent)."""
-        if session.closed:
-            return
-        session.closed = True
-        self._sessions.pop(session.id, None)
-        for hook in session.on_close:
+    def resume(self, session_id, token) -> Session:
+        """A live or parked session, taken up again by a reconnecting client (its id and token);
+        SessionError saying why when it cannot be (unknown, wrong token, or closed, and why)."""
+        session = self.get(session_id, token)
+        session.parked_at = None
+        session.touch()
+        return session
+
+    async def _hang_up(self, session: Session) -> None:
+        hooks, session.on_close = list(session.on_close), []
+        for hook in hooks:
             try:
                 await hook()
             except Exception:     # a socket already gone must not keep the value from closing
                 pass
+
+    async def close(self, session: Session, why: str = "was closed") -> None:
+        """Remove ``session``, run its ``on_close`` hooks, close what it holds (idempotent);
+        ``why`` is the note a caller with its token reads later."""
+        if session.closed:
+            return
+        session.closed = True
+        self._sessions.pop(session.id, None)
+        self._notes[session.id] = (_digest(session.token), f"{why} ({time.strftime('%H:%M:%S')} server time)")
+        while len(self._notes) > NOTES_KEPT:
+            self._notes.popitem(last=False)
+        await self._hang_up(session)
         close = getattr(session.value, "close", None)
         if close is not None:
             async with session.lock:           # after any call in flight for this session
                 await self._call(close)
 
     async def reap(self, now: Optional[float] = None) -> int:
-        """Close every session idle longer than the timeout; returns how many were closed."""
+        """Close every session idle longer than the timeout (park a resumable one first, close
+        it one more timeout later); returns how many were closed."""
         if self.idle_timeout_s is None:
             return 0
         now = time.monotonic() if now is None else now
-        stale = [s for s in self._sessions.values() if now - s.last_active > self.idle_timeout_s]
-        for session in stale:
-            await self.close(session)
-        self.expired += len(stale)
-        return len(stale)
+        timeout = self.idle_timeout_s
+        closed = 0
+        for session in [s for s in self._sessions.values() if now - s.last_active > timeout]:
+            if session.resumable and session.parked_at is None:
+                session.parked_at = now
+                await self._hang_up(session)
+                continue
+            if session.parked_at is not None and now - session.parked_at <= timeout:
+                continue
+            why = (f"was closed after {timeout:g} s idle and {timeout:g} s more unclaimed; its episode is gone: "
+                   "reset without session_id to start a new one") if session.parked_at is not None else \
+                f"was closed after {timeout:g} s idle (the server's idle timeout); reset to start a new episode"
+            await self.close(session, why)
+            closed += 1
+        self.expired += closed
+        return closed
 
     async def close_all(self) -> None:
         for session in list(self._sessions.values()):

@@ -251,3 +251,105 @@ def test_a_game_bug_is_reported_and_the_session_survives(monkeypatch):
         failed = http.post("/step", json={"action": {"message": "defect"}, "session_id": session["id"],
                                           "session_token": session["token"]})
         assert failed.status_code == 500 and "planted bug" in failed.json()["detail"]
+
+
+def test_a_client_reconnecting_after_the_idle_timeout_resumes_or_is_told_why_not():
+    """OpenEnv's own client, a server with a 1 s idle timeout: a learner that thinks longer
+    than that has its socket closed; reconnecting and resetting with the session's id and token
+    (sent in every reset's observation) takes the same episode up where it was, and the episode
+    ends exactly as one played without the pause. Past one more timeout the game is gone, and
+    the reconnect is told so in one message."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    timeout = 1.0
+
+    async def main():
+        async with GenericEnvClient(base_url=url) as client:
+            straight = await play(client, game="liars_dice", seed=7)
+        async with GenericEnvClient(base_url=url) as client:
+            result = await client.reset(game="liars_dice", seed=7)
+            session = result.observation["session"]
+            texts = [result.observation["text"]]
+            await asyncio.sleep(timeout * 1.5)           # idle: the reaper parks it, the socket closes
+            with pytest.raises(Exception):
+                await client.step(first_move(result))
+            await client.disconnect()                    # OpenEnv's client reconnects on its next call
+            result = await client.reset(session_id=session["id"], session_token=session["token"])
+            assert result.observation["text"] == texts[0] and not result.done      # where it was
+            while not result.done:
+                result = await client.step(first_move(result))
+                texts.append(result.observation["text"])
+            resumed = (texts, result)
+        async with GenericEnvClient(base_url=url) as client:
+            result = await client.reset(game="liars_dice", seed=8)
+            session = result.observation["session"]
+            await asyncio.sleep(timeout * 3.5)           # idle, then unclaimed: closed for good
+            await client.disconnect()
+            with pytest.raises(RuntimeError) as gone:
+                await client.reset(session_id=session["id"], session_token=session["token"])
+            with pytest.raises(RuntimeError) as wrong:
+                await client.reset(session_id=session["id"], session_token="not-the-token")
+        return straight, resumed, str(gone.value), str(wrong.value)
+
+    with BackgroundServer(create_openenv_app(idle_timeout_s=timeout)) as url:
+        (texts_a, end_a), (texts_b, end_b), gone, wrong = asyncio.run(main())
+    assert texts_a == texts_b and end_a.reward == end_b.reward
+    assert "was closed after 1 s idle and 1 s more unclaimed; its episode is gone" in gone
+    assert "unknown session or wrong session token" in wrong      # the note needs the token
+
+
+def test_one_session_plays_several_seats_each_view_its_own(server_url):
+    """``seats``: one OpenEnv client plays seats 0 and 2 of Liar's Dice (seat 1 scripted) in one
+    session; every observation is the view of the seat to act, exactly as the engine shows
+    that seat, and the end gives each played seat its rule-decided reward."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    async def main():
+        async with GenericEnvClient(base_url=server_url) as client:
+            result = await client.reset(game="liars_dice", seats=[0, "player_2"], seed=9, opponents="scripted:random")
+            seen = []
+            while not result.done:
+                seen.append((result.observation["seat"], result.observation["text"]))
+                result = await client.step(first_move(result))
+            return seen, result
+
+    seen, end = asyncio.run(main())
+    assert {seat for seat, _ in seen} == {"player_0", "player_2"}
+    # The same moves replayed in process (seat 1 scripted with the same seat seed).
+    from socialgym_agents.serve.game_session import SeatsEnv
+    replay = SeatsEnv("liars_dice", ["player_0", "player_2"], "scripted:random")
+    _, info = replay.reset(seed=9)
+    for seat, text in seen:
+        assert replay.learner == seat and replay.game.observe(seat)["text"] == text
+        legal = info.get("legal_action_list")
+        *_, info = replay.step(legal[0] if legal else "pass")
+    assert replay.done and end.observation["info"]["rewards_by_seat"] == {
+        seat: replay.record["rewards"][seat] for seat in ("player_0", "player_2")}
+
+
+def test_seat_tokens_keep_each_seat_to_its_own_caller(server_url):
+    """Over HTTP a several-seat session hands out a token per seat: a caller holding one seat's
+    token reads only that seat's view, moves only on its turn, and cannot use it for another."""
+    import httpx
+
+    reset = httpx.post(server_url + "/reset", json={"game": "kuhn_poker", "seats": [0, 1], "seed": 4}).json()
+    keys = reset["observation"]["session"]
+    tokens = keys["seat_tokens"]
+    assert set(tokens) == {"player_0", "player_1"} and len(set(tokens.values()) | {keys["token"]}) == 3
+
+    def view(seat, token):
+        return httpx.get(server_url + "/state", params={"session_id": keys["id"], "seat": seat,
+                                                        "seat_token": token})
+
+    first, second = view("player_0", tokens["player_0"]).json(), view("player_1", tokens["player_1"]).json()
+    assert first["observation"]["your_turn"] and not second["observation"]["your_turn"]
+    assert first["observation"]["text"] != second["observation"]["text"]          # each its own card
+    assert view("player_1", tokens["player_0"]).status_code >= 400                # not that seat's token
+    early = httpx.post(server_url + "/step", json={"session_id": keys["id"], "seat": "player_1",
+                                                    "seat_token": tokens["player_1"], "action": {"message": "bet"}})
+    assert early.status_code == 400 and "not player_1's turn: player_0 is to act" in early.json()["detail"]
+    moved = httpx.post(server_url + "/step", json={"session_id": keys["id"], "seat": "player_0",
+                                                    "seat_token": tokens["player_0"], "action": {"message": "check"}})
+    after = moved.json()["observation"]
+    assert after["seat"] == "player_0" and not after["your_turn"]                  # its own view, not the next seat's
+    assert view("player_1", tokens["player_1"]).json()["observation"]["your_turn"]

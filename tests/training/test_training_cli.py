@@ -13,7 +13,7 @@ import pytest
 from socialgym_training.common import config_parser, field_help, grpo_args, precision_args, resolve_device
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "anil", "detection_logs", "selfplay"]
+CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "anil", "detection_logs", "selfplay", "trl_env"]
 TYPER_SCRIPTS = ["socialmaze", "cli"]
 
 

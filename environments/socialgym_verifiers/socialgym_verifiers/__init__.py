@@ -7,6 +7,7 @@ env = load_environment(game="liars_dice", seat=0, opponents="scripted:heuristic"
 ```
 
 or, from verifiers' command line, ``vf-eval socialgym-verifiers --env.taskset.game liars_dice``
+(every seat an agent: add ``--env.taskset.all-seats``)
 (the taskset id ``socialgym-verifiers`` imports this package, as any installed environment).
 
 Laid out as verifiers' own multi-turn game environments (its TextArena taskset): a
@@ -26,6 +27,21 @@ Rubric (recorded on the trace as verifiers rewards):
   the seat's replies the game parsed as a legal move (a reply it could not parse is an invalid
   action, for which the game plays its documented fallback).
 
+**Every seat an agent** (``all_seats=True``, ``--env.taskset.all-seats``; verifiers' multi-agent
+format): one rollout holds one agent per seat, ``seat_0`` .. ``seat_9`` (the largest game has 10),
+each with its own trace named after it. The engine asks the seats in turn order; a seat's first
+turn is its whole observation, each later one what is new for it, so each conversation holds
+only what that seat could see; each seat's trace gets its own ``game_reward`` (the rule-decided
+outcome of that seat) and ``format_reward``. By default every seat plays the run's model (and is
+trained); a seat can be pinned to another model or endpoint with verifiers' own agent options
+(``--env.seat-1.model NAME --env.seat-1.client.base-url URL``) and kept out of training with
+``--env.frozen-seats 1`` (its traces carry ``trainable: false``, as prime-rl reads them). Its
+requests go through verifiers' interception like the learner's, so they are on its trace.
+
+An ``openai:`` opponent in the one-seat mode would be called by the env itself, off the trace:
+it is refused with one message pointing at the all-seat mode (scripted and local-model
+opponents stay part of the env).
+
 The model is reached through verifiers' interception like any agent; the bundled
 :class:`SocialGymHarness` is a tool-less chat loop run in-process (no sandbox, no program to
 install), so an eval needs only an OpenAI-compatible endpoint.
@@ -36,8 +52,11 @@ from collections.abc import Iterator
 from typing import Optional, Union
 
 import verifiers.v1 as vf
+from pydantic import field_validator
 from verifiers.v1.clients import ModelContext
 from verifiers.v1.runtimes import ProgramResult
+
+from socialgym_agents.single_agent import turn_text
 
 TASKSET_ID = "socialgym-verifiers"
 SYSTEM_PROMPT = ("You are playing a social game against other players. Each message tells you what you "
@@ -59,6 +78,9 @@ class SocialGymConfig(vf.TasksetConfig):
     """Game config keys (``{"rounds": 3}``)."""
     format_weight: float = 0.0
     """Weight of ``format_reward`` in the total (0: recorded as a metric-like reward only)."""
+    all_seats: bool = False
+    """Every seat an agent of the rollout (agents ``seat_0`` .. ``seat_9``); ``seat`` and
+    ``opponents`` are then unused."""
 
 
 class SocialGymData(vf.TaskData):
@@ -70,22 +92,39 @@ class SocialGymTask(vf.Task[SocialGymData, vf.State, vf.TaskConfig]):
     pass
 
 
+# Seats an all-seat rollout can hold: the largest game's (triadic_werewolf, 10).
+MAX_SEATS = 10
+SEAT_AGENTS = [f"seat_{i}" for i in range(MAX_SEATS)]
+
+
+def check_opponents(specs: list) -> None:
+    """Refuse an ``openai:`` opponent: the env would call that server itself, off verifiers'
+    trace. A model opponent is a seat agent of an all-seat rollout, recorded like any agent."""
+    remote = [spec for spec in specs if str(spec).strip().startswith("openai:")]
+    if remote:
+        raise ValueError(f"opponent {remote[0]!r}: an openai: opponent's requests would bypass verifiers' "
+                         "recording; play it as a seat agent instead: all_seats=true (--env.taskset.all-seats) "
+                         "and point that seat at the model (--env.seat-1.model NAME --env.seat-1.client.base-url "
+                         "URL), with --env.frozen-seats 1 to keep it out of training")
+
+
 def make_game(info: dict):
     """The seat's single-agent env for a task's ``info`` (one per episode: envs hold state)."""
     from socialgym_agents.single_agent import SingleAgentEnv
 
+    check_opponents(info["opponents"])
     return SingleAgentEnv(info["game"], info["seat"], info["opponents"], **info["config"])
 
 
-def turn_text(info: dict) -> str:
-    """What is new for the seat since its last move: seen messages, instructions, legal moves."""
-    lines = list(info.get("new_messages") or [])
-    if info.get("instructions"):
-        lines.append(f"Now: {info['instructions']}")
-    legal = info.get("legal_action_list") or info.get("legal_actions")
-    if legal:
-        lines.append("Legal moves: " + "; ".join(map(str, legal)))
-    return "\n".join(lines) or "(nothing new) Your move."
+def make_table(info: dict):
+    """The whole game (every seat played by an agent) for a task's ``info``."""
+    import socialgym_env
+
+    env = socialgym_env.make(info["game"], **info["config"])
+    if len(env.possible_agents) > MAX_SEATS:
+        raise ValueError(f"{info['game']} has {len(env.possible_agents)} seats; an all-seat rollout holds "
+                         f"at most {MAX_SEATS}")
+    return env
 
 
 class SocialGymTaskset(vf.Taskset[SocialGymTask, SocialGymConfig]):
@@ -93,7 +132,12 @@ class SocialGymTaskset(vf.Taskset[SocialGymTask, SocialGymConfig]):
         c = self.config
         for seed in range(c.first_seed, c.first_seed + c.num_tasks):
             info = {"game": c.game, "seat": c.seat, "opponents": list(c.opponents), "seed": seed,
-                    "config": dict(c.game_config), "format_weight": c.format_weight}
+                    "config": dict(c.game_config), "format_weight": c.format_weight, "all_seats": c.all_seats}
+            if c.all_seats:        # each seat's agent is opened by its own first view (env.run)
+                make_table(info).close()
+                yield SocialGymTask(SocialGymData(name=f"{c.game}#{seed}", prompt=None, system_prompt=SYSTEM_PROMPT,
+                                                  info=info), self.config.task)
+                continue
             env = make_game(info)
             observation, _ = env.reset(seed=seed)     # the prompt is the seat's first view
             env.close()
@@ -101,12 +145,44 @@ class SocialGymTaskset(vf.Taskset[SocialGymTask, SocialGymConfig]):
                                               system_prompt=SYSTEM_PROMPT, info=info), self.config.task)
 
 
+_IN_PROCESS = {"type": "subprocess"}
+
+
 class SocialGymEnvConfig(vf.EnvConfig):
-    player: vf.AgentConfig = vf.AgentConfig(runtime={"type": "subprocess"})
+    player: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    """The one learner seat (``all_seats`` off)."""
+    seat_0: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_1: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_2: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_3: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_4: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_5: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_6: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_7: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_8: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    seat_9: vf.AgentConfig = vf.AgentConfig(runtime=_IN_PROCESS)
+    frozen_seats: list[int] = []
+    """Seat indices whose agents are not trained (``trainable`` off on their traces): a fixed
+    opponent, e.g. a seat pinned to another model with ``--env.seat-1.model``."""
+
+    @field_validator("frozen_seats")
+    @classmethod
+    def _seat_indices(cls, value: list) -> list:
+        wrong = [i for i in value if not 0 <= i < MAX_SEATS]
+        if wrong:
+            raise ValueError(f"frozen seat {wrong[0]} is not a seat index 0..{MAX_SEATS - 1}")
+        return value
 
 
 class SocialGymEnv(vf.Env[SocialGymEnvConfig]):
+    async def setup(self, agents):
+        for index in self.config.frozen_seats:
+            getattr(agents, SEAT_AGENTS[index]).trainable = False
+
     async def run(self, task, agents):
+        if task.data.info.get("all_seats"):
+            await self.run_all_seats(task, agents)
+            return
         info = task.data.info
         game = make_game(info)
         _, seat_info = game.reset(seed=info["seed"])
@@ -128,6 +204,52 @@ class SocialGymEnv(vf.Env[SocialGymEnvConfig]):
         trace.record_reward("format_reward", 1.0 - invalid / moves if moves else 1.0, info["format_weight"])
         trace.info["game"] = {"episode_id": game.episode_id, "finished": game.done, "moves": moves,
                               "invalid_actions": invalid, "outcome": seat_info.get("outcome")}
+        game.close()
+
+    async def run_all_seats(self, task, agents):
+        """Every seat an agent (``seat_<i>``): the engine asks each seat in turn order, the
+        seat's agent answers, its reply is the seat's move. A seat's first turn is its whole
+        observation, each later one what is new for it since its move (:func:`turn_text`), so
+        every conversation holds only what that seat could see. Each seat's trace gets its
+        own rule-decided reward; a seat that never had a decision has no trace."""
+        import contextlib
+
+        info = task.data.info
+        game = make_table(info)
+        game.reset(seed=info["seed"])
+        seats = list(game.possible_agents)
+        interactions, moves, ended = {}, dict.fromkeys(seats, 0), set()
+        async with contextlib.AsyncExitStack() as stack:
+            while game.agents:
+                seat = game.agent_selection
+                if game.terminations[seat] or game.truncations[seat]:
+                    game.step(None)
+                    continue
+                reply = ""                # an agent whose run ended (a limit) moves nothing: the game's fallback
+                if seat not in ended:
+                    if seat not in interactions:
+                        agent = getattr(agents, SEAT_AGENTS[seats.index(seat)])
+                        interactions[seat] = await stack.enter_async_context(agent.interaction(task))
+                        message = game.observe(seat)["text"]
+                    else:
+                        message = turn_text(game.infos[seat])
+                    segment = await interactions[seat].turn(message)
+                    if segment.terminated:
+                        ended.add(seat)
+                    else:
+                        reply = segment.last_reply
+                game.step(reply)
+                moves[seat] += 1
+        record = game.episode_record()
+        for seat, interaction in interactions.items():
+            trace = interaction.trace
+            invalid = game.invalid_counts[seat]
+            trace.record_reward("game_reward", record["rewards"][seat], 1.0)
+            trace.record_reward("format_reward", 1.0 - invalid / moves[seat] if moves[seat] else 1.0,
+                                info["format_weight"])
+            trace.info["game"] = {"episode_id": record.get("episode_id"), "seat": seat, "finished": True,
+                                  "moves": moves[seat], "invalid_actions": invalid,
+                                  "outcome": record["outcomes"][seat], "truncated": bool(record.get("truncated"))}
         game.close()
 
 
@@ -162,15 +284,19 @@ class SocialGymHarness(vf.Harness[SocialGymHarnessConfig]):
 
 def load_environment(game: str = "prisoners_dilemma", seat: Union[int, str] = 0,
                      opponents: Union[str, list] = "scripted:heuristic", num_tasks: int = 100,
-                     first_seed: int = 0, format_weight: float = 0.0, **game_config) -> SocialGymEnv:
+                     first_seed: int = 0, format_weight: float = 0.0, all_seats: bool = False,
+                     frozen_seats: Optional[list] = None, **game_config) -> SocialGymEnv:
     """The environment for ``game`` played at ``seat`` against ``opponents`` (one spec for every
-    other seat, or a list); ``num_tasks`` episodes with seeds from ``first_seed``; any other
-    keyword is a game config key (``rounds=3``)."""
+    other seat, or a list) or, ``all_seats``, with every seat an agent (``frozen_seats``: the
+    indices kept out of training); ``num_tasks`` episodes with seeds from ``first_seed``; any
+    other keyword is a game config key (``rounds=3``)."""
     specs = [s.strip() for s in opponents.split(",")] if isinstance(opponents, str) else list(opponents)
     taskset = SocialGymConfig(id=TASKSET_ID, game=game, seat=seat, opponents=specs, num_tasks=num_tasks,
-                              first_seed=first_seed, game_config=game_config, format_weight=format_weight)
-    make_game({"game": game, "seat": seat, "opponents": specs, "config": game_config}).close()   # fail early
-    return SocialGymEnv(SocialGymEnvConfig(taskset=taskset))
+                              first_seed=first_seed, game_config=game_config, format_weight=format_weight,
+                              all_seats=all_seats)
+    info = {"game": game, "seat": seat, "opponents": specs, "config": game_config}
+    (make_table(info) if all_seats else make_game(info)).close()   # fail early
+    return SocialGymEnv(SocialGymEnvConfig(taskset=taskset, frozen_seats=list(frozen_seats or [])))
 
 
 __all__ = ["SocialGymConfig", "SocialGymData", "SocialGymTask", "SocialGymTaskset", "SocialGymEnvConfig",
