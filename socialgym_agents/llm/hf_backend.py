@@ -73,6 +73,8 @@ PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained
 SCORE_BATCH = 32    # candidate rows per scoring forward pass
 PREFILL_TOKENS = 3200  # padded tokens per prefill pass (see _token_budget)
 SHARE_MIN = 48      # tokens another seat's cache must share with a prompt to be worth a look
+# Bytes of every backend's seat caches now and at most (the memory benchmark reports it).
+SEAT_CACHES = {"bytes": 0, "peak_bytes": 0}
 
 @dataclass
 class _Row:
@@ -182,7 +184,13 @@ class HFBackend:
     def release(self, key: tuple) -> None:
         entry = self._seat_cache.pop(key, None)
         if entry is not None:
-            self._cache_bytes -= entry[2]
+            self._account(-entry[2])
+
+    def _account(self, nbytes: int) -> None:
+        self._cache_bytes += nbytes
+        SEAT_CACHES["bytes"] += nbytes
+        SEAT_CACHES["peak_bytes"] = max(SEAT_CACHES["peak_bytes"], SEAT_CACHES["bytes"])
+        self.stats["seat_cache_peak_bytes"] = max(self.stats["seat_cache_peak_bytes"], self._cache_bytes)
 
     # ------------------------------------------------------------------ entry point
     def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
@@ -617,10 +625,9 @@ class HFBackend:
         budget = self.config.cache_mb * 2**20
         while self._seat_cache and self._cache_bytes + nbytes > budget:   # room first: the budget is a bound
             _, (_, _, freed) = self._seat_cache.popitem(last=False)
-            self._cache_bytes -= freed
+            self._account(-freed)
         self._seat_cache[key] = (ids, kv, nbytes)
-        self._cache_bytes += nbytes
-        self.stats["seat_cache_peak_bytes"] = max(self.stats["seat_cache_peak_bytes"], self._cache_bytes)
+        self._account(nbytes)
 
 
 def _token_budget(rows: list) -> list:

@@ -113,12 +113,12 @@ def _load_gguf(gguf: Path):
     return model, tokenizer
 
 
-def _load_gguf_cached(gguf: Path, cache_name: str):
-    """Dequantize a GGUF once, then load the saved dense copy."""
+def _load_gguf_cached(gguf: Path, cache_name: str, **options):
+    """Dequantize a GGUF once, then load the saved dense copy (``options``: from_pretrained's)."""
     target = cache_root() / "models" / cache_name
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
         try:
-            return _load_dense(str(target))
+            return _load_dense(str(target), **options)
         except Exception:  # a damaged cache: rebuild it
             shutil.rmtree(target, ignore_errors=True)
     model, tokenizer = _load_gguf(gguf)
@@ -231,13 +231,13 @@ def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_ma
                 if name in _MODELS:     # float32 already held: convert a copy of it
                     model, tokenizer = _MODELS[name]
                     model = copy.deepcopy(model)
-                else:                   # else a float32 copy nobody holds, converted in place
-                    model, tokenizer = _load_float32(name)
+                else:                   # else loaded in that dtype (no float32 copy, not even for a moment)
+                    model, tokenizer = _load_fresh(name, getattr(torch, dtype))
                 _MODELS[(name, dtype)] = (model.to(getattr(torch, dtype)), tokenizer)
             return _MODELS[(name, dtype)]
     with _LOAD_LOCK:
         if name not in _MODELS:
-            _MODELS[name] = _load_float32(name)
+            _MODELS[name] = _load_fresh(name)
         return _MODELS[name]
 
 
@@ -249,23 +249,25 @@ def load_model_copy(name: str):
         if name in _MODELS:
             model, tokenizer = _MODELS[name]
             return copy.deepcopy(model), tokenizer
-        return _load_float32(name)
+        return _load_fresh(name)
 
 
-def _load_float32(name: str):
-    """``name`` loaded in float32, ready to decode (eval mode, shared-KV attention, a pad token);
-    not cached here."""
+def _load_fresh(name: str, torch_dtype=None):
+    """``name`` loaded (in ``torch_dtype`` where the saved dense copy can be read straight into
+    it: a float32 file is cast tensor by tensor; else float32), ready to decode (eval mode,
+    shared-KV attention, a pad token); not cached here."""
+    options = {"dtype": torch_dtype} if torch_dtype is not None else {}
     if name == "smollm2":
-        model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
+        model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME, **options)
     elif name.endswith(".gguf"):
         gguf = Path(name).expanduser()
         if not gguf.is_file():
             raise ModelNotAvailable(f"no GGUF file at {gguf}")
         digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
-        model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
+        model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized", **options)
     else:
         try:
-            model, tokenizer = _load_dense(name)
+            model, tokenizer = _load_dense(name, **options)
         except OSError as err:
             raise ModelNotAvailable(
                 f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
