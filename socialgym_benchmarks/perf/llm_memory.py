@@ -87,7 +87,7 @@ def run(args) -> dict:
 
     from socialgym_agents.llm import kv_cache
     from socialgym_agents.llm.hf_backend import SEAT_CACHES
-    baseline = _peak_rss()
+    baseline = _rss()
     sampler = _PlayingPeak(kv_cache.LIVE)
     sampler.start()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -120,7 +120,7 @@ def run(args) -> dict:
           f"CPU {result['cpu_s']:.0f} s")
     print(f"peak RSS (ru_maxrss)              {result['peak_rss'] / MB:7.0f} MB  (loading included)")
     print(f"peak RSS while playing (sampled)  {result['playing_peak_rss'] / MB:7.0f} MB, of which at most:")
-    print(f"  Python + torch + libraries      {baseline / MB:7.0f} MB  (peak RSS before the model)")
+    print(f"  Python + torch + libraries      {baseline / MB:7.0f} MB  (RSS before the run)")
     print(f"  weights                         {result['weights'] / MB:7.0f} MB")
     print(f"  per-seat K/V caches (peak)      {result['seat_caches'] / MB:7.0f} MB")
     print(f"  decode batches' K/V (peak)      {result['batch_kv'] / MB:7.0f} MB")
