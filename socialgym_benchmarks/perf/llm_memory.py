@@ -111,11 +111,13 @@ def run(args) -> dict:
             what = f"the main job (--preset demo) on {','.join(games)}"
     sampler.done.set()
     sampler.join()
-    result = {"what": what, "playing_peak_rss": sampler.peak, "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
-              "peak_rss": _peak_rss(), "baseline_rss": baseline, "weights": weight_bytes(),
-              "seat_caches": SEAT_CACHES["peak_bytes"], "batch_kv": kv_cache.LIVE["peak_bytes"],
-              "episodes": played, "failed": failed}
-    rest = result["playing_peak_rss"] - result["baseline_rss"] - result["weights"] - result["seat_caches"] - result["batch_kv"]
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    result = {"what": what, "wall_s": wall, "cpu_s": cpu, "episodes": played, "failed": failed,
+              # the kernel's high-water mark can lag the last sample
+              "peak_rss": max(_peak_rss(), sampler.peak), "playing_peak_rss": sampler.peak,
+              "baseline_rss": baseline, "weights": weight_bytes(), "seat_caches": SEAT_CACHES["peak_bytes"],
+              "batch_kv": kv_cache.LIVE["peak_bytes"]}
+    rest = result["playing_peak_rss"] - sum(result[k] for k in ("baseline_rss", "weights", "seat_caches", "batch_kv"))
     print(f"{what}: {result['episodes']} episodes ({result['failed']} failed), wall {result['wall_s']:.0f} s, "
           f"CPU {result['cpu_s']:.0f} s")
     print(f"peak RSS (ru_maxrss)              {result['peak_rss'] / MB:7.0f} MB  (loading included)")
