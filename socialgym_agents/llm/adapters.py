@@ -2,8 +2,9 @@
 
 ``DIR`` is what ``PeftModel.save_pretrained`` writes (``adapter_config.json`` plus the adapter
 weights), e.g. the ``adapter/`` folder of ``socialgym_training/sft.py`` or ``socialgym_training/dpo.py``. The base
-model is loaded as usual (:func:`socialgym_agents.llm.loading.load_model`), then a *copy* of it gets the
-adapter and the LoRA weights are merged in (``merge_and_unload``): the result is a plain
+model is loaded as usual (:func:`socialgym_agents.llm.loading.load_model_copy`: a float32 copy of its
+own), gets the adapter, the LoRA weights are merged in (``merge_and_unload``) and it is converted
+to the policy's dtype: the result is a plain
 transformers model, so decoding, batching and KV-cache reuse work unchanged and the shared base
 model stays untouched (a fine-tuned policy can play against its own base in one process).
 
@@ -11,7 +12,6 @@ Loaded once per process per (model, adapter folder), like the base models.
 """
 from __future__ import annotations
 
-import copy
 import threading
 from pathlib import Path
 
@@ -29,18 +29,20 @@ def adapter_folder(adapter: str) -> Path:
     return folder
 
 
-def load_adapted(model_name: str, adapter: str):
-    """(model, tokenizer): base model ``model_name`` with the LoRA adapter in ``adapter`` merged in."""
-    from .loading import load_model
+def load_adapted(model_name: str, adapter: str, dtype: str = "float32"):
+    """(model, tokenizer): base model ``model_name`` with the LoRA adapter in ``adapter`` merged
+    in, in ``dtype`` (merged in float32, then converted)."""
+    import torch
+    from .loading import load_model_copy
     folder = adapter_folder(adapter)
-    key = (model_name, str(folder))
+    key = (model_name, str(folder), dtype)
     with _LOCK:
         if key in _ADAPTED:
             return _ADAPTED[key]
         from peft import PeftModel
-        base, tokenizer = load_model(model_name)
-        model = PeftModel.from_pretrained(copy.deepcopy(base), str(folder), is_trainable=False)
-        model = model.merge_and_unload()
+        base, tokenizer = load_model_copy(model_name)
+        model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
+        model = model.merge_and_unload().to(getattr(torch, dtype))
         model.eval()
         _ADAPTED[key] = (model, tokenizer)
         return _ADAPTED[key]

@@ -21,7 +21,9 @@
 |                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
 | ``batch_size``    | 32             | hf: max sequences decoded together (prefill passes are cut to  |
 |                   |                | ~3,200 tokens, where a CPU pass is fastest per token)          |
-| ``cache_mb``      | 2048           | hf: memory budget of the per-seat KV caches (LRU eviction)     |
+| ``cache_mb``      | 768            | hf: memory budget of the per-seat KV caches (LRU eviction)     |
+| ``batch_kv_mb``   | 384            | hf: memory budget of one decode batch's K/V buffers (a tick's  |
+|                   |                | rows are cut into batches within it; a row longer runs alone)  |
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
 | ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (in    |
@@ -75,7 +77,8 @@ class LLMConfig:
     constrained: bool = True
     prompt: str = "turns"
     batch_size: int = 32
-    cache_mb: int = 2048
+    cache_mb: int = 768
+    batch_kv_mb: int = 384
     context: int = 0
     threads: int = 0
     dtype: str = "float32"
@@ -169,7 +172,7 @@ def validate(config: LLMConfig) -> None:
         raise ValueError(f"option max_new_tokens={config.max_new_tokens}: expected at most {MAX_NEW_TOKENS_LIMIT} "
                          f"(a reply is a move, not a book)")
     minimum = {"concurrency": 1, "attempts": 1, "batch_size": 1, "think": 0, "backoff": 0, "cache_mb": 0,
-               "context": 0, "threads": 0, "context_chars": 0}
+               "batch_kv_mb": 1, "context": 0, "threads": 0, "context_chars": 0}
     for name, low in minimum.items():
         if getattr(config, name) < low:
             raise ValueError(f"option {name}={getattr(config, name)!r}: expected a number >= {low}")

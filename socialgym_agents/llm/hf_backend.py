@@ -29,7 +29,8 @@ The batch's K/V live in buffers with room for the tick's decode steps
 (:mod:`socialgym_agents.llm.kv_cache`): a step writes one token in place instead of transformers'
 concatenation, which copied the whole cache per layer and step. After decoding, each row's
 real-token K/V (the mask's ones) is kept for its seat; the per-seat caches live in an LRU
-bounded by ``cache_mb`` (an evicted seat just re-encodes).
+bounded by ``cache_mb`` (an evicted seat just re-encodes), and a tick's rows are decoded in
+batches whose K/V buffers fit ``batch_kv_mb``: together the two bound the memory of the caches.
 
 Constrained decoding (``Completion.grammar``, :mod:`socialgym_agents.llm.guided`): the characters every
 legal reply starts with are appended to the prompt and prefilled; then, at each decode step, a
@@ -70,9 +71,10 @@ GUIDED_EXTRA = 48
 CLOSE_RESERVE = 4
 PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained reply
 SCORE_BATCH = 32    # candidate rows per scoring forward pass
-DECODE_TOKENS = 65_536  # context tokens per decode batch (rows x longest prompt): K/V memory
 PREFILL_TOKENS = 3200  # padded tokens per prefill pass (see _token_budget)
 SHARE_MIN = 48      # tokens another seat's cache must share with a prompt to be worth a look
+# Bytes of every backend's seat caches now and at most (the memory benchmark reports it).
+SEAT_CACHES = {"bytes": 0, "peak_bytes": 0}
 
 @dataclass
 class _Row:
@@ -143,11 +145,7 @@ class HFBackend:
         configure_threads(config.threads)
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (socialgym_agents.llm.adapters)
             from .adapters import load_adapted
-            self.model, self.tokenizer = load_adapted(model_name, config.adapter)
-            dtype = resolve_dtype(config.dtype)
-            if dtype != "float32":     # the adapted model is this policy's own copy
-                import torch
-                self.model = self.model.to(getattr(torch, dtype))
+            self.model, self.tokenizer = load_adapted(model_name, config.adapter, resolve_dtype(config.dtype))
         else:
             self.model, self.tokenizer = load_model(model_name, config.dtype, config.device, config.device_map)
         if config.adapter and not config.device_map:
@@ -160,7 +158,7 @@ class HFBackend:
         self._seat_cache: OrderedDict = OrderedDict()   # key -> (ids, [(k, v)...], nbytes)
         self._cache_bytes = 0
         self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "encoded_tokens": 0, "generated_tokens": 0,
-                      "forward_passes": 0}
+                      "forward_passes": 0, "seat_cache_peak_bytes": 0}
 
     # ------------------------------------------------------------------ prompts
     def _eos_ids(self) -> set:
@@ -186,7 +184,13 @@ class HFBackend:
     def release(self, key: tuple) -> None:
         entry = self._seat_cache.pop(key, None)
         if entry is not None:
-            self._cache_bytes -= entry[2]
+            self._account(-entry[2])
+
+    def _account(self, nbytes: int) -> None:
+        self._cache_bytes += nbytes
+        SEAT_CACHES["bytes"] += nbytes
+        SEAT_CACHES["peak_bytes"] = max(SEAT_CACHES["peak_bytes"], SEAT_CACHES["bytes"])
+        self.stats["seat_cache_peak_bytes"] = max(self.stats["seat_cache_peak_bytes"], self._cache_bytes)
 
     # ------------------------------------------------------------------ entry point
     def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
@@ -310,10 +314,22 @@ class HFBackend:
         return results
 
     def _decode_chunks(self, rows: list) -> list:
-        """The tick's rows in decode batches of at most ``batch_size`` rows and
-        ``DECODE_TOKENS`` tokens of context (rows x the longest prompt: what their K/V
-        buffers hold), shortest prompts first."""
-        return _pack(rows, lambda r: len(r.ids), DECODE_TOKENS, self.config.batch_size)
+        """The tick's rows in decode batches of at most ``batch_size`` rows whose K/V buffers
+        (rows x (longest prompt + decode room) tokens) fit ``batch_kv_mb``, shortest prompts
+        first. The budget bounds the memory of a tick: at 64 live episodes a single batch of
+        every row held 1.5 GB of bfloat16 K/V (twice that while the prefill groups' caches were
+        merged into it)."""
+        room = self.config.max_new_tokens + GUIDED_EXTRA
+        budget = self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token()
+        return _pack(rows, lambda r: len(r.ids) + room, budget, self.config.batch_size)
+
+    def kv_bytes_per_token(self) -> int:
+        """Bytes of keys and values one token holds in the cache, over all layers."""
+        cfg = self.model.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        itemsize = next(self.model.parameters()).element_size()
+        return 2 * cfg.num_hidden_layers * heads * head_dim * itemsize
 
     # ------------------------------------------------------------------ scoring candidates
     def score(self, items: list, candidates: list) -> list:
@@ -448,11 +464,15 @@ class HFBackend:
         together, one token per forward pass."""
         room = self.config.max_new_tokens + GUIDED_EXTRA          # the most decode steps
         parts = [(group, *self._prefill(group, room)) for group in self._prefill_groups(rows)]
+        batches = _similar_lengths(parts, lambda part: part[2].shape[1])
+        del parts
         replies = []
-        for batch in _similar_lengths(parts, lambda part: part[2].shape[1]):
+        while batches:
+            batch = batches.pop(0)     # its prefill caches are freed once merged, not at the end
             rows = [row for group, *_ in batch for row in group]
             starts = [c for *_, cs in batch for c in cs]
             cache, mask, logits = _merge_prefills(batch, room)
+            del batch
             generated = self._decode_loop(rows, cache, mask, logits, store)
             for i, row in enumerate(rows):
                 self._count(row, starts[i], len(generated[i]))
@@ -602,12 +622,12 @@ class HFBackend:
             self.release(key)
             return
         self.release(key)
-        self._seat_cache[key] = (ids, kv, nbytes)
-        self._cache_bytes += nbytes
         budget = self.config.cache_mb * 2**20
-        while self._cache_bytes > budget and len(self._seat_cache) > 1:
+        while self._seat_cache and self._cache_bytes + nbytes > budget:   # room first: the budget is a bound
             _, (_, _, freed) = self._seat_cache.popitem(last=False)
-            self._cache_bytes -= freed
+            self._account(-freed)
+        self._seat_cache[key] = (ids, kv, nbytes)
+        self._account(nbytes)
 
 
 def _token_budget(rows: list) -> list:

@@ -6,15 +6,40 @@ which copies the whole cache of the layer: once per layer per decode step, and o
 sequence; ``update`` writes the new tokens into it and exposes the filled part as a view, so a
 decode step copies one token.
 The buffers are allocated once per tick with the room the tick's decoding may need.
+
+:data:`LIVE` counts the bytes of the buffers alive now and the most ever alive at once (the
+memory of the batches in flight, beside the weights and the per-seat caches; the memory
+benchmark reports it).
 """
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Optional
 
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
+
+
+LIVE = {"bytes": 0, "peak_bytes": 0}
+
+
+def _untrack(nbytes: int) -> None:
+    LIVE["bytes"] -= nbytes
+
+
+def _tracked(buffer: torch.Tensor) -> torch.Tensor:
+    """``buffer``, counted in :data:`LIVE` until it is freed."""
+    nbytes = buffer.element_size() * buffer.nelement()
+    LIVE["bytes"] += nbytes
+    LIVE["peak_bytes"] = max(LIVE["peak_bytes"], LIVE["bytes"])
+    weakref.finalize(buffer, _untrack, nbytes)
+    return buffer
+
+
+def reset_peak() -> None:
+    LIVE["peak_bytes"] = LIVE["bytes"]
 
 
 class RoomyLayer(DynamicLayer):
@@ -37,8 +62,8 @@ class RoomyLayer(DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if self.key_buffer is None:
             batch, heads, tokens, dim = key_states.shape
-            self.key_buffer = key_states.new_empty(batch, heads, tokens + self.room, dim)
-            self.value_buffer = value_states.new_empty(batch, heads, tokens + self.room, dim)
+            self.key_buffer = _tracked(key_states.new_empty(batch, heads, tokens + self.room, dim))
+            self.value_buffer = _tracked(value_states.new_empty(batch, heads, tokens + self.room, dim))
             self.device, self.is_initialized = key_states.device, True
         end = self.length + key_states.shape[2]
         if end > self.key_buffer.shape[2]:       # out of room (not planned for): grow by half
@@ -66,7 +91,7 @@ class RoomyCache(DynamicCache):
 def _with_room(tensor: torch.Tensor, length: int, room: int) -> torch.Tensor:
     """The first ``length`` positions of ``tensor`` in a new buffer with ``room`` more."""
     batch, heads, _, dim = tensor.shape
-    out = tensor.new_empty(batch, heads, length + room, dim)
+    out = _tracked(tensor.new_empty(batch, heads, length + room, dim))
     out[:, :, :length] = tensor[:, :, :length]
     return out
 
@@ -78,7 +103,7 @@ def empty_cache(template: list, batch: int, length: int, room: int) -> RoomyCach
     layers = []
     for keys, values in template:
         shape = (batch, keys.shape[1], length + room, keys.shape[3])
-        layers.append(RoomyLayer(keys.new_zeros(shape), values.new_zeros(shape), length))
+        layers.append(RoomyLayer(_tracked(keys.new_zeros(shape)), _tracked(values.new_zeros(shape)), length))
     return RoomyCache(layers)
 
 
@@ -88,7 +113,8 @@ def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCa
     for layer in cache.layers:
         rows = rows.to(layer.key_buffer.device)     # layers may sit on several GPUs (device_map)
         if layer.key_buffer.shape[2] - layer.length >= room:
-            keys, values = layer.key_buffer.index_select(0, rows), layer.value_buffer.index_select(0, rows)
+            keys = _tracked(layer.key_buffer.index_select(0, rows))
+            values = _tracked(layer.value_buffer.index_select(0, rows))
         else:
             keys = _with_room(layer.keys.index_select(0, rows), layer.length, room)
             values = _with_room(layer.values.index_select(0, rows), layer.length, room)

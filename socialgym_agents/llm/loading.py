@@ -135,12 +135,12 @@ def _load_gguf(gguf: Path):
     return model, tokenizer
 
 
-def _load_gguf_cached(gguf: Path, cache_name: str):
-    """Dequantize a GGUF once, then load the saved dense copy."""
+def _load_gguf_cached(gguf: Path, cache_name: str, **options):
+    """Dequantize a GGUF once, then load the saved dense copy (``options``: from_pretrained's)."""
     target = cache_root() / "models" / cache_name
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
         try:
-            return _load_dense(str(target))
+            return _load_dense(str(target), **options)
         except Exception:  # a damaged cache: rebuild it
             shutil.rmtree(target, ignore_errors=True)
     model, tokenizer = _load_gguf(gguf)
@@ -219,8 +219,8 @@ def _use_shared_kv_attention(model) -> None:
 
 def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_map: str = ""):
     """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process, dtype
-    and device (a ``bfloat16`` model is a converted copy of the float32 one, a GPU copy a moved
-    copy of the CPU one). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
+    and device (a ``bfloat16`` model is converted from a float32 load that is not kept unless float32
+    was asked for too: 540 MB less for the embedded model; a GPU copy is a moved copy of the CPU one). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
     GPUs, and the CPU when they are full) loads a model folder straight to its devices, for
     models too big for one device or for this process's CPU memory."""
     if device_map:
@@ -248,33 +248,55 @@ def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_ma
             return _MODELS[(name, dtype, device)]
     if dtype != "float32":
         import torch
-        model, tokenizer = load_model(name)
         with _LOAD_LOCK:
             if (name, dtype) not in _MODELS:
-                _MODELS[(name, dtype)] = (copy.deepcopy(model).to(getattr(torch, dtype)), tokenizer)
+                if name in _MODELS:     # float32 already held: convert a copy of it
+                    model, tokenizer = _MODELS[name]
+                    model = copy.deepcopy(model)
+                else:                   # else loaded in that dtype (no float32 copy, not even for a moment)
+                    model, tokenizer = _load_fresh(name, getattr(torch, dtype))
+                _MODELS[(name, dtype)] = (model.to(getattr(torch, dtype)), tokenizer)
             return _MODELS[(name, dtype)]
     with _LOAD_LOCK:
-        if name in _MODELS:
-            return _MODELS[name]
-        if name == "smollm2":
-            model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME)
-        elif name.endswith(".gguf"):
-            gguf = Path(name).expanduser()
-            if not gguf.is_file():
-                raise ModelNotAvailable(f"no GGUF file at {gguf}")
-            digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
-            model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized")
-        else:
-            try:
-                model, tokenizer = _load_dense(name)
-            except OSError as err:
-                raise ModelNotAvailable(
-                    f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
-                    f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
-                    f"`huggingface-cli download {name}`): {err}") from None
-        model.eval()
-        _use_shared_kv_attention(model)
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        _MODELS[name] = (model, tokenizer)
+        if name not in _MODELS:
+            _MODELS[name] = _load_fresh(name)
         return _MODELS[name]
+
+
+def load_model_copy(name: str):
+    """A float32 ``(model, tokenizer)`` of the caller's own, not held by the process-wide cache
+    (an adapter is merged into it: the shared copies stay untouched and no float32 copy of
+    the base outlives the merge)."""
+    with _LOAD_LOCK:
+        if name in _MODELS:
+            model, tokenizer = _MODELS[name]
+            return copy.deepcopy(model), tokenizer
+        return _load_fresh(name)
+
+
+def _load_fresh(name: str, torch_dtype=None):
+    """``name`` loaded (in ``torch_dtype`` where the saved dense copy can be read straight into
+    it: a float32 file is cast tensor by tensor; else float32), ready to decode (eval mode,
+    shared-KV attention, a pad token); not cached here."""
+    options = {"dtype": torch_dtype} if torch_dtype is not None else {}
+    if name == "smollm2":
+        model, tokenizer = _load_gguf_cached(smollm2_gguf(), SMOLLM2_CACHE_NAME, **options)
+    elif name.endswith(".gguf"):
+        gguf = Path(name).expanduser()
+        if not gguf.is_file():
+            raise ModelNotAvailable(f"no GGUF file at {gguf}")
+        digest = hashlib.sha1(str(gguf.resolve()).encode()).hexdigest()[:10]
+        model, tokenizer = _load_gguf_cached(gguf, f"{gguf.stem}-{digest}-dequantized", **options)
+    else:
+        try:
+            model, tokenizer = _load_dense(name, **options)
+        except OSError as err:
+            raise ModelNotAvailable(
+                f"model {name!r} is neither a local folder nor in the local Hugging Face cache "
+                f"(Social Gym never downloads weights at run time; fetch it first, e.g. "
+                f"`huggingface-cli download {name}`): {err}") from None
+    model.eval()
+    _use_shared_kv_attention(model)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer

@@ -1,0 +1,138 @@
+"""How close the runner's forward passes come to this CPU's matrix-multiply peak.
+
+1. The peak: GFLOP/s of SmolLM2-135M's weight matmuls alone (hidden 576, intermediate 1536,
+   9 query heads and 3 key/value heads of 64, vocabulary 49,152), ``tokens x in`` activations
+   times ``in x out`` weights, in float32, bfloat16 and int8 (PyTorch's dynamic quantisation of
+   ``nn.Linear``: int8 weights, activations quantised per pass; fbgemm/oneDNN use VNNI where the
+   CPU has it). The peak of a dtype is its best shape's median.
+2. The runner's rates: prefill tokens/s of the model's forward pass over fresh prompts
+   (``--prefill`` batch x tokens) and decode tokens/s of one-token steps of ``--decode`` rows on a
+   cache of ``--context`` tokens, in ``--dtype``; each turned into GFLOP/s of the same matmuls
+   (2 x 106 M multiply-adds per token; attention, norms and the output layer, which prefill
+   computes for one token per row, are left out, so the ratio understates the work done).
+3. Their ratio to the peak of that dtype.
+
+    python socialgym_benchmarks/perf/cpu_peak.py                              # defaults below
+    python socialgym_benchmarks/perf/cpu_peak.py --tokens 16 --prefill 2x16 --decode 2 --context 16 --reps 1  # smoke
+
+Repetitions are interleaved (every measurement once per repetition); medians and ranges.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+HIDDEN, INTERMEDIATE, HEAD_DIM, HEADS, KV_HEADS, VOCAB, LAYERS = 576, 1536, 64, 9, 3, 49152, 30
+# (name, in, out) of each weight matmul of one decoder layer
+LAYER_SHAPES = [("q/o proj", HIDDEN, HEADS * HEAD_DIM), ("k/v proj", HIDDEN, KV_HEADS * HEAD_DIM),
+                ("gate/up proj", HIDDEN, INTERMEDIATE), ("down proj", INTERMEDIATE, HIDDEN)]
+SHAPES = LAYER_SHAPES + [("lm head", HIDDEN, VOCAB)]
+# multiply-adds per token in the decoder layers' matmuls: q, k, v, o, gate, up, down
+LAYER_MACS = HIDDEN * (2 * HEADS * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM) + 3 * HIDDEN * INTERMEDIATE
+FLOPS_PER_TOKEN = 2 * LAYERS * LAYER_MACS
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=1024, help="activation rows of the peak matmuls")
+    parser.add_argument("--dtypes", default="float32,bfloat16,int8")
+    parser.add_argument("--dtype", default="bfloat16", help="the runner's dtype (float32 or bfloat16)")
+    parser.add_argument("--prefill", default="16x200", help="prefill batch x tokens (fresh prompts)")
+    parser.add_argument("--decode", type=int, default=32, help="decode rows")
+    parser.add_argument("--context", type=int, default=600, help="cached tokens per decode row")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    args = parser.parse_args(argv)
+    if args.dtype not in ("float32", "bfloat16"):
+        parser.error("--dtype must be float32 or bfloat16")
+    return args
+
+
+def _linear(dtype: str, n_in: int, n_out: int):
+    import torch
+    layer = torch.nn.Linear(n_in, n_out, bias=False)
+    if dtype == "int8":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # torch.ao's deprecation notice
+            return torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear},
+                                                          dtype=torch.qint8), torch.float32
+    return layer.to(getattr(torch, dtype)), getattr(torch, dtype)
+
+
+def _timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def _summary(values: list) -> str:
+    return f"{statistics.median(values):8.1f} [{min(values):.1f}-{max(values):.1f}]"
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    import torch
+
+    from socialgym_agents.llm.kv_cache import RoomyCache
+    from socialgym_agents.llm.loading import configure_threads, load_model
+    configure_threads(args.threads)
+    generator = torch.Generator().manual_seed(0)
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    kernels = {}
+    for dtype in dtypes:
+        for name, n_in, n_out in SHAPES:
+            layer, act_dtype = _linear(dtype, n_in, n_out)
+            x = torch.randn(args.tokens, n_in, generator=generator).to(act_dtype)
+            kernels[(dtype, name)] = (layer, x, 2 * args.tokens * n_in * n_out)
+    model = load_model("smollm2", args.dtype)[0]
+    batch, length = (int(v) for v in args.prefill.split("x"))
+    prompt = torch.randint(100, 20_000, (batch, length), generator=generator)
+    past = torch.randint(100, 20_000, (args.decode, args.context), generator=generator)
+    step = torch.randint(100, 20_000, (args.decode, 1), generator=generator)
+
+    def decode_step() -> float:
+        cache = RoomyCache(room=1)
+        model(input_ids=past, cache=cache, use_cache=True, logits_to_keep=1)
+        return _timed(lambda: model(input_ids=step, cache=cache, use_cache=True, logits_to_keep=1))
+
+    gflops: dict = {key: [] for key in kernels}
+    prefill_rate, decode_rate = [], []
+    with torch.inference_mode():
+        for layer, x, _ in kernels.values():
+            layer(x)                                                  # warm-up
+        model(input_ids=prompt, logits_to_keep=1)
+        for _ in range(args.reps):
+            for key, (layer, x, flops) in kernels.items():
+                gflops[key].append(flops / _timed(lambda: layer(x)) / 1e9)
+            prefill_rate.append(batch * length / _timed(lambda: model(input_ids=prompt, logits_to_keep=1)))
+            decode_rate.append(args.decode / decode_step())
+    print(f"{torch.get_num_threads()} threads, {args.reps} interleaved repetitions, median [min-max]")
+    print(f"matmul GFLOP/s at {args.tokens} tokens x SmolLM2's weight shapes")
+    peaks = {}
+    for dtype in dtypes:
+        medians = {name: statistics.median(gflops[(dtype, name)]) for name, _, _ in SHAPES}
+        peaks[dtype] = max(medians.values())
+        for name, n_in, n_out in SHAPES:
+            print(f"  {dtype:<9} {name:<13} {n_in:>5} x {n_out:<6} {_summary(gflops[(dtype, name)])}")
+    per_token = FLOPS_PER_TOKEN / 1e9
+    print(f"\nthe runner in {args.dtype} ({per_token:.3f} GFLOP of decoder matmuls per token)")
+    rows = {"prefill": (f"{batch} x {length} fresh", prefill_rate),
+            "decode": (f"{args.decode} rows on {args.context} cached", decode_rate)}
+    ratios = {}
+    for name, (shape, rates) in rows.items():
+        achieved = [r * per_token for r in rates]
+        peak = peaks.get(args.dtype)
+        ratio = f"{statistics.median(achieved) / peak:6.0%} of the {args.dtype} peak" if peak else ""
+        ratios[name] = statistics.median(achieved) / peak if peak else None
+        print(f"  {name:<8} {shape:<26} tokens/s {_summary(rates)}  GFLOP/s {_summary(achieved)}  {ratio}")
+    return {"peaks": peaks, "prefill_tokens_s": prefill_rate, "decode_tokens_s": decode_rate, "ratios": ratios}
+
+
+if __name__ == "__main__":
+    main()

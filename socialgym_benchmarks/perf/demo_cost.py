@@ -1,0 +1,93 @@
+"""What ``make demo`` costs: wall time, CPU time and peak RSS of each of its jobs (the main job,
+the improvement loop), run exactly as the Makefile runs them, and the CPU model they ran on.
+
+    python socialgym_benchmarks/perf/demo_cost.py                    # both jobs, into a fresh runs/demo_cost
+    python socialgym_benchmarks/perf/demo_cost.py --only main        # the main job alone
+    python socialgym_benchmarks/perf/demo_cost.py --command "python -c pass"   # any commands (smoke)
+
+The commands are those ``make -n demo`` prints (its tournament lines; ``setup`` is not re-run:
+install first with ``make setup``), so this script cannot drift from the Makefile. Each job is a
+child process; its CPU time (user + system) and peak RSS come from ``os.wait4``, so they count
+that job alone, whatever else the machine runs. ``--out`` must not hold an earlier run (the
+tournament would resume it); it is emptied first unless ``--keep``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB_NAMES = ("main", "improvement")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def demo_commands(out: str, python: str = sys.executable) -> list:
+    """The tournament commands of ``make demo`` (main job first), as the Makefile writes them."""
+    listing = subprocess.run(["make", "-s", "-n", "demo", f"OUT={out}", f"PYTHON={shlex.quote(python)}"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    commands = [line.strip() for line in listing.splitlines() if "socialgym_env.cli tournament" in line]
+    if len(commands) != len(JOB_NAMES):
+        raise SystemExit(f"expected {len(JOB_NAMES)} tournament commands in `make -n demo`, found {len(commands)}")
+    return commands
+
+
+def measure(command: str) -> dict:
+    """Run ``command`` (a shell line, in the repository root); its wall time, CPU time and peak RSS."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, shell=True, cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return {"command": command, "rc": child.returncode, "wall_s": time.perf_counter() - started,
+            "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def main(argv=None) -> list:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/demo_cost", help="the demo's OUT folder")
+    parser.add_argument("--only", choices=JOB_NAMES, help="run one of the two jobs")
+    parser.add_argument("--command", action="append", help="measure these shell commands instead")
+    parser.add_argument("--keep", action="store_true", help="do not empty --out first")
+    args = parser.parse_args(argv)
+    if args.command:
+        jobs = [(f"command {i + 1}", c) for i, c in enumerate(args.command)]
+    else:
+        if not args.keep:
+            shutil.rmtree(ROOT / args.out, ignore_errors=True)
+        jobs = list(zip(JOB_NAMES, demo_commands(args.out)))
+        if args.only:
+            jobs = [job for job in jobs if job[0] == args.only]
+    results = []
+    for name, command in jobs:
+        print(f"== {name}: {command}", flush=True)
+        results.append(dict(measure(command), name=name))
+    print(f"\nCPU: {cpu_model()}, {os.cpu_count()} logical cores; load average before the last job ended: "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"{'job':<12} {'wall':>9} {'CPU time':>9} {'peak RSS':>10} {'exit':>5}")
+    for r in results:
+        print(f"{r['name']:<12} {r['wall_s']:>8.0f}s {r['cpu_s']:>8.0f}s {r['peak_rss_mb']:>7.0f} MB {r['rc']:>5}")
+    if len(results) > 1:
+        print(f"{'total':<12} {sum(r['wall_s'] for r in results):>8.0f}s {sum(r['cpu_s'] for r in results):>8.0f}s "
+              f"{max(r['peak_rss_mb'] for r in results):>7.0f} MB")
+    if any(r["rc"] for r in results):
+        raise SystemExit(1)
+    return results
+
+
+if __name__ == "__main__":
+    main()

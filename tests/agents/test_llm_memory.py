@@ -1,0 +1,89 @@
+"""What bounds the local backend's memory: one copy of the weights per dtype, the K/V budget of a
+decode batch (``batch_kv_mb``) and of the per-seat caches (``cache_mb``); decisions do not
+depend on either budget."""
+import pytest
+
+from socialgym_agents.llm.backend import Completion
+
+
+def _backend(opts):
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.hf_backend import HFBackend
+    return HFBackend("smollm2", parse_options(opts))
+
+
+def _first_prompts(seats=4):
+    """The first prompts of ``seats`` werewolves seats (~600 tokens each)."""
+    import socialgym_env
+    from socialgym_agents.llm.prompt import render_prompt
+    env = socialgym_env.make("werewolves")
+    env.reset(seed=4)
+    return [Completion(("ep", a), [{"role": "user", "content": render_prompt(env.prompt_parts(a), env.infos.get(a) or {})}])
+            for a in env.possible_agents[:seats]]
+
+
+def _decode_batch_sizes(model):
+    sizes = []
+    handle = model.register_forward_pre_hook(
+        lambda mod, args, kwargs: sizes.append(kwargs["input_ids"].shape[0]) if kwargs["input_ids"].shape[1] == 1 else None,
+        with_kwargs=True)
+    return sizes, handle
+
+
+def test_decode_batches_fit_the_kv_budget_and_decide_alike(smollm2_available):
+    from socialgym_agents.llm import kv_cache
+    items = _first_prompts()
+    opts = "max_new_tokens=8&constrained=0"
+    roomy = _backend(opts + "&batch_kv_mb=4096")
+    row_bytes = (len(roomy._prompt_ids(items[0])[0]) + 8 + 48) * roomy.kv_bytes_per_token()
+    budget_mb = -(-2 * row_bytes // 2**20) + 2          # room for two rows of the four, not three
+    tight = _backend(f"{opts}&batch_kv_mb={budget_mb}&cache_mb=4096")
+    sizes, handle = _decode_batch_sizes(tight.model)
+    kv_cache.reset_peak()
+    try:
+        replies = tight.complete(items)
+    finally:
+        handle.remove()
+    assert sizes and max(sizes) == 2                    # four rows, decoded two by two
+    # The prefill caches of a batch and their merged copy are alive together, no more.
+    assert kv_cache.LIVE["peak_bytes"] <= 2 * budget_mb * 2**20
+    assert [r.text for r in replies] == [r.text for r in roomy.complete(items)]
+
+
+def test_seat_caches_stay_within_cache_mb_and_an_evicted_seat_decides_alike(smollm2_available):
+    items = _first_prompts(3)
+    opts = "max_new_tokens=8&constrained=0"
+    roomy = _backend(opts)
+    seat_bytes = len(roomy._prompt_ids(items[0])[0]) * roomy.kv_bytes_per_token()
+    budget_mb = -(-seat_bytes * 3 // 2 // 2**20)        # one seat's cache fits, two do not
+    tight = _backend(f"{opts}&cache_mb={budget_mb}")
+    first = tight.complete(items)
+    assert tight._cache_bytes <= budget_mb * 2**20 and len(tight._seat_cache) == 1
+    assert tight.stats["seat_cache_peak_bytes"] <= budget_mb * 2**20
+    assert [r.text for r in first] == [r.text for r in roomy.complete(items)]
+    # the next turn of each seat: the evicted ones re-encode, the decisions are the same
+    follow = [Completion(item.key, item.messages + [{"role": "assistant", "content": reply.text},
+                                                    {"role": "user", "content": "Again, please."}])
+              for item, reply in zip(items, first)]
+    assert [r.text for r in tight.complete(follow)] == [r.text for r in roomy.complete(follow)]
+    assert tight.stats["reused_tokens"] < roomy.stats["reused_tokens"]
+
+
+def test_a_bfloat16_load_keeps_no_float32_copy(smollm2_available, monkeypatch):
+    import torch
+
+    from socialgym_agents.llm import loading
+    monkeypatch.setattr(loading, "_MODELS", {})
+    model, _ = loading.load_model("smollm2", "bfloat16")
+    assert list(loading._MODELS) == [("smollm2", "bfloat16")]
+    assert next(model.parameters()).dtype == torch.bfloat16
+    own, _ = loading.load_model_copy("smollm2")        # a caller's own float32 copy, not held here
+    assert next(own.parameters()).dtype == torch.float32 and list(loading._MODELS) == [("smollm2", "bfloat16")]
+    assert loading.load_model("smollm2", "bfloat16")[0] is model
+
+
+@pytest.mark.parametrize("bad", ["batch_kv_mb=0", "batch_kv_mb=x"])
+def test_a_bad_batch_kv_budget_is_one_clear_error(bad):
+    from socialgym_agents.llm.config import parse_options
+    with pytest.raises(ValueError, match="batch_kv_mb"):
+        parse_options(bad)

@@ -1,0 +1,43 @@
+"""The scripts that measure the main job's cost (socialgym_benchmarks/perf: demo_cost, llm_memory,
+cpu_peak) run in a tiny configuration and report what they say they report."""
+import sys
+
+import pytest
+
+from socialgym_benchmarks.perf import cpu_peak, demo_cost, llm_memory
+
+
+def test_demo_cost_runs_the_makefiles_two_jobs():
+    main, improvement = demo_cost.demo_commands("runs/x", python="python3")
+    assert main.startswith("python3 -m socialgym_env.cli tournament --preset demo") and "--out runs/x" in main
+    assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice" in improvement
+    assert "--out runs/x/selfplay_liars_dice" in improvement
+
+
+def test_demo_cost_reports_each_jobs_own_cpu_time_and_peak_rss(capsys):
+    grow = f"{sys.executable} -c \"x = bytearray(300 * 2**20); sum(range(3 * 10**6))\""
+    small, big = demo_cost.main(["--command", f"{sys.executable} -c pass", "--command", grow])
+    assert small["rc"] == big["rc"] == 0
+    assert big["peak_rss_mb"] > 300 > small["peak_rss_mb"]       # per child, not the largest so far
+    assert big["cpu_s"] > small["cpu_s"]
+    assert "CPU:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        demo_cost.main(["--command", f"{sys.executable} -c 'raise SystemExit(3)'"])
+
+
+def test_cpu_peak_prints_the_peaks_and_the_runners_ratios(smollm2_available, capsys):
+    out = cpu_peak.main(["--tokens", "64", "--prefill", "2x32", "--decode", "2", "--context", "16", "--reps", "1",
+                         "--dtype", "float32"])
+    assert set(out["peaks"]) == {"float32", "bfloat16", "int8"} and all(v > 0 for v in out["peaks"].values())
+    assert out["prefill_tokens_s"][0] > 0 and out["decode_tokens_s"][0] > 0
+    assert 0 < out["ratios"]["prefill"] and 0 < out["ratios"]["decode"]
+    assert "of the float32 peak" in capsys.readouterr().out
+
+
+def test_llm_memory_splits_the_peak_of_a_small_batch(smollm2_available):
+    out = llm_memory.main(["--batch", "1", "--rounds", "1", "--llm", "smollm2?max_new_tokens=16&cache_mb=64"])
+    assert out["episodes"] == 1 and out["failed"] == 0
+    assert out["weights"] >= 135e6 * 2                 # the model is held (2+ bytes a parameter)
+    assert 0 < out["seat_caches"] <= 64 * 2**20 and out["batch_kv"] > 0
+    # in this test process the model was loaded before the run: RSS while playing is at least that
+    assert out["peak_rss"] >= out["playing_peak_rss"] >= out["baseline_rss"] > 0
