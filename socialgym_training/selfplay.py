@@ -316,50 +316,16 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         games.append({"seed": seed, "episode": episode, "seats": seats, "env": env, "chats": chats, "turns": 0,
                       "reset": {}})
     while True:
-        # every decision due now, by player: the one seat to move, or every seat of a
-        # simultaneous phase (a vote), so all seats of all episodes share one batch per model state
-        pending: dict = {}
-        for g in games:
-            env = g["env"]
-            while env.agents:
-                agent = env.agent_selection
-                if env.terminations[agent] or env.truncations[agent]:
-                    env.step(None)
-                    continue
-                break
-            if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
-                for offset, agent in enumerate(env.pending_actors()):
-                    pending.setdefault(g["seats"][agent], []).append((g, agent, decision_info(env, agent, offset)))
+        pending = _due_decisions(games, config)
         if not pending:
             break
         decided: dict = {}
         for player, items in pending.items():
             if player == CURRENT or player.startswith("step"):
-                contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a, info) for g, a, info in items])
-                weights = None if player == CURRENT else pool.get(player)
-                with (swap.loaded(weights) if swap is not None else _nothing()):
-                    decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items],
-                                                  list(prefixes))
-                for (g, a, _), (ids, text, action) in zip(items, decisions):
-                    g["chats"][a].reply(ids, text, action)
-                    decided.setdefault(id(g), []).append((a, action))
+                _model_decisions(player, items, deciders, swap, pool, decided)
             else:
-                from socialgym_agents.base import Request
-                policy = deciders["pool"].get(player)
-                for g, a, info in items:
-                    key = (g["episode"], a)
-                    if key not in g["reset"]:
-                        policy.reset(key, g["seed"])
-                        g["reset"][key] = policy
-                    decision = policy.act_batch([Request(key, g["env"].observe(a), info, g["env"].prompt_parts(a))])[0]
-                    decided.setdefault(id(g), []).append((a, decision.action))
-        for g in games:
-            env = g["env"]
-            order = {a: i for i, a in enumerate(env.pending_actors())}
-            for agent, action in sorted(decided.get(id(g), []), key=lambda d: order.get(d[0], 0)):
-                if not env.agents or env.agent_selection != agent:
-                    break                # the game ended or moved on mid-phase
-                _step(g, action)
+                _scripted_decisions(deciders["pool"].get(player), items, decided)
+        _apply_decided(games, decided)
     for g in games:
         for chat in g["chats"].values():
             chat.close()
@@ -367,6 +333,58 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
             if hasattr(policy, "release"):
                 policy.release(key)
     return games
+
+
+def _due_decisions(games: list, config: Config) -> dict:
+    """Every decision due now, by player: the one seat to move, or every seat of a simultaneous
+    phase (a vote), so all seats of all episodes share one batch per model state."""
+    pending: dict = {}
+    for g in games:
+        env = g["env"]
+        while env.agents:
+            agent = env.agent_selection
+            if env.terminations[agent] or env.truncations[agent]:
+                env.step(None)
+                continue
+            break
+        if env.agents and g["turns"] < config.max_turns * len(env.possible_agents):
+            for offset, agent in enumerate(env.pending_actors()):
+                pending.setdefault(g["seats"][agent], []).append((g, agent, decision_info(env, agent, offset)))
+    return pending
+
+
+def _model_decisions(player: str, items: list, deciders: dict, swap, pool, decided: dict) -> None:
+    """The model's replies for ``items`` (the current weights, or a pool checkpoint's) in one batch."""
+    contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a, info) for g, a, info in items])
+    weights = None if player == CURRENT else pool.get(player)
+    with (swap.loaded(weights) if swap is not None else _nothing()):
+        decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items], list(prefixes))
+    for (g, a, _), (ids, text, action) in zip(items, decisions):
+        g["chats"][a].reply(ids, text, action)
+        decided.setdefault(id(g), []).append((a, action))
+
+
+def _scripted_decisions(policy, items: list, decided: dict) -> None:
+    """A frozen policy's (a scripted baseline's) decisions, each seat reset once per episode."""
+    from socialgym_agents.base import Request
+    for g, a, info in items:
+        key = (g["episode"], a)
+        if key not in g["reset"]:
+            policy.reset(key, g["seed"])
+            g["reset"][key] = policy
+        decision = policy.act_batch([Request(key, g["env"].observe(a), info, g["env"].prompt_parts(a))])[0]
+        decided.setdefault(id(g), []).append((a, decision.action))
+
+
+def _apply_decided(games: list, decided: dict) -> None:
+    """Step each game with its decisions, in the order its phase asks for them."""
+    for g in games:
+        env = g["env"]
+        order = {a: i for i, a in enumerate(env.pending_actors())}
+        for agent, action in sorted(decided.get(id(g), []), key=lambda d: order.get(d[0], 0)):
+            if not env.agents or env.agent_selection != agent:
+                break                # the game ended or moved on mid-phase
+            _step(g, action)
 
 
 def decision_info(env, agent: str, offset: int) -> dict:
@@ -714,12 +732,11 @@ def paired_before_after(before: dict, after: dict) -> dict:
             "interval_method": delta.interval}
 
 
-def main(argv=None, preloaded=None) -> dict:
-    """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+def check_config(config: Config) -> str:
+    """One line and exit 2 for a bad option, before anything loads; the policy layout's options."""
     from socialgym_agents.registry import PolicySpecError
     from socialgym_agents.runner import PolicyPool
-    from socialgym_training.common import fail, grpo_args, load_base, parse_config
-    config = parse_config(Config, argv)
+    from socialgym_training.common import fail
     if config.reward not in ("auto", "score", "outcome") or config.prompt not in ("turns", "compact", "full"):
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
     if config.advantage not in ("rae", "turn") or config.turn_norm not in ("role", "agent"):
@@ -739,6 +756,20 @@ def main(argv=None, preloaded=None) -> dict:
         PolicyPool().check("scripted:heuristic", games=[config.game])
     except PolicySpecError as err:
         fail(str(err))
+    try:
+        for spec in [spec for spec in config.fixed_opponents.split(",") if spec]:
+            PolicyPool().check(spec, games=[config.game])
+    except PolicySpecError as err:
+        fail(str(err))
+    return options
+
+
+def main(argv=None, preloaded=None) -> dict:
+    """Run the script; ``preloaded`` = (model, tokenizer) skips loading (tests reuse one load)."""
+    from socialgym_agents.runner import PolicyPool
+    from socialgym_training.common import grpo_args, load_base, parse_config
+    config = parse_config(Config, argv)
+    options = check_config(config)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -753,11 +784,6 @@ def main(argv=None, preloaded=None) -> dict:
         return evaluate_checkpoints(config, peft_model, tokenizer, saved, final, layout, policies, rng, out, options,
                                     metrics, started)
     fixed = [spec for spec in config.fixed_opponents.split(",") if spec]
-    try:
-        for spec in fixed:
-            PolicyPool().check(spec, games=[config.game])
-    except PolicySpecError as err:
-        fail(str(err))
     pool = CheckpointPool(config.pool_size, config.self_play, fixed, config.fixed_share)
     resume_from = last_checkpoint(out) if config.resume else None
     resumed = torch_load(resume_from / RESUME_STATE) if resume_from else None

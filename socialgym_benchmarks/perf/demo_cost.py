@@ -7,19 +7,22 @@ the improvement loop), run exactly as the Makefile runs them, and the CPU model 
 
 The commands are those ``make -n demo`` prints (its tournament lines; ``setup`` is not re-run:
 install first with ``make setup``), so this script cannot drift from the Makefile. Each job is a
-child process; its CPU time (user + system) and peak RSS come from ``os.wait4``, so they count
-that job alone, whatever else the machine runs. ``--out`` must not hold an earlier run (the
-tournament would resume it); it is emptied first unless ``--keep``.
+child process; its CPU time (user + system) and peak RSS come from ``os.wait4`` in a small
+launcher, so they count that job alone, whatever else the machine runs or this script's caller
+holds. ``--out`` must not hold an earlier run (the tournament would resume it); it is emptied
+first unless ``--keep``.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,14 +50,27 @@ def demo_commands(out: str, python: str = sys.executable) -> list:
     return commands
 
 
+# Linux charges a child's peak RSS with that of the process it was spawned from (exec keeps the
+# replaced memory's high-water mark), so a job spawned straight from a large process (a test run
+# with a model loaded) would report that process's size. A small launcher spawns the job and
+# writes the job's own wait4 figures to a file: they start from the launcher's few MB.
+_LAUNCHER = """import json, os, subprocess, sys
+child = subprocess.Popen(sys.argv[1], shell=True)
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[2], "w") as out:
+    json.dump([os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss], out)
+"""
+
+
 def measure(command: str) -> dict:
     """Run ``command`` (a shell line, in the repository root); its wall time, CPU time and peak RSS."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, shell=True, cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return {"command": command, "rc": child.returncode, "wall_s": time.perf_counter() - started,
-            "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+    with tempfile.TemporaryDirectory() as scratch:
+        figures = Path(scratch) / "usage.json"
+        subprocess.run([sys.executable, "-c", _LAUNCHER, command, str(figures)], cwd=ROOT, check=True)
+        rc, cpu_s, maxrss_kb = json.loads(figures.read_text())
+    return {"command": command, "rc": rc, "wall_s": time.perf_counter() - started,
+            "cpu_s": cpu_s, "peak_rss_mb": maxrss_kb / 1024}
 
 
 def main(argv=None) -> list:

@@ -87,6 +87,9 @@ def run(args) -> dict:
 
     from socialgym_agents.llm import kv_cache
     from socialgym_agents.llm.hf_backend import SEAT_CACHES
+    # the counters are process-wide: count what this run adds, not what earlier policies held
+    kv_cache.reset_peak()
+    seat_caches_before = SEAT_CACHES["peak_bytes"] = SEAT_CACHES["bytes"]
     baseline = _rss()
     sampler = _PlayingPeak(kv_cache.LIVE)
     sampler.start()
@@ -115,7 +118,8 @@ def run(args) -> dict:
     result = {"what": what, "wall_s": wall, "cpu_s": cpu, "episodes": played, "failed": failed,
               # the kernel's high-water mark can lag the last sample
               "peak_rss": max(_peak_rss(), sampler.peak), "playing_peak_rss": sampler.peak,
-              "baseline_rss": baseline, "weights": weight_bytes(), "seat_caches": SEAT_CACHES["peak_bytes"],
+              "baseline_rss": baseline, "weights": weight_bytes(),
+              "seat_caches": SEAT_CACHES["peak_bytes"] - seat_caches_before,
               "batch_kv": kv_cache.LIVE["peak_bytes"]}
     rest = result["playing_peak_rss"] - sum(result[k] for k in ("baseline_rss", "weights", "seat_caches", "batch_kv"))
     print(f"{what}: {result['episodes']} episodes ({result['failed']} failed), wall {result['wall_s']:.0f} s, "

@@ -39,5 +39,6 @@ def test_llm_memory_splits_the_peak_of_a_small_batch(smollm2_available):
     assert out["episodes"] == 1 and out["failed"] == 0
     assert out["weights"] >= 135e6 * 2                 # the model is held (2+ bytes a parameter)
     assert 0 < out["seat_caches"] <= 64 * 2**20 and out["batch_kv"] > 0
-    # in this test process the model was loaded before the run: RSS while playing is at least that
-    assert out["peak_rss"] >= out["playing_peak_rss"] >= out["baseline_rss"] > 0
+    # the model is held while it plays: RSS then is at least its weights (not the baseline: in a
+    # long test session, memory earlier tests left may be freed during the run)
+    assert out["peak_rss"] >= out["playing_peak_rss"] >= out["weights"] and out["baseline_rss"] > 0
