@@ -317,7 +317,7 @@ def _overall_tables(summary: dict) -> list[tuple[str, list, list]]:
         rows.append([i + 1, p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), equal, _pct(v["win_rate"]), wci,
                      v["episodes"], v["battles"]])
     out.append(("Overall (competitive games)", ["#", "policy", "Elo (pooled)", "95% CI", "Elo (games equal)",
-                                                 "95% CI (bootstrap)", "win rate", "Wilson 95% CI", "episodes",
+                                                 "95% CI (games equal)", "win rate", "Wilson 95% CI", "episodes",
                                                  "pairwise outcomes"], rows))
     weighted = summary["game_weighted"]
     if weighted["per_category"]:
