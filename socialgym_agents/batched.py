@@ -69,6 +69,7 @@ class _Live:
     timing: list = field(default_factory=list)        # [turn, seconds, batch] per decision applied
     journaled: bool = False                           # the journal holds lines of this episode
     fingerprint: Optional[str] = None                 # set when journaling: the job its lines belong to
+    ticks: int = 0                                    # ticks this run has spent on it (progress)
 
 
 def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
@@ -162,7 +163,8 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
     giving one) as soon as its episode ends. ``on_tick(live, decisions)``, if given, is called
-    after every tick with ``(game, turns)`` of each live episode and the turns played so far.
+    after every tick with ``(game, turns, ticks)`` of each live episode (its turns, and the ticks
+    this run has spent on it) and the turns played so far.
     ``journal`` (a path, or a function of the job giving one) keeps the live episodes' turns
     and resumes the jobs it holds (see the module docstring); ``on_timing(record, timing)`` gets
     each finished episode's ``[turn, seconds, batch]`` list."""
@@ -175,7 +177,9 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
             run.advance(decided, broken)     # 3. step every env in AEC order
             run.write_journal()              # 4. what the live episodes played this tick
             if on_tick is not None:
-                on_tick([(entry.job.game, len(entry.env.turns)) for entry in run.live],
+                for entry in run.live:
+                    entry.ticks += 1
+                on_tick([(entry.job.game, len(entry.env.turns), entry.ticks) for entry in run.live],
                         run.turns_done + sum(len(entry.env.turns) for entry in run.live))
         run.close_journal()
     finally:

@@ -10,6 +10,12 @@ this run, capped at :data:`IN_PLAY_CAP` of an episode), and takes the rate as th
 the run started over the time since (a cumulative mean: a burst of records is work done, not a
 rate). No ETA is shown until every game with episodes left has finished one (its length is
 otherwise unknown) and the run has made :data:`MIN_WORK` episodes of work.
+
+Near the end the throughput says little: the last long episodes play one decision a tick, however
+few they are, so the ETA is also never below their critical path -- the most ticks any episode in
+play still needs (its game's expected turns left, at least 1 - IN_PLAY_CAP of them, over the
+turns it has made per tick) times the recent seconds per tick. Without that, the demo's last
+Triadic Werewolf episodes ran on for a minute under "ETA 2 s".
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from collections import defaultdict
 from typing import Callable, Optional
 
 IN_PLAY_CAP = 0.9      # an episode in play counts for at most this share until it ends
+TICK_SMOOTHING = 0.3   # weight of the newest tick in the seconds-per-tick mean
 MIN_WORK = 0.25        # episodes of work this run must have made before an ETA is given
 IN_PLAY_SHOWN = 3      # games named on the status line; a wide run would push the bar off the screen
 
@@ -57,12 +64,21 @@ class ProgressEstimate:
         self.decisions = 0
         self.first_decisions: Optional[int] = None   # turns at the first tick (a resume replays some)
         self.start_work: Optional[float] = None
+        self.last_tick: Optional[float] = None
+        self.tick_seconds: Optional[float] = None   # recent seconds per tick (a smoothed mean)
 
     def finished(self, game: str, turns: int) -> None:
         self.left[game] = self.left.get(game, 1) - 1
         self.lengths[game].append(turns)
 
     def tick(self, live: list, decisions: int) -> None:
+        """``live``: ``(game, turns)`` or ``(game, turns, ticks)`` per episode in play."""
+        now = self.clock()
+        if self.last_tick is not None:
+            gap = now - self.last_tick
+            self.tick_seconds = gap if self.tick_seconds is None else \
+                (1 - TICK_SMOOTHING) * self.tick_seconds + TICK_SMOOTHING * gap
+        self.last_tick = now
         self.live = list(live)
         self.decisions = decisions
         if self.first_decisions is None:
@@ -77,7 +93,7 @@ class ProgressEstimate:
     def _in_play_work(self) -> Optional[float]:
         """Episodes' worth of work in the episodes in play; None when a game's length is unknown."""
         work = 0.0
-        for game, turns in self.live:
+        for game, turns, *_ in self.live:
             expected = self._expected(game)
             if expected is None:
                 return None
@@ -101,7 +117,22 @@ class ProgressEstimate:
         remaining = sum(max(left, 0) for left in self.left.values()) - in_play_work
         if done < MIN_WORK:
             return None
-        return max(remaining, 0.0) * (self.clock() - self.started) / done
+        throughput = max(remaining, 0.0) * (self.clock() - self.started) / done
+        return max(throughput, self._critical_path())
+
+    def _critical_path(self) -> float:
+        """Seconds the slowest episode in play still needs at the recent tick rate (0 without
+        tick counts)."""
+        if not self.tick_seconds:
+            return 0.0
+        ticks_left = 0.0
+        for game, turns, *rest in self.live:
+            expected = self._expected(game)
+            if not rest or not rest[0] or expected is None:
+                continue
+            turns_left = max(expected - turns, (1 - IN_PLAY_CAP) * expected)
+            ticks_left = max(ticks_left, turns_left * rest[0] / max(turns, 1))
+        return ticks_left * self.tick_seconds
 
     def waiting_for(self) -> list:
         """The games whose length is still unknown (no episode finished yet) with episodes left."""
@@ -112,7 +143,7 @@ class ProgressEstimate:
         rate = self.decision_rate()
         parts = [f"{self.decisions} decisions" + (f" ({rate:.1f}/s)" if rate else "")]
         if self.live:
-            parts.append(f"in play: {in_play(game for game, _ in self.live)}")
+            parts.append(f"in play: {in_play(game for game, *_ in self.live)}")
         if not any(left > 0 for left in self.left.values()):
             return "; ".join(parts)              # all done: no ETA to give
         eta = self.eta()

@@ -62,6 +62,7 @@ from .backend import Completion, Reply
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
 from .loading import (ModelNotAvailable, cache_root, configure_threads, load_model, resolve_device,  # noqa: F401
+                       return_free_memory,
                       resolve_dtype, smollm2_gguf)
 from .parsing import json_object_complete
 
@@ -270,7 +271,10 @@ class HFBackend:
                 return [self._naive(row) for row in rows]
             rows = self._rows(items)
             self._encode_shared_prefixes(rows)
-            return self._batched(rows)
+            try:
+                return self._batched(rows)
+            finally:
+                return_free_memory()
 
     # ------------------------------------------------------------------ naive reference
     def _naive(self, row: "_Row") -> Reply:
@@ -351,14 +355,16 @@ class HFBackend:
                 suffixes.append([self.tokenizer.encode(c[len(common):], add_special_tokens=False) for c in cands])
             self._encode_shared_prefixes(rows)
             results: list = [None] * len(rows)
-            for start in range(0, len(rows), self.config.batch_size):
-                chunk = rows[start:start + self.config.batch_size]
+            # Prompt caches of at most batch_size rows within batch_kv_mb, as in decoding.
+            budget = self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token()
+            for chunk in _pack(rows, lambda r: len(r.ids), budget, self.config.batch_size):
                 try:
                     scores = self._score_group(chunk, [suffixes[r.index] for r in chunk])
                 except Exception as err:
                     scores = [err] * len(chunk)
                 for row, value in zip(chunk, scores):
                     results[row.index] = value
+            return_free_memory()
             return results
 
     def _score_group(self, rows: list, suffixes: list) -> list:
@@ -377,8 +383,8 @@ class HFBackend:
                 out_scores[row.index] = [0.0] * len(by_index[row.index])
             flat = [(i, c) for i, row in enumerate(group) for c, toks in enumerate(by_index[row.index]) if toks]
             lengths = torch.tensor([len(row.ids) for row in group], device=self.device)
-            for start in range(0, len(flat), SCORE_BATCH):
-                chunk = flat[start:start + SCORE_BATCH]
+            for chunk in self._score_chunks(flat, mask.shape[1],
+                                            lambda ic: len(by_index[group[ic[0]].index][ic[1]])):
                 toks = [by_index[group[i].index][c] for i, c in chunk]
                 for (i, c), t in zip(chunk, toks):
                     out_scores[group[i].index][c] = float(first[i, t[0]])
@@ -403,6 +409,22 @@ class HFBackend:
                                           torch.tensor(t[1:], device=logprobs.device)]
                         out_scores[group[i].index][c] += float(picked.sum())
         return [out_scores[row.index] for row in rows]
+
+    def _score_chunks(self, flat: list, cached: int, tokens) -> list:
+        """Candidate rows in forward passes of at most ``SCORE_BATCH`` rows whose copies of the
+        prompt cache (each row gets its own: ``cached`` positions plus its candidate's
+        ``tokens``) fit ``batch_kv_mb``. Unbounded, 32 rows after a 700-token prompt copied
+        1 GB of float32 keys and values per pass, and a Liar's Dice run peaked at 6.5 GB."""
+        budget = max(1, self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token())
+        chunks, current, longest = [], [], 0
+        for item in flat:
+            width = cached + tokens(item)
+            if current and ((len(current) + 1) * max(longest, width) > budget or len(current) >= SCORE_BATCH):
+                chunks.append(current)
+                current, longest = [], 0
+            current.append(item)
+            longest = max(longest, width)
+        return chunks + [current] if current else chunks
 
     def _prefill_groups(self, rows: list) -> list:
         """Rows with similar new-suffix lengths and similar cached lengths, for the prefill

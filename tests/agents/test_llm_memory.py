@@ -87,3 +87,32 @@ def test_a_bad_batch_kv_budget_is_one_clear_error(bad):
     from socialgym_agents.llm.config import parse_options
     with pytest.raises(ValueError, match="batch_kv_mb"):
         parse_options(bad)
+
+
+def test_scoring_passes_fit_the_kv_budget_and_score_alike(smollm2_available):
+    """Scoring mode gives every candidate row its own copy of its prompt's cache: unbounded, 32
+    rows after a 700-token prompt copied 1 GB of float32 keys and values per pass."""
+    from socialgym_agents.llm import kv_cache
+    items = _first_prompts(2)
+    candidates = [[f'{{"action": "vote", "target": "player_{k}"}}' for k in range(6)]] * 2
+    roomy = _backend("mode=score&batch_kv_mb=4096")
+    row_bytes = (len(roomy._prompt_ids(items[0])[0]) + 16) * roomy.kv_bytes_per_token()
+    budget_mb = -(-3 * row_bytes // 2**20) + 1          # three candidate rows a pass, not twelve
+    tight = _backend(f"mode=score&batch_kv_mb={budget_mb}&cache_mb=4096")
+    rows = []
+    handle = tight.model.register_forward_pre_hook(
+        lambda mod, args, kwargs: rows.append(kwargs["input_ids"].shape), with_kwargs=True)
+    kv_cache.reset_peak()
+    try:
+        tight_scores = tight.score(items, candidates)
+    finally:
+        handle.remove()
+    candidate_passes = [shape[0] for shape in rows if shape[1] < 16]
+    assert candidate_passes and max(candidate_passes) <= 3
+    tight_peak = kv_cache.LIVE["peak_bytes"]
+    kv_cache.reset_peak()
+    roomy_scores = roomy.score(items, candidates)
+    # the roomy pass copies all twelve rows' prompts at once, the tight ones three at a time
+    assert kv_cache.LIVE["peak_bytes"] - tight_peak >= 4 * row_bytes
+    for got, want in zip(tight_scores, roomy_scores):
+        assert got == pytest.approx(want, abs=1e-3)

@@ -74,3 +74,25 @@ def test_eta_needs_every_game_with_episodes_left_to_have_ended_one():
 @pytest.mark.parametrize("seconds,text", [(42, "42 s"), (185, "3 min 05 s"), (4320, "1 h 12 min")])
 def test_durations_read_as_words(seconds, text):
     assert duration(seconds) == text
+
+
+def test_the_tail_eta_is_the_last_long_episode_at_the_recent_tick_rate():
+    """The demo's last Triadic Werewolf episodes ran on for a minute under "ETA 2 s": near the
+    end the throughput says little, the longest episode in play plays one decision a tick."""
+    def feed(with_ticks: bool) -> ProgressEstimate:
+        clock = Clock()
+        estimate = ProgressEstimate({"coup": 10, "triadic_werewolf": 2}, clock=clock)
+        estimate.tick([], 0)
+        for _ in range(10):
+            estimate.finished("coup", 10)
+        estimate.finished("triadic_werewolf", 200)
+        # one werewolf episode left, 50 turns in after 50 ticks of 1 s: 150 turns to go
+        for tick in range(1, 51):
+            clock.now = 100.0 + tick
+            estimate.tick([("triadic_werewolf", tick, tick) if with_ticks else ("triadic_werewolf", tick)],
+                          100 + tick)
+        return estimate
+
+    throughput_only = feed(with_ticks=False).eta()      # an older caller: no tick counts
+    assert throughput_only == pytest.approx((1 - 50 / 200) * 150 / (11 + 50 / 200))   # ~10 s
+    assert feed(with_ticks=True).eta() == pytest.approx(150.0, rel=1e-3)               # 150 ticks of 1 s
