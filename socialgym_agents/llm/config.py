@@ -22,7 +22,7 @@
 | ``batch_size``    | 32             | hf: max sequences decoded together (prefill passes are cut to  |
 |                   |                | ~3,200 tokens, where a CPU pass is fastest per token)          |
 | ``cache_mb``      | 768            | hf: memory budget of the per-seat KV caches (LRU eviction)     |
-| ``batch_kv_mb``   | 192            | hf: memory budget of one decode batch's K/V buffers (a tick's  |
+| ``batch_kv_mb``   | 384            | hf: memory budget of one decode batch's K/V buffers (a tick's  |
 |                   |                | rows are cut into batches within it; a row longer runs alone)  |
 | ``context``       | model's        | hf: context length override (tokens)                           |
 | ``threads``       | cores          | hf: ``torch.set_num_threads``                                  |
@@ -78,7 +78,7 @@ class LLMConfig:
     prompt: str = "turns"
     batch_size: int = 32
     cache_mb: int = 768
-    batch_kv_mb: int = 192
+    batch_kv_mb: int = 384
     context: int = 0
     threads: int = 0
     dtype: str = "float32"

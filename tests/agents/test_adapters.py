@@ -76,7 +76,10 @@ def test_make_demo_rates_the_adapter_as_it_was_trained():
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     options = next(line.split("=", 1)[1].strip() for line in makefile.splitlines()
                    if line.startswith("SELFPLAY_OPTIONS"))
-    assert sorted(options.split("&")) == sorted(as_trained().split("&"))
+    # the layout and sampling as trained; dtype and the K/V budget set only precision and memory
+    runtime = ("dtype=", "batch_kv_mb=")
+    assert sorted(o for o in options.split("&") if not o.startswith(runtime)) == sorted(as_trained().split("&"))
+    assert "dtype=auto" in options.split("&")
     assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS)" in makefile
 
 
