@@ -170,6 +170,12 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     each finished episode's ``[turn, seconds, batch]`` list."""
     run = _BatchRun(jobs, pool, log_path, progress, max_concurrent_episodes, on_record, journal, on_timing)
     try:
+        if on_tick is not None:
+            # the state before any decision (turns resumed from a journal), so that progress
+            # does not count them as this run's work
+            run.fill()
+            on_tick([(entry.job.game, len(entry.env.turns), 0) for entry in run.live],
+                    sum(len(entry.env.turns) for entry in run.live))
         while run.queue or run.live:
             run.fill()
             requests = run.gather()          # 1. every due decision, grouped by policy

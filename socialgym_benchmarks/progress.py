@@ -108,6 +108,10 @@ class ProgressEstimate:
 
     def eta(self) -> Optional[float]:
         """Seconds left, or None while there is no basis (see the module docstring)."""
+        if self.first_decisions is None:
+            # records before the first tick: the episodes in play are not counted yet (the
+            # improvement loop's bar opened at 1 h 08 min when its first records came together)
+            return None
         if any(left > 0 and not self.lengths.get(game) for game, left in self.left.items()):
             return None
         in_play_work = self._in_play_work()

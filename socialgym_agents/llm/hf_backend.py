@@ -62,7 +62,6 @@ from .backend import Completion, Reply
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
 from .loading import (ModelNotAvailable, cache_root, configure_threads, load_model, resolve_device,  # noqa: F401
-                       return_free_memory,
                       resolve_dtype, smollm2_gguf)
 from .parsing import json_object_complete
 
@@ -271,10 +270,7 @@ class HFBackend:
                 return [self._naive(row) for row in rows]
             rows = self._rows(items)
             self._encode_shared_prefixes(rows)
-            try:
-                return self._batched(rows)
-            finally:
-                return_free_memory()
+            return self._batched(rows)
 
     # ------------------------------------------------------------------ naive reference
     def _naive(self, row: "_Row") -> Reply:
@@ -364,7 +360,6 @@ class HFBackend:
                     scores = [err] * len(chunk)
                 for row, value in zip(chunk, scores):
                     results[row.index] = value
-            return_free_memory()
             return results
 
     def _score_group(self, rows: list, suffixes: list) -> list:

@@ -186,26 +186,6 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
 
 
-_LIBC: list = []
-
-
-def return_free_memory() -> None:
-    """Hand the heap's free pages back to the OS (glibc's ``malloc_trim``; elsewhere nothing).
-    A tick frees caches and activations of a few MB to tens of MB each; glibc raises its mmap
-    threshold after such frees, so later ones land in the heap and stay counted in the RSS
-    after they are freed (a Liar's Dice run held 1.5 GB it no longer used). Trimming once per
-    batch costs a few milliseconds."""
-    if not _LIBC:
-        import ctypes
-        import ctypes.util
-        try:
-            _LIBC.append(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim)
-        except (OSError, AttributeError):     # not glibc: nothing to call
-            _LIBC.append(None)
-    if _LIBC[0] is not None:
-        _LIBC[0](0)
-
-
 SHARED_KV_ATTENTION = "sdpa_shared_kv"
 
 

@@ -96,3 +96,23 @@ def test_the_tail_eta_is_the_last_long_episode_at_the_recent_tick_rate():
     throughput_only = feed(with_ticks=False).eta()      # an older caller: no tick counts
     assert throughput_only == pytest.approx((1 - 50 / 200) * 150 / (11 + 50 / 200))   # ~10 s
     assert feed(with_ticks=True).eta() == pytest.approx(150.0, rel=1e-3)               # 150 ticks of 1 s
+
+
+def test_no_eta_from_records_that_come_before_the_first_tick():
+    """The runner logs the episodes a tick ended before it reports the tick: without waiting for
+    that report, 64 episodes in play counted for nothing and the bar opened at 1 h 08 min."""
+    clock = Clock()
+    estimate = ProgressEstimate({"liars_dice": 120}, clock=clock)
+    clock.now = 34.0
+    estimate.finished("liars_dice", 12)
+    assert estimate.eta() is None                      # no tick yet: nothing in play is counted
+    # the runner reports the state before its first decision (tick 0), then each tick
+    clock.now = 0.0
+    estimate = ProgressEstimate({"liars_dice": 120}, clock=clock)
+    estimate.tick([("liars_dice", 0, 0)] * 64, 0)
+    clock.now = 34.0
+    for _ in range(12):
+        estimate.finished("liars_dice", 12)
+    estimate.tick([("liars_dice", 6, 1)] * 52, 216)
+    # 12 ended and 52 half-way in 34 s: 120 - 12 - 26 = 82 episodes of work left at 38 per 34 s
+    assert estimate.eta() == pytest.approx(82 * 34 / 38)
