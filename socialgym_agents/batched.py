@@ -164,7 +164,8 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
     giving one) as soon as its episode ends. ``on_tick(live, decisions)``, if given, is called
     after every tick with ``(game, turns, ticks)`` of each live episode (its turns, and the ticks
-    this run has spent on it) and the turns played so far.
+    this run has spent on it) and the turns played so far, and once before the first decision
+    (every ``ticks`` 0: the turns resumed from a journal).
     ``journal`` (a path, or a function of the job giving one) keeps the live episodes' turns
     and resumes the jobs it holds (see the module docstring); ``on_timing(record, timing)`` gets
     each finished episode's ``[turn, seconds, batch]`` list."""
