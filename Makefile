@@ -41,7 +41,7 @@ demo: setup
 	# one-die Liar's Dice (socialgym_agents/adapters, docs/selfplay.md) against its base model and the
 	# heuristic on that game, both models as trained (scoring mode at T=1 on the policy's prompts),
 	# in bfloat16 where the CPU computes it natively (trained in float32; the adapter still rates apart),
-	# scoring passes within 192 MB of K/V (two models: 2.9 GB peak instead of 3.6 at the default 384).
+	# scoring passes within 192 MB of K/V (two models in one process; docs/benchmarks.md#make-demo).
 	$(PYTHON) -m socialgym_env.cli tournament --games liars_dice -c liars_dice.num_players=2 -c liars_dice.dice=1 --episodes $(SELFPLAY_EPISODES) --agents "smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" --out $(OUT)/selfplay_liars_dice
 
 test: setup-test

@@ -15,7 +15,8 @@ Near the end the throughput says little: the last long episodes play one decisio
 few they are, so the ETA is also never below their critical path -- the most ticks any episode in
 play still needs (its game's expected turns left, at least 1 - IN_PLAY_CAP of them, over the
 turns it has made per tick) times the recent seconds per tick. Without that, the demo's last
-Triadic Werewolf episodes ran on for a minute under "ETA 2 s".
+Triadic Werewolf episodes ran on for a minute under "ETA 2 s". It still runs short when an episode
+outlasts its game's mean length, as the last ones of a run tend to.
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def killing_after(ticks: int):
 
         def on_tick(live, decisions):
             tick(live, decisions)
-            if all(entry[2] == 0 for entry in live):
+            if live and all(entry[2] == 0 for entry in live):
                 return                  # the state before the first decision, not a round
             seen[0] += 1
             if seen[0] == ticks:

@@ -320,8 +320,11 @@ class HFBackend:
         every row held 1.5 GB of bfloat16 K/V (twice that while the prefill groups' caches were
         merged into it)."""
         room = self.config.max_new_tokens + GUIDED_EXTRA
-        budget = self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token()
-        return _pack(rows, lambda r: len(r.ids) + room, budget, self.config.batch_size)
+        return _pack(rows, lambda r: len(r.ids) + room, self.kv_token_budget(), self.config.batch_size)
+
+    def kv_token_budget(self) -> int:
+        """Context tokens whose keys and values fit ``batch_kv_mb``."""
+        return self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token()
 
     def kv_bytes_per_token(self) -> int:
         """Bytes of keys and values one token holds in the cache, over all layers."""
@@ -352,8 +355,7 @@ class HFBackend:
             self._encode_shared_prefixes(rows)
             results: list = [None] * len(rows)
             # Prompt caches of at most batch_size rows within batch_kv_mb, as in decoding.
-            budget = self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token()
-            for chunk in _pack(rows, lambda r: len(r.ids), budget, self.config.batch_size):
+            for chunk in _pack(rows, lambda r: len(r.ids), self.kv_token_budget(), self.config.batch_size):
                 try:
                     scores = self._score_group(chunk, [suffixes[r.index] for r in chunk])
                 except Exception as err:
@@ -378,8 +380,11 @@ class HFBackend:
                 out_scores[row.index] = [0.0] * len(by_index[row.index])
             flat = [(i, c) for i, row in enumerate(group) for c, toks in enumerate(by_index[row.index]) if toks]
             lengths = torch.tensor([len(row.ids) for row in group], device=self.device)
-            for chunk in self._score_chunks(flat, mask.shape[1],
-                                            lambda ic: len(by_index[group[ic[0]].index][ic[1]])):
+            # Each candidate row gets its own copy of its prompt's cache (mask.shape[1] positions)
+            # plus its tokens: the copies of a pass fit batch_kv_mb. Unbounded, 32 rows after a
+            # 700-token prompt copied 1 GB of float32 keys and values per pass.
+            for chunk in _pack(flat, lambda ic: mask.shape[1] + len(by_index[group[ic[0]].index][ic[1]]),
+                               self.kv_token_budget(), SCORE_BATCH):
                 toks = [by_index[group[i].index][c] for i, c in chunk]
                 for (i, c), t in zip(chunk, toks):
                     out_scores[group[i].index][c] = float(first[i, t[0]])
@@ -404,22 +409,6 @@ class HFBackend:
                                           torch.tensor(t[1:], device=logprobs.device)]
                         out_scores[group[i].index][c] += float(picked.sum())
         return [out_scores[row.index] for row in rows]
-
-    def _score_chunks(self, flat: list, cached: int, tokens) -> list:
-        """Candidate rows in forward passes of at most ``SCORE_BATCH`` rows whose copies of the
-        prompt cache (each row gets its own: ``cached`` positions plus its candidate's
-        ``tokens``) fit ``batch_kv_mb``. Unbounded, 32 rows after a 700-token prompt copied
-        1 GB of float32 keys and values per pass, and a Liar's Dice run peaked at 6.5 GB."""
-        budget = max(1, self.config.batch_kv_mb * 2**20 // self.kv_bytes_per_token())
-        chunks, current, longest = [], [], 0
-        for item in flat:
-            width = cached + tokens(item)
-            if current and ((len(current) + 1) * max(longest, width) > budget or len(current) >= SCORE_BATCH):
-                chunks.append(current)
-                current, longest = [], 0
-            current.append(item)
-            longest = max(longest, width)
-        return chunks + [current] if current else chunks
 
     def _prefill_groups(self, rows: list) -> list:
         """Rows with similar new-suffix lengths and similar cached lengths, for the prefill
