@@ -53,6 +53,12 @@ def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> lis
 
 
 # ------------------------------------------------------------------ talk phase
+def is_talk_turn(info: dict) -> bool:
+    """Whether a seat's decision is a talk turn it may pass (its only actions: ``say``, ``pass``):
+    a policy that stays silent in talk answers it ``pass`` without reading the table."""
+    return sorted(info.get("action_types") or ()) == ["pass", "say"]
+
+
 def talk_phase(name: str, next_phase: Callable[[State], None], *,
                actors: Callable[[State], Sequence[str]] = everyone,
                visibility: str = PUBLIC, team: Optional[str] = None,

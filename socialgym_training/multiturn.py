@@ -244,7 +244,7 @@ def policy_options(max_new_tokens: int, constrained: bool, extra: str = "") -> s
     set what the trainer itself decides (how replies are made, how long they are)."""
     from socialgym_agents.llm.config import parse_options
     from urllib.parse import parse_qsl
-    owned = {"max_new_tokens", "constrained", "mode", "prompt", "think", "adapter"} & {k for k, _ in parse_qsl(extra)}
+    owned = {"max_new_tokens", "constrained", "mode", "prompt", "think", "adapter", "talk"} & {k for k, _ in parse_qsl(extra)}
     if owned:
         raise ValueError(f"--policy_options may not set {', '.join(sorted(owned))} (the trainer's own settings)")
     options = f"max_new_tokens={max_new_tokens}&constrained={int(constrained)}" + (f"&{extra}" if extra else "")

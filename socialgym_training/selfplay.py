@@ -86,6 +86,7 @@ from socialgym_agents.selfplay import (CURRENT, CheckpointPool, RoleBaseline, ke
 from socialgym_training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
                                 make_layout, news_text, policy_options)
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
+from socialgym_env.patterns import is_talk_turn
 
 
 @dataclass
@@ -125,6 +126,10 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """turn: normalise per role (the RAE key) or per agent (the seat)"""
     reward: str = "auto"
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
+    talk: str = "free"
+    """talk turns (only say/pass offered) of the model's seats: free (generated under the reply
+    grammar, in the rows) or pass (silent, no model call, not in the rows; the LLM option talk=pass
+    plays a checkpoint so); for opponents that do not read talk"""
     tournament_episodes: int = 40
     """episodes per pair of checkpoints in the closing tournament (0 = none)"""
     save_every: int = 5
@@ -203,7 +208,7 @@ def layout_options(config: Config) -> str:
     """The LLM options of the policy that plays a checkpoint as trained: scoring mode at the
     trainer's temperature (with ``adapter=`` added, the tournament spec)."""
     return (policy_options(config.max_new_tokens, True, config.policy_options)
-            + f"&mode=score&temperature={config.temperature}")
+            + f"&mode=score&temperature={config.temperature}" + ("&talk=pass" if config.talk == "pass" else ""))
 
 
 # ------------------------------------------------------------------ scoring-mode decisions
@@ -322,7 +327,9 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
         decided: dict = {}
         for player, items in pending.items():
             if player == CURRENT or player.startswith("step"):
-                _model_decisions(player, items, deciders, swap, pool, decided)
+                items = _silent_talk(items, decided) if config.talk == "pass" else items
+                if items:
+                    _model_decisions(player, items, deciders, swap, pool, decided)
             else:
                 _scripted_decisions(deciders["pool"].get(player), items, decided)
         _apply_decided(games, decided)
@@ -351,6 +358,19 @@ def _due_decisions(games: list, config: Config) -> dict:
             for offset, agent in enumerate(env.pending_actors()):
                 pending.setdefault(g["seats"][agent], []).append((g, agent, decision_info(env, agent, offset)))
     return pending
+
+
+def _silent_talk(items: list, decided: dict) -> list:
+    """``--talk pass``: the model's talk turns are passed without a call and never reach its chat
+    (the next prompt shows them in the history, as the LLM option ``talk=pass`` does); returns
+    the other items."""
+    rest = []
+    for g, a, info in items:
+        if is_talk_turn(info):
+            decided.setdefault(id(g), []).append((a, "pass"))
+        else:
+            rest.append((g, a, info))
+    return rest
 
 
 def _model_decisions(player: str, items: list, deciders: dict, swap, pool, decided: dict) -> None:
@@ -741,6 +761,8 @@ def check_config(config: Config) -> str:
         fail("--reward must be auto, score or outcome and --prompt turns, compact or full")
     if config.advantage not in ("rae", "turn") or config.turn_norm not in ("role", "agent"):
         fail("--advantage must be rae or turn and --turn_norm role or agent")
+    if config.talk not in ("free", "pass"):
+        fail("--talk must be free or pass")
     if config.policy_options and config.prompt != "turns":
         fail("--policy_options sets the policy's layout: it needs --prompt turns")
     try:

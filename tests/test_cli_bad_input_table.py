@@ -95,6 +95,7 @@ SOCIALGYM = [
     ("play-unknown-option", ["play", PD, "--agents", "smollm2?bogus=1"], 2, "unknown LLM option 'bogus'"),
     ("play-top-p-range", ["play", PD, "--agents", "smollm2?top_p=2"], 2, "0 < top_p <= 1"),
     ("play-bad-mode", ["play", PD, "--agents", "smollm2?mode=fast"], 2, "mode='fast': expected one of"),
+    ("play-bad-talk", ["play", PD, "--agents", "smollm2?talk=loud"], 2, "talk='loud': expected one of free, pass"),
     ("play-bad-bool", ["play", PD, "--agents", "smollm2?constrained=maybe"], 2, "expected true/false"),
     ("play-temperature-nan", ["play", PD, "--agents", "smollm2?temperature=nan"], 2, "expected a finite number"),
     ("play-temperature-inf", ["play", PD, "--agents", "smollm2?temperature=inf"], 2, "expected a finite number"),

@@ -58,6 +58,7 @@ from ..specs import split_options
 
 
 MODES = ("batched", "naive", "score")
+TALK_MODES = ("free", "pass")
 DTYPES = ("float32", "bfloat16", "auto")
 # The structured-output ladder of server backends, most to least precise (openai_backend).
 STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
@@ -75,6 +76,9 @@ class LLMConfig:
     max_retries: int = 2
     mode: str = "batched"
     constrained: bool = True
+    # "pass": the seat stays silent in talk turns (only say/pass offered) without a model call;
+    # the next prompt shows those turns in its history. For opponents that do not read talk.
+    talk: str = "free"
     prompt: str = "turns"
     batch_size: int = 32
     cache_mb: int = 768
@@ -104,7 +108,8 @@ class LLMConfig:
         return {"temperature": self.temperature, "top_p": self.top_p,
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed,
                 "mode": self.mode, "constrained": self.constrained,
-                **({"think": self.think} if self.think else {})}     # records without it stay as they were
+                # records without them stay as they were
+                **({"think": self.think} if self.think else {}), **({"talk": self.talk} if self.talk != "free" else {})}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,7 +164,7 @@ def parse_options(options, seed: int = 0) -> LLMConfig:
 
 def validate(config: LLMConfig) -> None:
     """ValueError naming the first option out of range and what would be valid."""
-    choices = {"prompt": ("turns", "single"), "mode": MODES, "dtype": DTYPES,
+    choices = {"prompt": ("turns", "single"), "mode": MODES, "dtype": DTYPES, "talk": TALK_MODES,
                "structured": ("auto",) + STRUCTURED_LEVELS}
     for name, valid in choices.items():
         if getattr(config, name) not in valid:

@@ -40,6 +40,7 @@ import zlib
 from typing import Optional, Sequence
 
 from socialgym_env.actions import MAX_ACTION_CHARS, clip
+from socialgym_env.patterns import is_talk_turn
 
 from ..base import Decision, Request
 from .backend import Completion
@@ -131,6 +132,8 @@ class LLMPolicy:
         return zlib.crc32(f"{base}|{turn}|{attempt}".encode())
 
     def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
+        if self.config.talk == "pass" and any(is_talk_turn(r.info) for r in requests):
+            return self._silent_in_talk(requests)
         states = []
         for request in requests:
             playbook = self.playbooks.get(request.key)
@@ -195,6 +198,15 @@ class LLMPolicy:
             else:   # retries exhausted: the env's invalid-action mode decides
                 decisions.append(Decision(self._for_env(state["last_reply"]), meta))
         return decisions
+
+    def _silent_in_talk(self, requests: Sequence[Request]) -> list[Decision]:
+        """``talk=pass``: talk turns are passed without the model and leave the seat's chat as it
+        was (its next prompt shows them in the history); the other requests are decided as usual."""
+        rest = [r for r in requests if not is_talk_turn(r.info)]
+        decided = iter(self.act_batch(rest) if rest else [])
+        silent = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
+                  "sampling": self.config.sampling(), "attempts": [], "valid": True, "silent": True}
+        return [Decision("pass", dict(silent)) if is_talk_turn(r.info) else next(decided) for r in requests]
 
     def kept_reply(self, key: tuple) -> Optional[str]:
         """The reply this seat keeps in its conversation (what :meth:`replay_turn` needs to

@@ -97,6 +97,44 @@ def test_self_play_prompts_are_the_scoring_policy_s_token_for_token(tokenizer):
     assert tokenizer.decode(in_loss) == 'check", "argument": ""}' + 'call", "argument": ""}'
 
 
+def test_silent_talk_is_played_alike_by_the_trainer_and_the_policy(tokenizer):
+    """--talk pass (Resistance, every seat the current policy): talk turns are passed without a
+    model call by the trainer and by the LLM policy with ``talk=pass`` (``layout_options``); the
+    decisions left have the same prompt ids in both, and no row holds a talk turn."""
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.policy import LLMPolicy
+    from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+    from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
+    from socialgym_env.patterns import is_talk_turn
+    from socialgym_training.multiturn import PolicyLayout
+    config = selfplay.Config(game="resistance", talk="pass")
+    options = selfplay.layout_options(config)
+    assert "talk=pass" in options
+    backend = RecordingBackend(tokenizer, parse_options(options))
+    policy = LLMPolicy(backend, backend.config, "rec")
+    record = run_jobs([EpisodeJob("resistance", 3, ["rec"] * 5)], PolicyPool(prebuilt={"rec": policy}),
+                      log_path=None)[0]
+    seen, infos = [], []
+
+    def decide(contexts, decided_infos, prefixes):
+        infos.extend(decided_infos)
+        return first_legal(tokenizer, pick, seen)(contexts, decided_infos, prefixes)
+
+    games = selfplay.play([(3, {a: CURRENT for a in socialgym_env.make("resistance").possible_agents})],
+                          {"model": decide, "pool": None}, tokenizer, config,
+                          layout=PolicyLayout(tokenizer, MODEL_CONTEXT, options))
+    turns = games[0]["env"].episode_record()["turns"]
+    talk = [t for t in turns if t["phase"] == "discussion"]
+    assert talk and all(t["action"] == "pass" for t in talk)
+    assert [t["action"] for t in turns] == [t["action"] for t in record["turns"]]
+    assert infos and not any(is_talk_turn(info) for info in infos)
+    assert len(seen) == len(turns) - len(talk) and seen == backend.seen
+    assert all(t["agent_meta"].get("silent") for t in record["turns"] if t["phase"] == "discussion")
+    rows = selfplay.collect_rows(games, config, limit=10)
+    replies = tokenizer.decode([t for r in rows for t, m in zip(r.completion_ids, r.env_mask) if m])
+    assert "pass" not in replies and "say" not in replies
+
+
 def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, tokenizer):
     config = selfplay.Config(game=vote_spy)
     plan = [(1, {a: CURRENT for a in ("player_0", "player_1", "player_2")}),
