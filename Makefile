@@ -1,5 +1,6 @@
 # The two commands a newcomer needs:
-#   make demo   set everything up, then run the main job (a quick tournament, prints the leaderboard)
+#   make demo   set everything up, then run the main job (a quick tournament, prints the leaderboard
+#               and which pairs of policies it separated)
 #   make test   set everything up, then run the whole test suite
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
@@ -36,13 +37,15 @@ demo: setup
 	# every game, short per-game configs, every episode played to its real end (--preset demo).
 	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
-	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048,scripted:heuristic,scripted:random" --out $(OUT)
-	# The improvement loop: the LoRA that 20 steps of self-play made of SmolLM2 on two-player,
-	# one-die Liar's Dice (socialgym_agents/adapters, docs/selfplay.md) against its base model and the
-	# heuristic on that game, both models as trained (scoring mode at T=1 on the policy's prompts),
-	# in bfloat16 where the CPU computes it natively (trained in float32; the adapter still rates apart),
-	# scoring passes within 192 MB of K/V (two models in one process; docs/benchmarks.md#make-demo).
-	$(PYTHON) -m socialgym_env.cli tournament --games liars_dice -c liars_dice.num_players=2 -c liars_dice.dice=1 --episodes $(SELFPLAY_EPISODES) --agents "smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" --out $(OUT)/selfplay_liars_dice
+	# Liar's Dice is played as the improvement loop: its own roster (--roster) on the game the
+	# shipped LoRA was trained on, two players with one die each, SELFPLAY_EPISODES deals per pair:
+	# the LoRA that 20 steps of self-play made of SmolLM2 (socialgym_agents/adapters, docs/selfplay.md),
+	# its base model and the heuristic, both models as trained (scoring mode at T=1 on the policy's
+	# prompts), in bfloat16 where the CPU computes it natively (trained in float32; the adapter still
+	# rates apart), scoring passes within 192 MB of K/V (the adapter's merged copy of the weights sits
+	# beside the base model's; docs/benchmarks.md#make-demo). Its pairs are in the summary's
+	# separated list like every other game's.
+	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048,scripted:heuristic,scripted:random" --roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" -c liars_dice.num_players=2 -c liars_dice.dice=1 --game-episodes liars_dice=$(SELFPLAY_EPISODES) --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q

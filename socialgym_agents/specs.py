@@ -19,6 +19,7 @@ Which kinds exist is not decided here: :func:`socialgym_agents.registry.check_sp
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from socialgym_env.errors import SocialGymError
@@ -118,6 +119,54 @@ def parse_specs(text: str) -> list:
     if not all(entries):
         raise PolicySpecError(f"{text!r} has an empty entry; give specs separated by single commas")
     return [AgentSpec.parse(entry) for entry in entries]
+
+
+def short_names(specs) -> dict:
+    """``{str(spec): name}``: names for places a spec's whole string does not fit (a console table's
+    column, a figure's axis), each unique among ``specs``. A name is the spec without its options
+    (``smollm2``, ``scripted:random``, ``hf:org/model``), then in brackets the last part of an
+    ``adapter=`` folder and the fewest of the other options, in the spec's order, that tell it
+    apart from the specs of the same model (kind, name and adapter): ``smollm2 [temperature=0.7]``,
+    ``smollm2 [mode=score]``,
+    ``smollm2 [adapter=smollm2_selfplay_liars_dice]``. A spec that does not parse, or that no
+    short name tells apart (the same options in another order), keeps its whole string."""
+    parsed = {}
+    for spec in specs:
+        try:
+            parsed[str(spec)] = AgentSpec.of(spec)
+        except PolicySpecError:
+            parsed[str(spec)] = None
+    models: dict = {}
+    for spec in filter(None, parsed.values()):
+        models.setdefault(_model_of(spec), []).append(spec)
+    names = {text: text if spec is None else _short_name(spec, models[_model_of(spec)])
+             for text, spec in parsed.items()}
+    taken = Counter(names.values())
+    return {text: name if taken[name] == 1 else text for text, name in names.items()}
+
+
+def _model_of(spec: AgentSpec) -> tuple:
+    """The weights a spec plays: its kind and name, and its adapters."""
+    return replace(spec, options=()), tuple(value for key, value in spec.options if key == "adapter")
+
+
+def _short_name(spec: AgentSpec, same_model: list) -> str:
+    """:func:`short_names`'s name of ``spec`` among ``same_model`` (the specs of its :func:`_model_of`)."""
+    shown = []
+    others = [other for other in same_model if other != spec]
+    adapter_first = sorted(spec.options, key=lambda option: option[0] != "adapter")
+    for key, value in adapter_first:
+        if key == "adapter":                 # always shown: it names the weights played
+            shown.append(f"adapter={value.rstrip('/').rsplit('/', 1)[-1]}")
+        elif not others or all((key, value) in other.options for other in others):
+            continue
+        else:
+            shown.append(f"{key}={value}")
+        others = [other for other in others if (key, value) in other.options]
+    if others:                               # the same options in another order: no short name
+        return str(spec)
+    name = str(replace(spec, options=()))
+    return name + (f" [{', '.join(shown)}]" if shown else "")
 
 
 def is_model_spec(spec) -> bool:

@@ -86,14 +86,18 @@ def _check_ties(ties: str) -> None:
 def run_tournament_command(games=None, agents=None, episodes=None, seed=0, out="runs/tournament",
                            backend="local", workers=None, resume=True, config_override=(), quick=False,
                            ray_address=None, bootstrap=1000, progress=True, retry_failed=True,
-                           preset=None, scripted_episodes=None, ties="exclude") -> dict:
+                           preset=None, scripted_episodes=None, ties="exclude", roster=(),
+                           game_episodes=()) -> dict:
     """Typer-free body of ``tournament``: run, print the leaderboard and where files went;
-    returns the TournamentResult."""
+    returns the TournamentResult. ``roster`` and ``game_episodes`` are the options' items
+    (``GAME=SPEC,SPEC,...``, ``GAME=N``)."""
     result = tour.tournament(games=games, agents=agents or list(tour.DEFAULT_AGENTS), episodes=episodes,
                              seed=seed, out=out, backend=backend, workers=workers, resume=resume,
                              config_overrides=config_override or (), quick=quick, progress=progress,
                              ray_address=ray_address, n_boot=bootstrap, retry_failed=retry_failed,
-                             preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+                             preset=preset, scripted_episodes=scripted_episodes, ties=ties,
+                             rosters=tour.parse_rosters(roster or ()),
+                             game_episodes=tour.parse_game_episodes(game_episodes or ()))
     if result.summary:
         print_leaderboard(result.summary)
     retries = f" ({result.retried} of them failed before and were retried)" if result.retried else ""
@@ -129,6 +133,10 @@ def tournament_cmd(
     config_override: Optional[List[str]] = typer.Option(None, "--config-override", "-c", help="game.key=value or *.key=value (repeatable)"),
     quick: bool = typer.Option(False, "--quick", help="small preset: 2 episodes per combination, round counts capped, 12-decision cap"),
     preset: Optional[str] = typer.Option(None, "--preset", help="quick | demo (the main job: short per-game configs, every episode to its real end)"),
+    game_roster: Optional[List[str]] = typer.Option(
+        None, "--roster", help="GAME=SPEC,SPEC,...: GAME is played by these policies instead of --agents (repeatable)"),
+    game_episodes: Optional[List[str]] = typer.Option(
+        None, "--game-episodes", help="GAME=N: episodes per combination in GAME, scripted-only ones too (repeatable)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address (default: a local Ray instance)"),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="bootstrap resamples for the CIs"),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
@@ -157,9 +165,9 @@ def tournament_cmd(
             typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
                        err=True)
             raise typer.Exit(2)
-        if episodes is not None or scripted_episodes is not None or backend != "local":
-            typer.echo("error: --until-resolved plans its own episodes on the local backend: drop --episodes, "
-                       "--scripted-episodes and --backend", err=True)
+        if episodes is not None or scripted_episodes is not None or backend != "local" or game_roster or game_episodes:
+            typer.echo("error: --until-resolved plans its own episodes and match-ups on the local backend: drop "
+                       "--episodes, --scripted-episodes, --game-episodes, --roster and --backend", err=True)
             raise typer.Exit(2)
         run_adaptive_command(games=_split(games), agents=roster, budget=budget, seed=seed, out=out, workers=workers,
                              resume=resume, config_override=config_override or (), quick=quick, preset=preset,
@@ -168,7 +176,8 @@ def tournament_cmd(
     result = run_tournament_command(games=_split(games), agents=roster, episodes=episodes, seed=seed, out=out,
                            backend=backend, workers=workers, resume=resume, config_override=config_override or (),
                            quick=quick, ray_address=ray_address, bootstrap=bootstrap, retry_failed=retry_failed,
-                           preset=preset, scripted_episodes=scripted_episodes, ties=ties)
+                           preset=preset, scripted_episodes=scripted_episodes, ties=ties, roster=game_roster,
+                           game_episodes=game_episodes)
     if result.failed:                  # not all that was asked was done: the exit code says so too
         raise typer.Exit(1)
 

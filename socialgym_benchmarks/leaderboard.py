@@ -176,6 +176,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
     summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
+    summary["games_played"] = games_played(competitive, by_game, policies)
     summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts)
     summary["decisions"] = {"overall": decision_stats(records, prices, timing),
                             "per_game": {g: decision_stats(by_game[g], prices, timing) for g in games},
@@ -259,18 +260,31 @@ def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
             for i, p in enumerate(policies) if played[i] > 0}
 
 
+def games_played(competitive: list, by_game: dict, policies: list) -> dict:
+    """{policy: the competitive games it has a seat in}: a policy that played some of them only
+    (a game's own roster, ``--roster``) has an overall Elo that rests on those games alone."""
+    seated = {g: {s.get("policy") for r in by_game[g] for s in r.get("roster", [])} for g in competitive}
+    return {p: [g for g in competitive if p in seated[g]] for p in policies}
+
+
 def _separated_pairs(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict) -> dict:
     """Which pairs of policies the data tell apart, overall and per game: the profile-likelihood
     interval of each pair's Elo difference (whatever the board's interval method: the bootstrap
     collapses under separation), at a Bonferroni-corrected level so that the whole table holds
-    at 95% (overall: one family of all pairs; per game: one family of every game's pairs)."""
-    def pairs_of(battles, level) -> list:
+    at 95% (overall: one family of all pairs; per game: one family of every game's pairs).
+
+    A family counts the pairs it compares: overall, the pairs that share a competitive game
+    (a pair with none in common, e.g. two policies of two games' own rosters, would be told
+    apart only through other policies' strengths in other games, so it is listed in
+    ``no_common_game`` instead); per game, the pairs seated in that game. When every policy
+    plays every game that is every pair, and every pair in every game."""
+    def pairs_of(battles, level, compared) -> list:
         elo = bt.fit_bt(battles.win_matrix(), opts["C"])
         wins = battles.win_matrix()
         played = wins.sum(0) + wins.sum(1)
         rows = []
         for a, b in itertools.combinations(range(len(battles.players)), 2):
-            if not (played[a] and played[b]):
+            if not (played[a] and played[b]) or frozenset((battles.players[a], battles.players[b])) not in compared:
                 continue
             contrast = np.zeros(len(battles.players))
             contrast[a], contrast[b] = 1.0, -1.0
@@ -283,12 +297,17 @@ def _separated_pairs(comp_records: list, competitive: list, by_game: dict, polic
                          "hi": bt.finite_or_none(hi), "separated": bool(lo > 0)})
         return rows
 
-    k = len(policies)
-    per_pair = k * (k - 1) // 2 or 1
-    overall_level = 1 - 0.05 / per_pair
-    game_level = 1 - 0.05 / (per_pair * max(1, len(competitive)))
-    return {"overall": pairs_of(_battles(comp_records, opts, players=policies), overall_level),
-            "per_game": {g: pairs_of(_battles(by_game[g], opts, players=policies), game_level) for g in competitive},
+    played_in = games_played(competitive, by_game, policies)
+    per_game = {g: {frozenset(pair) for pair in itertools.combinations([p for p in policies if g in played_in[p]], 2)}
+                for g in competitive}
+    shared = set().union(*per_game.values())
+    overall_level = 1 - 0.05 / max(1, len(shared))
+    game_level = 1 - 0.05 / max(1, sum(map(len, per_game.values())))
+    return {"overall": pairs_of(_battles(comp_records, opts, players=policies), overall_level, shared),
+            "per_game": {g: pairs_of(_battles(by_game[g], opts, players=policies), game_level, per_game[g])
+                         for g in competitive},
+            "no_common_game": [list(pair) for pair in itertools.combinations(policies, 2)
+                               if frozenset(pair) not in shared],
             "level_overall": overall_level, "level_per_game": game_level,
             "method": "profile likelihood of each pair's Elo difference, Bonferroni over the table's pairs"}
 

@@ -46,6 +46,7 @@ from typing import Optional
 
 import numpy as np
 
+from socialgym_agents.specs import short_names
 from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
 from socialgym_env.journal import read_timing
@@ -169,7 +170,7 @@ def plot_elo_heatmap(summary: dict, path: Path) -> None:
         ax.set_xticklabels([summary["game_info"][g].get("name") or g for g in games], rotation=60,
                            ha="right", fontsize=7)
         ax.set_yticks(range(len(policies)))
-        ax.set_yticklabels(policies, fontsize=8)
+        ax.set_yticklabels(list(short_names(policies).values()), fontsize=8)
     else:
         ax.text(0.5, 0.5, "no competitive games", ha="center", va="center")
         ax.set_axis_off()
@@ -238,7 +239,7 @@ def plot_role_gap(summary: dict, path: Path) -> None:
         ax.set_xticklabels([summary["game_info"][g].get("name") or g for g in games] + ["Mean"],
                            rotation=45, ha="right", fontsize=8)
         ax.set_yticks(range(len(policies)))
-        ax.set_yticklabels(policies, fontsize=8)
+        ax.set_yticklabels(list(short_names(policies).values()), fontsize=8)
     # Wrapped to the figure's width (one line was clipped on narrow figures).
     title = "Role gap: Elo-Alt − Elo-Main\n(positive = minority/deceptive side stronger)"
     if games and (marks == GAP_MARKS["figure"]["not identified"]).any():
@@ -276,13 +277,14 @@ def _gap(row: dict) -> str:
     return f"{row['gap']:+.0f}" + (f" {mark}" if mark else "")
 
 
-def role_gap_note(summary: dict) -> str:
+def role_gap_note(summary: dict, names: Optional[dict] = None) -> str:
     """One line per kind of gap the data do not pin, naming the games and policies ('' if none):
-    the console shows no role tables, so it says this much."""
+    the console shows no role tables, so it says this much. ``names``: policy -> shown name."""
+    names = names or {}
     lines = []
     for status, why in (("not identified", "not identified by these rosters (no interval)"),
                         ("separated", "separated outcomes (the interval is unbounded on one side)")):
-        where = [f"{g} ({', '.join(p for p, row in table.items() if gap_status(row) == status)})"
+        where = [f"{g} ({', '.join(names.get(p, p) for p, row in table.items() if gap_status(row) == status)})"
                  for g, table in list(summary.get("roles", {}).items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
                  if any(gap_status(row) == status for row in table.values())]
         if where:
@@ -412,20 +414,54 @@ def _decision_table(summary: dict) -> tuple:
             DECISION_HEADER, _decision_rows(summary))
 
 
-def separation_note(separated: dict) -> str:
-    """The main job's verdict: which pairs are told apart, overall and per game."""
+def separation_note(separated: dict, names: Optional[dict] = None) -> str:
+    """The main job's verdict: which pairs are told apart, overall and per game, and which pairs
+    share no game to be compared in. ``names``: policy -> shown name."""
+    names = names or {}
+
+    def pair(row, sign):
+        return f"{names.get(row['higher'], row['higher'])} {sign} {names.get(row['lower'], row['lower'])}"
+
     def verdict(rows):
-        apart = [f"{r['higher']} > {r['lower']}" for r in rows if r["separated"]]
-        close = [f"{r['higher']} ~ {r['lower']}" for r in rows if not r["separated"]]
+        apart = [pair(r, ">") for r in rows if r["separated"]]
+        close = [pair(r, "~") for r in rows if not r["separated"]]
         return ("separated: " + ", ".join(apart) if apart else "no pair separated") + \
             ("; not separated: " + ", ".join(close) if close and apart else "")
     lines = [f"Overall ({separated['level_overall']:.2%} interval per pair, Bonferroni): {verdict(separated['overall'])}"]
+    apart = separated.get("no_common_game") or []
+    if apart:
+        lines[0] += ("; not compared (no game in common): "
+                     + ", ".join(f"{names.get(a, a)} / {names.get(b, b)}" for a, b in apart))
     per_game = {g: rows for g, rows in separated["per_game"].items() if any(r["separated"] for r in rows)}
     lines.append(f"Per game ({separated['level_per_game']:.2%} per pair): "
-                 + ("; ".join(f"{g}: " + ", ".join(f"{r['higher']} > {r['lower']}" for r in rows if r["separated"])
+                 + ("; ".join(f"{g}: " + ", ".join(pair(r, ">") for r in rows if r["separated"])
                               for g, rows in per_game.items())
                     if per_game else "no pair separated in any game") + ".")
     return "\n".join(lines)
+
+
+def some_games_note(summary: dict, names: Optional[dict] = None) -> str:
+    """One line on the policies that played only some of the competitive games ('' if none): their
+    overall Elo rests on those games alone."""
+    names = names or {}
+    games = summary["competitive_games"]
+    played = summary.get("games_played") or {}
+    groups: dict = {}
+    for p in summary["policies"]:
+        if 0 < len(played.get(p, games)) < len(games):
+            groups.setdefault(tuple(played[p]), []).append(names.get(p, p))
+    if not groups:
+        return ""
+    parts = [f"{', '.join(who)} ({', '.join(where) if len(where) <= 3 else f'{len(where)} games'})"
+             for where, who in groups.items()]
+    return (f"Played only some of the {len(games)} competitive games, so their overall Elo rests on those "
+            f"alone and meets the others' only through the opponents they share: {'; '.join(parts)}.")
+
+
+def names_note(names: dict, intro: str = "Shown by shorter names (the files give the whole specs):") -> str:
+    """The whole spec of every policy shown by a shorter name, one a line ('' if none is)."""
+    longer = [f"  {name} = {spec}" for spec, name in names.items() if name != spec]
+    return "\n".join([intro, *longer]) if longer else ""
 
 
 def _or(value, default):
@@ -449,8 +485,9 @@ def interval_note(settings: dict) -> str:
 def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
-             f"{interval_note(summary['settings'])}.",
-             *notes, ""]
+             f"{interval_note(summary['settings'])}.", ""]
+    for note in notes:                # each its own paragraph, its lines kept (hard breaks)
+        lines += [note.replace("\n", "  \n"), ""]
     for title, header, rows in _tables(summary):
         lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
@@ -484,7 +521,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
              "<h1>Social Gym leaderboard</h1>",
              f"<p>{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"{html.escape(interval_note(summary['settings']))}.</p>"]
-    parts += [f"<p>{html.escape(n)}</p>" for n in notes]
+    parts += [f"<p>{'<br>'.join(html.escape(line) for line in n.splitlines())}</p>" for n in notes]
     replays = summary.get("replays") or {}
     if replays:
         parts.append("<h2>Replays</h2><p>One episode of each game: "
@@ -526,7 +563,10 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     # back last, so a rebuild killed half-way leaves no leaderboard.json, never one that
     # describes files of another build.
     (outdir / "leaderboard.json").unlink(missing_ok=True)
-    notes = [note] if (note := skipped_note(skipped)) else []
+    # the figures name policies by their short names; the tables by their whole specs
+    notes = [note for note in (skipped_note(skipped),
+                               names_note(short_names(summary["policies"]), "The figures show shorter names:"),
+                               some_games_note(summary)) if note]
     summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
@@ -554,54 +594,88 @@ def _json_default(value):
 
 
 def print_leaderboard(summary: dict, console=None) -> None:
-    """The overall table (and the per-game Elo) as rich tables."""
+    """The overall table, the per-game Elo, what was separated and the decisions, as rich tables;
+    policies by their short names (socialgym_agents.specs.short_names), their whole specs said under
+    the first table."""
     from rich.console import Console
-    from rich.table import Table
 
     console = console or Console()
-    table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
-                        f"{len(summary['competitive_games'])} competitive games")
-    # policy names are never cut: the numbers' columns give way (wrap) first
-    name_width = max((len(p) for p in summary["policies"]), default=6)
-    for col in ("#", "policy", "Elo", "95% CI", "games equal", "win rate", "episodes"):
-        table.add_column(col, justify="left" if col == "policy" else "right",
-                         min_width=name_width if col == "policy" else None)
-    for i, p in enumerate(summary["policies"]):
-        v = summary["overall"][p]
-        ci = _ci(v) if v["elo"] is not None else ""
-        table.add_row(str(i + 1), p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), _pct(v["win_rate"]),
-                      str(v["episodes"]))
-    console.print(table)
-    unrated = [p for p in summary["policies"] if summary["overall"][p]["elo"] is None]
+    names = short_names(summary["policies"])
+
+    def say(text: str) -> None:
+        if text:
+            console.print(text, markup=False, highlight=False)
+    console.print(_overall_console_table(summary, names))
+    say(names_note(names))
+    say(some_games_note(summary, names))
+    unrated = [names[p] for p in summary["policies"] if summary["overall"][p]["elo"] is None]
     if unrated:
         why = ("a rating compares policies, and these logs hold one" if len(summary["policies"]) < 2 else
                "no game between two different policies ended with a winner (all draws, which "
                "--ties exclude leaves out, or no games between them)")
-        console.print(f"Elo is empty for {', '.join(unrated)}: {why}.", markup=False, highlight=False)
-    games = summary["competitive_games"]
-    if games:
-        per_game = Table(title="Per-game Elo")
-        per_game.add_column("game")
-        for p in summary["policies"]:
-            per_game.add_column(p, justify="right")
-        per_game.add_column("share of battles", justify="right")
-        share = summary["game_weighted"]["battle_share"]
-        for g in games:
-            per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]),
-                             _pct(share.get(g)))
-        for g, t in summary["cooperative"].items():
-            per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
-        console.print(per_game)
-    console.print(separation_note(summary["separated"]), markup=False, highlight=False)
-    if role_gap_note(summary):
-        console.print(role_gap_note(summary), markup=False, highlight=False)
+        say(f"Elo is empty for {', '.join(unrated)}: {why}.")
+    if summary["competitive_games"]:
+        console.print(_per_game_console_table(summary, names))
+    say(separation_note(summary["separated"], names))
+    say(role_gap_note(summary, names))
+    console.print(_decisions_console_table(summary, names))
+    say(skipped_note(summary.get("skipped") or {}))
+
+
+NAME_WIDTH = 30     # the narrowest a console column of policy names gets before the numbers' give way
+
+
+def _name_column(table, names: dict) -> None:
+    """The policy column: names are never cut (one too long for the line folds) and keep up to
+    NAME_WIDTH characters a line before the numbers' columns give way."""
+    table.add_column("policy", justify="left", overflow="fold",
+                     min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
+
+
+def _cell(text: str):
+    """A name as literal text: ``smollm2 [mode=score]`` is not rich markup."""
+    from rich.text import Text
+    return Text(text)
+
+
+def _overall_console_table(summary: dict, names: dict):
+    from rich.table import Table
+    table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
+                        f"{len(summary['competitive_games'])} competitive games")
+    table.add_column("#", justify="right")
+    _name_column(table, names)
+    for col in ("Elo", "95% CI", "games equal", "win rate", "episodes"):
+        table.add_column(col, justify="right")
+    for i, p in enumerate(summary["policies"]):
+        v = summary["overall"][p]
+        ci = _ci(v) if v["elo"] is not None else ""
+        table.add_row(str(i + 1), _cell(names[p]), _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")),
+                      _pct(v["win_rate"]), str(v["episodes"]))
+    return table
+
+
+def _per_game_console_table(summary: dict, names: dict):
+    from rich.table import Table
+    per_game = Table(title="Per-game Elo")
+    per_game.add_column("game")
+    for p in summary["policies"]:        # a narrow column folds its name, never cuts it
+        per_game.add_column(_cell(names[p]), justify="right", overflow="fold")
+    per_game.add_column("share of battles", justify="right")
+    share = summary["game_weighted"]["battle_share"]
+    for g in summary["competitive_games"]:
+        per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]),
+                         _pct(share.get(g)))
+    for g, t in summary["cooperative"].items():
+        per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
+    return per_game
+
+
+def _decisions_console_table(summary: dict, names: dict):
+    from rich.table import Table
     decisions = Table(title="Decisions")
-    for col in DECISION_HEADER:
-        decisions.add_column(col, justify="left" if col == "policy" else "right",
-                             min_width=name_width if col == "policy" else None)
+    _name_column(decisions, names)
+    for col in DECISION_HEADER[1:]:
+        decisions.add_column(col, justify="right")
     for row in _decision_rows(summary):
-        decisions.add_row(*map(str, row))
-    console.print(decisions)
-    note = skipped_note(summary.get("skipped") or {})
-    if note:
-        console.print(note, markup=False, highlight=False)
+        decisions.add_row(_cell(names.get(row[0], row[0])), *map(str, row[1:]))
+    return decisions

@@ -41,7 +41,7 @@ from typing import Iterable, Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob
-from socialgym_agents.specs import AgentSpec
+from socialgym_agents.specs import AgentSpec, PolicySpecError, parse_specs
 from socialgym_env.errors import LogFormatError
 
 from .elo import check_ties
@@ -112,6 +112,45 @@ def parse_overrides(items: Iterable[str]) -> dict:
             raise ValueError(f"config override must look like game.key=value (or *.key=value), got {item!r}")
         out[game.strip()][name.strip()] = parse_value(value.strip())
     return dict(out)
+
+
+def _game_items(items: Iterable[str], option: str, form: str) -> dict:
+    """``["GAME=VALUE", ...]`` -> ``{GAME: VALUE}``, split at the first ``=`` (a spec's options hold
+    more); an item without a game or a value, or a game named twice, is ValueError."""
+    out = {}
+    for item in items or ():
+        game, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not game or not value:
+            raise ValueError(f"{option} {item!r}: expected {form}")
+        if game in out:
+            raise ValueError(f"{option} names {game} more than once")
+        out[game] = value
+    return out
+
+
+def parse_rosters(items: Iterable[str]) -> dict:
+    """``--roster`` items ``GAME=SPEC,SPEC,...`` -> ``{GAME: [AgentSpec, ...]}`` (each list parsed as
+    ``--agents`` is: PolicySpecError names the item)."""
+    rosters = {}
+    for game, text in _game_items(items, "--roster", "GAME=SPEC,SPEC,...").items():
+        try:
+            rosters[game] = parse_specs(text)
+        except PolicySpecError as err:
+            raise PolicySpecError(f"--roster {game}: {err}") from None
+    return rosters
+
+
+def parse_game_episodes(items: Iterable[str]) -> dict:
+    """``--game-episodes`` items ``GAME=N`` -> ``{GAME: N}``, N a whole number from 1 to
+    MAX_PLANNED_EPISODES."""
+    counts = {}
+    for game, text in _game_items(items, "--game-episodes", "GAME=N").items():
+        count = int(text) if text.isascii() and text.isdigit() and len(text) <= 7 else 0
+        if not 1 <= count <= MAX_PLANNED_EPISODES:
+            raise ValueError(f"--game-episodes {game}={text}: N must be a whole number from 1 to "
+                             f"{MAX_PLANNED_EPISODES:,}")
+        counts[game] = count
+    return counts
 
 
 def quick_config(game: str) -> dict:
@@ -264,12 +303,17 @@ def combo_jobs(env, layout: GameLayout, combo: Sequence[str], indices: Iterable[
 
 def plan_tournament(games: Sequence[str], agents: Sequence[str], episodes: int = DEFAULT_EPISODES,
                     seed: int = 0, configs: Optional[dict] = None, tournament: str = "",
-                    scripted_episodes: Optional[int] = None) -> list[EpisodeJob]:
-    configs = configs or {}
+                    scripted_episodes: Optional[int] = None, rosters: Optional[dict] = None,
+                    game_episodes: Optional[dict] = None) -> list[EpisodeJob]:
+    """Every game's jobs (:func:`plan_game`). ``rosters`` ({game: specs}) plays a game by its own
+    roster instead of ``agents``; ``game_episodes`` ({game: n}) gives a game its own episodes per
+    combination, combinations of scripted policies only included."""
+    configs, rosters, game_episodes = configs or {}, rosters or {}, game_episodes or {}
     jobs = []
     for game in games:
-        jobs.extend(plan_game(game, agents, episodes, seed, configs.get(game), tournament, scripted_episodes,
-                              limit=MAX_PLANNED_EPISODES - len(jobs)))
+        count = game_episodes.get(game)
+        jobs.extend(plan_game(game, rosters.get(game, agents), count or episodes, seed, configs.get(game), tournament,
+                              count or scripted_episodes, limit=MAX_PLANNED_EPISODES - len(jobs)))
     ids = [j.episode_id for j in jobs]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate episode ids in the plan")
@@ -350,14 +394,17 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
                config_overrides: Sequence[str] = (), quick: bool = False, progress: bool = True,
                ray_address: Optional[str] = None, n_boot: int = 1000,
                retry_failed: bool = True, preset: Optional[str] = None,
-               scripted_episodes: Optional[int] = None, ties: str = "exclude") -> TournamentResult:
+               scripted_episodes: Optional[int] = None, ties: str = "exclude",
+               rosters: Optional[dict] = None, game_episodes: Optional[dict] = None) -> TournamentResult:
     """The whole job, as the CLI runs it: plan, play (resumable), rebuild the leaderboard.
 
     ``quick`` (= ``preset="quick"``) plays 2 episodes per combination (rounded up so sides stay
     balanced) with round counts capped (QUICK_LIMITS) and a 12-decision cap; ``preset="demo"``
     plays DEMO_EPISODES per combination (DEMO_SCRIPTED_EPISODES when every policy in it is
     scripted) with DEMO_CONFIGS, every episode to its real end. Explicit ``episodes``,
-    ``scripted_episodes`` and overrides still win."""
+    ``scripted_episodes`` and overrides still win. ``rosters`` ({game: specs}) plays a game by
+    its own roster instead of ``agents``, ``game_episodes`` ({game: n}) with its own episodes per
+    combination (scripted-only ones too); both name games of this tournament."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
     quick = quick or preset == "quick"
@@ -365,21 +412,50 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
     games = available_games(games)
     if not games:
         raise ValueError("no playable games selected")
-    # Parsed once here (AgentSpecs pass through); the plan names them by their canonical strings.
-    specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
+    agents, rosters = _checked_rosters(agents, rosters or {}, games)
+    game_episodes = dict(game_episodes or {})
+    _check_game_keys(game_episodes, games, "--game-episodes")
     if episodes is None:
         episodes = DEMO_EPISODES if preset == "demo" else QUICK_EPISODES if quick else DEFAULT_EPISODES
     if scripted_episodes is None and preset == "demo":
         scripted_episodes = DEMO_SCRIPTED_EPISODES
-    _check_policies(specs, games)
-    agents = [str(spec) for spec in specs]
     configs = game_configs(games, parse_overrides(config_overrides), quick=quick, preset=preset)
-    jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes)
+    jobs = plan_tournament(games, agents, episodes, seed, configs, scripted_episodes=scripted_episodes,
+                           rosters=rosters, game_episodes=game_episodes)
     if workers is None:
-        workers = default_workers(agents, games)
+        workers = default_workers(list(dict.fromkeys(p for job in jobs for p in job.seats)), games)
     return run_tournament(jobs, out, backend=backend, workers=workers, resume=resume, progress=progress,
                           pool_seed=seed, ray_address=ray_address, n_boot=n_boot, retry_failed=retry_failed,
                           ties=ties)
+
+
+def _specs(agents: Iterable) -> list:
+    """Specs parsed once (AgentSpecs pass through), in order, each once."""
+    return list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
+
+
+def _check_game_keys(per_game: dict, games: Sequence[str], option: str) -> None:
+    """Every game ``per_game`` names is registered (UnknownGameError otherwise) and in ``games``."""
+    for game in per_game:
+        socialgym_env.game_class(game)
+    outside = [game for game in per_game if game not in games]
+    if outside:
+        raise ValueError(f"{option} names {', '.join(outside)}, not among this tournament's games "
+                         "(--games chooses them)")
+
+
+def _checked_rosters(agents: Sequence, rosters: dict, games: Sequence[str]) -> tuple:
+    """``agents`` and each game's roster as canonical spec strings, every spec checked for the games
+    it plays (``--agents`` for the games without a roster of their own) before anything is played."""
+    _check_game_keys(rosters, games, "--roster")
+    specs = _specs(agents)
+    _check_policies(specs, [game for game in games if game not in rosters])
+    out = {}
+    for game, roster in rosters.items():
+        roster = _specs(parse_specs(roster) if isinstance(roster, str) else roster)
+        _check_policies(roster, [game])
+        out[game] = [str(spec) for spec in roster]
+    return [str(spec) for spec in specs], out
 
 
 def default_workers(agents: Sequence[str], games: Sequence[str]) -> int:

@@ -1,8 +1,9 @@
-"""What ``make demo`` costs: wall time, CPU time and peak RSS of each of its jobs (the main job,
-the improvement loop), run exactly as the Makefile runs them, and the CPU model they ran on.
+"""What ``make demo`` costs: wall time, CPU time and peak RSS of each of its jobs (one since issue
+42: the main job, the improvement loop's Liar's Dice roster inside it), run exactly as the Makefile
+runs them, and the CPU model they ran on.
 
-    python socialgym_benchmarks/perf/demo_cost.py                    # both jobs, into a fresh runs/demo_cost
-    python socialgym_benchmarks/perf/demo_cost.py --only main        # the main job alone
+    python socialgym_benchmarks/perf/demo_cost.py                    # make demo, into a fresh runs/demo_cost
+    python socialgym_benchmarks/perf/demo_cost.py --only main        # the main job alone (the same, today)
     python socialgym_benchmarks/perf/demo_cost.py --command "python -c pass"   # any commands (smoke)
 
 The commands are those ``make -n demo`` prints (its tournament lines; ``setup`` is not re-run:
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-JOB_NAMES = ("main", "improvement")
+JOB_NAMES = ("main",)          # make demo's tournament commands, in order
 
 
 def cpu_model() -> str:
@@ -46,7 +47,7 @@ def demo_commands(out: str, python: str = sys.executable) -> list:
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
     commands = [line.strip() for line in listing.splitlines() if "socialgym_env.cli tournament" in line]
     if len(commands) != len(JOB_NAMES):
-        raise SystemExit(f"expected {len(JOB_NAMES)} tournament commands in `make -n demo`, found {len(commands)}")
+        raise SystemExit(f"expected {len(JOB_NAMES)} tournament command(s) in `make -n demo`, found {len(commands)}")
     return commands
 
 
@@ -76,7 +77,7 @@ def measure(command: str) -> dict:
 def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo_cost", help="the demo's OUT folder")
-    parser.add_argument("--only", choices=JOB_NAMES, help="run one of the two jobs")
+    parser.add_argument("--only", choices=JOB_NAMES, help="run one of the jobs")
     parser.add_argument("--command", action="append", help="measure these shell commands instead")
     parser.add_argument("--keep", action="store_true", help="do not empty --out first")
     args = parser.parse_args(argv)

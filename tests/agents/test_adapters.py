@@ -80,6 +80,8 @@ def test_make_demo_rates_the_adapter_as_it_was_trained():
     runtime = ("dtype=", "batch_kv_mb=")
     assert sorted(o for o in options.split("&") if not o.startswith(runtime)) == sorted(as_trained().split("&"))
     assert "dtype=auto" in options.split("&")
+    # the adapter and its base model, both as trained, are make demo's Liar's Dice roster
+    assert '--roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),' in makefile
     assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS)" in makefile
 
 

@@ -130,3 +130,24 @@ def test_with_option_adds_an_option_unless_it_is_set():
     assert str(spec.with_option("max_new_tokens", 400)) == "smollm2?temperature=0.7&max_new_tokens=400"
     assert spec.with_option("temperature", 0) is spec
     assert str(AgentSpec.parse("hf:/m").with_option("stop_at_json", 0)) == "hf:/m?stop_at_json=0"
+
+
+def test_short_names_tell_the_specs_of_one_model_apart_and_stay_unique():
+    from socialgym_agents.specs import short_names
+    trained = "mode=score&temperature=1.0&max_new_tokens=24&constrained=1&dtype=auto&batch_kv_mb=192"
+    demo = ["smollm2?dtype=auto&temperature=0.7&context=2048", "scripted:heuristic", f"smollm2?{trained}",
+            f"smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&{trained}"]
+    names = short_names(demo)
+    assert list(names) == demo
+    assert list(names.values()) == ["smollm2 [temperature=0.7]", "scripted:heuristic", "smollm2 [mode=score]",
+                                    "smollm2 [adapter=smollm2_selfplay_liars_dice]"]
+    # one spec of a model: the model alone; options shared by all are not shown
+    assert short_names(["smollm2?dtype=auto&temperature=0.7"]) == {"smollm2?dtype=auto&temperature=0.7": "smollm2"}
+    assert list(short_names(["smollm2?a=1&b=2", "smollm2?a=1&b=3"]).values()) == ["smollm2 [b=2]", "smollm2 [b=3]"]
+    # what no short name tells apart keeps its whole string: the same options in another order,
+    # two adapters named alike in different folders, a string that does not parse
+    alike = ["smollm2?a=1&b=2", "smollm2?b=2&a=1", "smollm2?adapter=x/lora", "smollm2?adapter=y/lora", "bad spec "]
+    assert short_names(alike) == {text: text for text in alike}
+    mixed = ["smollm2", "smollm2?temperature=0.7", "hf:org/m?context=512"]
+    assert short_names(mixed) == {"smollm2": "smollm2", "smollm2?temperature=0.7": "smollm2 [temperature=0.7]",
+                                  "hf:org/m?context=512": "hf:org/m"}

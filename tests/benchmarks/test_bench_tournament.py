@@ -80,6 +80,70 @@ def test_plan_is_deterministic_with_recorded_seeds():
     assert all(str(j.seed) in j.episode_id and j.tags["matchup"] for j in a)
 
 
+def _plan_rows(jobs):
+    return [(j.game, j.episode_id, j.seed, list(j.seats), j.config, j.tags) for j in jobs]
+
+
+def test_a_game_s_own_roster_and_episodes_change_that_game_alone():
+    games = ["prisoners_dilemma", "kuhn_poker", "chicken"]
+    roster = ["scripted:heuristic", "scripted:tit_for_tat", "scripted:grim_trigger"]
+
+    def plan(**kw):
+        return tour.plan_tournament(games, AGENTS, 2, seed=5, scripted_episodes=6, **kw)
+    plain = plan()
+    jobs = plan(rosters={"kuhn_poker": roster}, game_episodes={"kuhn_poker": 3})
+    # the other games are planned as without the overrides: same ids, seeds and seats
+    assert _plan_rows(j for j in jobs if j.game != "kuhn_poker") == _plan_rows(j for j in plain if j.game != "kuhn_poker")
+    kuhn = [j for j in jobs if j.game == "kuhn_poker"]
+    assert {p for j in kuhn for p in j.seats} == set(roster)
+    # its own count beats scripted_episodes (6) and episodes (2); rounded up to balance the 2 seats
+    assert Counter(j.tags["matchup"] for j in kuhn) == {
+        "~".join(pair): 4 for pair in [roster[:2], roster[::2], roster[1:]]}
+    for matchup in {j.tags["matchup"] for j in kuhn}:
+        first_seats = Counter(j.seats[0] for j in kuhn if j.tags["matchup"] == matchup)
+        assert sorted(first_seats.values()) == [2, 2]
+    assert _plan_rows(jobs) == _plan_rows(plan(rosters={"kuhn_poker": roster}, game_episodes={"kuhn_poker": 3}))
+    assert len({j.episode_id for j in jobs}) == len(jobs)
+    # an episode count alone keeps the roster: each combination gets its own count
+    counted = [j for j in plan(game_episodes={"chicken": 5}) if j.game == "chicken"]
+    assert set(Counter(j.tags["matchup"] for j in counted).values()) == {6}
+
+
+def test_each_roster_is_checked_for_its_own_game_before_anything_is_played(tmp_path):
+    from socialgym_agents.registry import PolicySpecError
+    out = tmp_path / "out"
+    # scripted:constant:defect is a policy of the Prisoner's Dilemma, not of Kuhn poker
+    with pytest.raises(PolicySpecError, match="not an action of kuhn_poker"):
+        tour.tournament(["prisoners_dilemma", "kuhn_poker"], ["scripted:random"], out=out,
+                        rosters={"kuhn_poker": ["scripted:random", "scripted:constant:defect"]})
+    with pytest.raises(ValueError, match="--roster names chess, not among this tournament's games"):
+        tour.tournament(["prisoners_dilemma"], AGENTS, out=out, rosters={"chess": AGENTS})
+    with pytest.raises(ValueError, match="--game-episodes names chess"):
+        tour.tournament(["prisoners_dilemma"], AGENTS, out=out, game_episodes={"chess": 3})
+    with pytest.raises(KeyError, match="unknown game 'nope'"):
+        tour.tournament(["prisoners_dilemma"], AGENTS, out=out, rosters={"nope": AGENTS})
+    assert not out.exists()
+    # --agents are checked only for the games they play: the roster replaces them in Kuhn poker
+    result = tour.tournament(["prisoners_dilemma", "kuhn_poker"], ["scripted:constant:defect", "scripted:random"],
+                             episodes=2, out=out, progress=False, n_boot=10, workers=1,
+                             rosters={"kuhn_poker": "scripted:heuristic,scripted:random"})
+    assert result.planned == result.played == 4
+
+
+def test_roster_and_game_episodes_items_parse_or_say_what_is_wrong():
+    rosters = tour.parse_rosters(["liars_dice=smollm2?adapter=a/b&mode=score,scripted:heuristic"])
+    assert [str(s) for s in rosters["liars_dice"]] == ["smollm2?adapter=a/b&mode=score", "scripted:heuristic"]
+    assert tour.parse_game_episodes(["liars_dice=40", " chess = 3 "]) == {"liars_dice": 40, "chess": 3}
+    for items, message in [(["liars_dice"], "expected GAME=SPEC"), (["=scripted:random"], "expected GAME=SPEC"),
+                           (["chess=a", "chess=b"], "names chess more than once"),
+                           (["chess=scripted:random,,x"], "--roster chess: .* has an empty entry")]:
+        with pytest.raises(ValueError, match=message):
+            tour.parse_rosters(items)
+    for bad in ("chess=0", "chess=-2", "chess=1.5", "chess=x", "chess=", "chess=9999999"):
+        with pytest.raises(ValueError, match="chess|GAME=N"):
+            tour.parse_game_episodes([bad])
+
+
 def test_overrides_and_quick_preset():
     assert tour.parse_overrides(["prisoners_dilemma.rounds=3", "*.max_steps=200", "x.name=abc"]) == {
         "prisoners_dilemma": {"rounds": 3}, "*": {"max_steps": 200}, "x": {"name": "abc"}}

@@ -1,5 +1,6 @@
 """The scripts that measure the main job's cost (socialgym_benchmarks/perf: demo_cost, llm_memory,
 cpu_peak) run in a tiny configuration and report what they say they report."""
+import re
 import sys
 
 import pytest
@@ -7,11 +8,15 @@ import pytest
 from socialgym_benchmarks.perf import cpu_peak, demo_cost, llm_memory
 
 
-def test_demo_cost_runs_the_makefiles_two_jobs():
-    main, improvement = demo_cost.demo_commands("runs/x", python="python3")
-    assert main.startswith("python3 -m socialgym_env.cli tournament --preset demo") and "--out runs/x" in main
-    assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice" in improvement
-    assert "--out runs/x/selfplay_liars_dice" in improvement
+def test_demo_cost_runs_the_makefiles_one_job():
+    [main] = demo_cost.demo_commands("runs/x", python="python3")
+    assert main.startswith("python3 -m socialgym_env.cli tournament --preset demo") and main.endswith("--out runs/x")
+    # the improvement loop is the main job's Liar's Dice: its own roster, on the game the LoRA was trained on
+    roster = re.search(r'--roster "liars_dice=([^"]+)"', main).group(1).split(",")
+    assert [spec.split("?")[0] for spec in roster] == ["smollm2", "smollm2", "scripted:heuristic"]
+    assert "adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice" in roster[1]
+    assert "-c liars_dice.num_players=2 -c liars_dice.dice=1" in main
+    assert re.search(r"--game-episodes liars_dice=[1-9][0-9]*", main)
 
 
 def test_demo_cost_reports_each_jobs_own_cpu_time_and_peak_rss(capsys):
