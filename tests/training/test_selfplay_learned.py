@@ -50,3 +50,28 @@ def test_sizing_counts_turns_by_phase_and_the_side_s_wins():
     spy_won = sum(r["rewards"][next(s["agent"] for s in r["roster"] if s["role"] == "Spy")] > 0 for r in records)
     assert out["side_wins"] == spy_won and out["episodes"] == 6 and out["players"] == 4
     assert out["interval"][0] <= 100 * spy_won / 6 <= out["interval"][1]
+
+
+def test_sizing_with_a_side_policy_counts_the_side_s_turns_and_talk():
+    """--side_policy: the trained side's seats play it, the rest --policy; the side's turns and
+    its talk turns (the phases whose only actions are say and pass) are counted again here."""
+    import socialgym_env
+    from socialgym_agents.runner import EpisodeJob, run_jobs
+    from socialgym_benchmarks import selfplay_sizing
+    config = {"max_cycles": 3}
+    out = selfplay_sizing.size("werewolves", config, "werewolves", 5, "scripted:heuristic", "scripted:random")
+    env, jobs = socialgym_env.make("werewolves", **config), []
+    for seed in range(5):
+        env.reset(seed=seed)
+        jobs.append(EpisodeJob("werewolves", seed, ["scripted:random" if env.state.team(a) == "werewolves"
+                                                    else "scripted:heuristic" for a in env.possible_agents],
+                               config=config))
+    records = run_jobs(jobs, log_path=None)
+    wolf_turns = [t for r in records for t in r["turns"]
+                  if next(s["team"] for s in r["roster"] if s["agent"] == t["agent"]) == "werewolves"]
+    assert out["side_policy"] == "scripted:random"
+    assert out["side_turns_per_episode"] == round(len(wolf_turns) / 5, 1)
+    talk = [t for t in wolf_turns if t["phase"] in ("night_talk", "day_talk")]
+    assert out["side_talk_turns_per_episode"] == round(len(talk) / 5, 1) > 0
+    assert out["side_wins"] == sum(any(s["team"] == "werewolves" and r["rewards"][s["agent"]] > 0
+                                       for s in r["roster"]) for r in records)
