@@ -80,7 +80,7 @@ from typing import Optional, Sequence
 
 from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 import socialgym_env
-from socialgym_agents.llm.scoring import score_replies
+from socialgym_agents.llm.scoring import SeatCaches, score_replies
 from socialgym_agents.selfplay import (CURRENT, CheckpointPool, RoleBaseline, keep_nonzero, role_key, seat_assignment,
                                        turn_advantages)
 from socialgym_training.multiturn import (ChatAssembler, Episode, _EnvTextSeat, compact_first_text, compact_news_text,
@@ -126,6 +126,14 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """turn: normalise per role (the RAE key) or per agent (the seat)"""
     reward: str = "auto"
     """row reward: score (chips), outcome (+1/0/-1) or auto (score if the game ranks by score)"""
+    bf16: bool = False
+    """bfloat16 autocast for the rollouts' scoring and the training passes (a CPU with native
+    bfloat16, e.g. avx512_bf16 or AMX, or a GPU); off: float32, as the runs documented before it"""
+    live_episodes: int = 16
+    """episodes played in lockstep at a time (rollouts, evaluation); 0: all at once"""
+    cache_mb: int = 1536
+    """per-seat key/value caches of the scoring passes (MB; a seat's next decision encodes only
+    what is new to it); 0: every context encoded whole"""
     talk: str = "free"
     """talk turns (only say/pass offered) of the model's seats: free (generated under the reply
     grammar, in the rows) or pass (silent, no model call, not in the rows; the LLM option talk=pass
@@ -235,17 +243,26 @@ def make_decider(model, tokenizer, config: Config, rng: random.Random, layout=No
     """``decide(contexts, infos, prefixes) -> [(reply ids, reply text, action)]`` for one model
     state: scoring mode over the legal list, constrained generation where the list is not
     finite; each reply continues its decision's prefix."""
+    import torch
     from socialgym_training.multiturn import hf_generate_fn, reply_to_action
     eos = tokenizer.eos_token_id
     with_eos = layout is None
 
-    def decide(contexts: list, infos: list, prefixes: list) -> list:
+    seats = SeatCaches(config.cache_mb) if config.cache_mb else None
+
+    def decide(contexts: list, infos: list, prefixes: list, keys: Optional[list] = None) -> list:
+        device = "cuda" if next(model.parameters()).is_cuda else "cpu"
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=config.bf16):
+            return _decide(contexts, infos, prefixes, keys)
+
+    def _decide(contexts: list, infos: list, prefixes: list, keys: Optional[list]) -> list:
         out: list = [None] * len(contexts)
         options = [candidates(info, prefix) for info, prefix in zip(infos, prefixes)]
         finite = [i for i, o in enumerate(options) if o]
         if finite:
             scores = score_replies(model, tokenizer, [contexts[i] for i in finite], [options[i] for i in finite],
-                                   with_eos)
+                                   with_eos, seats=seats if keys else None,
+                                   keys=[keys[i] for i in finite] if keys else None)
             for i, row in zip(finite, scores):
                 pick = options[i][softmax_draw(row, config.temperature, rng)]
                 ids = tokenizer(pick, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
@@ -261,6 +278,7 @@ def make_decider(model, tokenizer, config: Config, rng: random.Random, layout=No
                 out[i] = (ids, text, reply_to_action(text, infos[i]))
         return out
 
+    decide.forget = seats.clear if seats is not None else (lambda: None)
     return decide
 
 
@@ -304,13 +322,19 @@ def seat_roles(env) -> tuple:
 
 
 def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, swap=None, pool=None,
-         layout=None) -> list:
-    """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep; player names are
+         layout=None, first_index: int = 0) -> list:
+    """Play ``episodes`` ((seed, {agent: player name}) pairs) in lockstep, ``config.live_episodes``
+    at a time (so the seats' scoring caches fit ``cache_mb``); player names are
     :data:`CURRENT`, ``step<N>`` (pool checkpoints, played through ``swap``) or a policy spec of
     :class:`socialgym_agents.runner.PolicyPool` (``scripted:heuristic``). Returns per episode
     ``{"seed", "seats", "env", "chats": {agent: SeatChat}}`` after the end."""
+    live = config.live_episodes
+    if live and len(episodes) > live:
+        return [g for start in range(0, len(episodes), live)
+                for g in play(episodes[start:start + live], deciders, tokenizer, config, swap, pool, layout,
+                              first_index + start)]
     games = []
-    for index, (seed, seats) in enumerate(episodes):
+    for index, (seed, seats) in enumerate(episodes, start=first_index):
         env = socialgym_env.make(config.game, log_observations=False, **game_kwargs(config))
         env.reset(seed=seed)
         # one episode id per game: two games of one seed (the same deal for two matchups) must not
@@ -333,6 +357,7 @@ def play(episodes: Sequence[tuple], deciders: dict, tokenizer, config: Config, s
             else:
                 _scripted_decisions(deciders["pool"].get(player), items, decided)
         _apply_decided(games, decided)
+    getattr(deciders.get("model"), "forget", lambda: None)()      # the seats' scoring caches
     for g in games:
         for chat in g["chats"].values():
             chat.close()
@@ -377,8 +402,11 @@ def _model_decisions(player: str, items: list, deciders: dict, swap, pool, decid
     """The model's replies for ``items`` (the current weights, or a pool checkpoint's) in one batch."""
     contexts, prefixes = zip(*[g["chats"][a].observe(g["env"], a, info) for g, a, info in items])
     weights = None if player == CURRENT else pool.get(player)
+    # a seat's scoring cache is kept from one of its decisions to the next (one weight state per seat)
+    keys = [(g["episode"], a, player) for g, a, _ in items]
     with (swap.loaded(weights) if swap is not None else _nothing()):
-        decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items], list(prefixes))
+        decisions = deciders["model"]([list(c) for c in contexts], [info for _, _, info in items], list(prefixes),
+                                      keys)
     for (g, a, _), (ids, text, action) in zip(items, decisions):
         g["chats"][a].reply(ids, text, action)
         decided.setdefault(id(g), []).append((a, action))
@@ -763,6 +791,8 @@ def check_config(config: Config) -> str:
         fail("--advantage must be rae or turn and --turn_norm role or agent")
     if config.talk not in ("free", "pass"):
         fail("--talk must be free or pass")
+    if config.cache_mb < 0 or config.live_episodes < 0:
+        fail("--cache_mb and --live_episodes must be >= 0 (0: no seat caches, every episode at once)")
     if config.policy_options and config.prompt != "turns":
         fail("--policy_options sets the policy's layout: it needs --prompt turns")
     try:
@@ -813,7 +843,8 @@ def main(argv=None, preloaded=None) -> dict:
 
     # 1. TRL trainer with the self-play rollout and RAE advantages
     trainer_cls = make_trainer_class()
-    args = grpo_args(out, config.device, config.progress, max_steps=config.steps,
+    precision = dict(bf16=True) if config.bf16 else {}
+    args = grpo_args(out, config.device, config.progress, max_steps=config.steps, **precision,
                      learning_rate=config.learning_rate, seed=config.seed,
                      per_device_train_batch_size=config.rows_per_step, num_generations=config.rows_per_step,
                      temperature=config.temperature, max_completion_length=config.max_new_tokens,

@@ -67,7 +67,7 @@ class RoomyLayer(DynamicLayer):
             self.device, self.is_initialized = key_states.device, True
         end = self.length + key_states.shape[2]
         if end > self.key_buffer.shape[2]:       # out of room (not planned for): grow by half
-            extra = max(end - self.key_buffer.shape[2], self.key_buffer.shape[2] // 2)
+            extra = max(end - self.length, self.key_buffer.shape[2] // 2)    # the copy keeps `length` positions
             self.key_buffer, self.value_buffer = (_with_room(b, self.length, extra)
                                                   for b in (self.key_buffer, self.value_buffer))
         self.key_buffer[:, :, self.length:end] = key_states

@@ -5,13 +5,47 @@ scoring mode (:meth:`socialgym_agents.llm.hf_backend.HFBackend.score`) works on 
 instead."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
 SCORE_TOKENS = 4096      # option tokens per forward pass on a context's cache: bounds the logits' memory
 # Every option row of a pass gets its own copy of its context's keys and values: this bounds the
 # positions copied per pass (~0.75 GB for SmolLM2 in float32), e.g. 90 bids after a 2,000-token chat.
 CACHE_TOKENS = 16384
 
 
-def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True) -> list:
+class SeatCaches:
+    """Each seat's key/value cache of the last context it was scored on, within ``budget_mb``
+    (the least recently used dropped first). A seat's conversation grows turn by turn (its next
+    context is its last one, its reply and the news), so :func:`score_replies` encodes only what
+    is new for a seat found here instead of its whole context."""
+
+    def __init__(self, budget_mb: int = 1024):
+        self.budget = budget_mb << 20
+        self.entries: OrderedDict = OrderedDict()        # key -> (ids, cache, bytes)
+
+    def take(self, key, context: list) -> tuple:
+        """(cache, length it holds) for ``key`` if its ids are a proper prefix of ``context``, else
+        (None, 0); the entry leaves the store either way (the caller extends the cache in place)."""
+        ids, cache, _ = self.entries.pop(key, (None, None, 0))
+        if ids is not None and len(ids) < len(context) and context[:len(ids)] == ids:
+            return cache, len(ids)
+        return None, 0
+
+    def put(self, key, ids: list, cache) -> None:
+        size = sum(2 * layer.key_buffer.element_size() * layer.key_buffer.nelement() for layer in cache.layers)
+        if size > self.budget:
+            return
+        self.entries[key] = (list(ids), cache, size)
+        total = sum(entry[2] for entry in self.entries.values())
+        while total > self.budget:
+            total -= self.entries.popitem(last=False)[1][2]
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True,
+                  seats: "SeatCaches | None" = None, keys: "list | None" = None) -> list:
     """Per context, the log-probability of each option's tokens (plus EOS after it with
     ``with_eos``: the env-text layouts; the policy's scoring mode, which ``prompt=turns`` plays,
     scores the reply text alone).
@@ -20,64 +54,89 @@ def score_replies(model, tokenizer, contexts: list, options: list, with_eos: boo
     cache; the prefix all contexts share (the system prompt and rules, about a third of a
     seat's first prompt) is encoded once per call. Scoring every option over its whole context,
     as a plain forward per (context, option) row would, costs about as many context encodings as
-    there are legal replies (12 opening bids in two-player, one-die Liar's Dice). The
-    log-probabilities are those of that plain forward up to float rounding (``tests/training/test_selfplay.py``);
+    there are legal replies (12 opening bids in two-player, one-die Liar's Dice). With ``seats``
+    (a :class:`SeatCaches`) and ``keys`` (one per context, e.g. the seat), a context that extends
+    the one its key was last scored on is encoded from there, and its cache is kept for the next.
+    The log-probabilities are those of that plain forward up to float rounding (``tests/training/test_selfplay.py``);
     ``socialgym_benchmarks/perf/score_replies.py`` times the two side by side."""
     import torch
-    from .kv_cache import RoomyCache, select_rows
     eos = tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    device = model.get_input_embeddings().weight.device
     option_ids = [[tokenizer(text, add_special_tokens=False)["input_ids"] + ([eos] if with_eos else [])
                    for text in texts] for texts in options]
     contexts = [list(c) for c in contexts]
-    shared = common_length(contexts) if len(contexts) > 1 else 0
-    shared = min(shared, min(len(c) for c in contexts) - 1)      # every context keeps a token to predict from
+    keys = list(keys) if keys is not None else [None] * len(contexts)
+    kept = [seats.take(key, c) if seats is not None else (None, 0) for key, c in zip(keys, contexts)]
     was_training = model.training
     model.eval()
     out = []
     with torch.no_grad():
-        shared_cache = None
-        if shared > 0:
-            shared_cache = RoomyCache()
-            model(input_ids=torch.tensor([contexts[0][:shared]], device=device), cache=shared_cache,
-                  use_cache=True)
-        for context, ids in zip(contexts, option_ids):
-            width = max([len(t) for t in ids] + [1])
-            if shared_cache is not None:
-                cache = select_rows(shared_cache, torch.zeros(1, dtype=torch.long), room=len(context) - shared + width)
-            else:
-                cache = RoomyCache(room=width)
-            begin = shared if shared_cache is not None else 0
-            last = model(input_ids=torch.tensor([context[begin:]], device=device), cache=cache,
-                         use_cache=True).logits[0, -1].float()
-            first = torch.log_softmax(last, dim=-1)
-            values = [float(first[t[0]]) if t else 0.0 for t in ids]
-            longer = [k for k, t in enumerate(ids) if len(t) > 1]
-            step = max(1, min(SCORE_TOKENS // width, CACHE_TOKENS // (len(context) + width)))
-            for start in range(0, len(longer), step):
-                chunk = longer[start:start + step]
-                feed_width = max(len(ids[k]) for k in chunk) - 1
-                feed = torch.full((len(chunk), feed_width), pad, dtype=torch.long)
-                mask = torch.zeros((len(chunk), len(context) + feed_width), dtype=torch.long)
-                mask[:, :len(context)] = 1
-                for row, k in enumerate(chunk):
-                    feed[row, :len(ids[k]) - 1] = torch.tensor(ids[k][:-1])
-                    mask[row, len(context):len(context) + len(ids[k]) - 1] = 1
-                positions = len(context) + torch.arange(feed_width)[None].expand(len(chunk), -1)
-                rows = select_rows(cache, torch.zeros(len(chunk), dtype=torch.long), room=feed_width)
-                logits = model(input_ids=feed.to(device), attention_mask=mask.to(device),
-                               position_ids=positions.to(device), cache=rows, use_cache=True).logits
-                logprobs = torch.log_softmax(logits.float(), dim=-1)
-                for row, k in enumerate(chunk):
-                    picked = logprobs[row, torch.arange(len(ids[k]) - 1, device=logprobs.device),
-                                      torch.tensor(ids[k][1:], device=logprobs.device)]
-                    values[k] += float(picked.sum())
-                del logits, logprobs
-            out.append(values)
+        start_cache = _fresh_starts(model, [c for c, (cache, _) in zip(contexts, kept) if cache is None])
+        for context, ids, (cache, begin), key in zip(contexts, option_ids, kept, keys):
+            if cache is None:
+                cache, begin = start_cache(context, max([len(t) for t in ids] + [1]))
+            out.append(_score_on(model, tokenizer, context, ids, cache, begin))
+            if seats is not None:
+                seats.put(key, context, cache)
     if was_training:
         model.train()
     return out
+
+
+def _fresh_starts(model, contexts: list):
+    """``start(context, width) -> (cache, encoded length)`` for contexts without a seat cache:
+    the prefix they all share encoded once (every context keeps a token to predict from)."""
+    import torch
+    from .kv_cache import RoomyCache, select_rows
+    device = model.get_input_embeddings().weight.device
+    shared = common_length(contexts) if len(contexts) > 1 else 0
+    shared = min([shared] + [len(c) - 1 for c in contexts])
+    shared_cache = None
+    if shared > 0:
+        shared_cache = RoomyCache()
+        model(input_ids=torch.tensor([contexts[0][:shared]], device=device), cache=shared_cache, use_cache=True)
+
+    def start(context: list, width: int) -> tuple:
+        if shared_cache is None:
+            return RoomyCache(room=width), 0
+        return select_rows(shared_cache, torch.zeros(1, dtype=torch.long), room=len(context) - shared + width), shared
+    return start
+
+
+def _score_on(model, tokenizer, context: list, ids: list, cache, begin: int) -> list:
+    """The options' log-probabilities after ``context``, whose first ``begin`` tokens ``cache``
+    holds (it is extended in place to the whole context and left so)."""
+    import torch
+    from .kv_cache import select_rows
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    device = model.get_input_embeddings().weight.device
+    width = max([len(t) for t in ids] + [1])
+    last = model(input_ids=torch.tensor([context[begin:]], device=device), cache=cache,
+                 use_cache=True).logits[0, -1].float()
+    first = torch.log_softmax(last, dim=-1)
+    values = [float(first[t[0]]) if t else 0.0 for t in ids]
+    longer = [k for k, t in enumerate(ids) if len(t) > 1]
+    step = max(1, min(SCORE_TOKENS // width, CACHE_TOKENS // (len(context) + width)))
+    for start in range(0, len(longer), step):
+        chunk = longer[start:start + step]
+        feed_width = max(len(ids[k]) for k in chunk) - 1
+        feed = torch.full((len(chunk), feed_width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), len(context) + feed_width), dtype=torch.long)
+        mask[:, :len(context)] = 1
+        for row, k in enumerate(chunk):
+            feed[row, :len(ids[k]) - 1] = torch.tensor(ids[k][:-1])
+            mask[row, len(context):len(context) + len(ids[k]) - 1] = 1
+        positions = len(context) + torch.arange(feed_width)[None].expand(len(chunk), -1)
+        rows = select_rows(cache, torch.zeros(len(chunk), dtype=torch.long), room=feed_width)
+        logits = model(input_ids=feed.to(device), attention_mask=mask.to(device),
+                       position_ids=positions.to(device), cache=rows, use_cache=True).logits
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        for row, k in enumerate(chunk):
+            picked = logprobs[row, torch.arange(len(ids[k]) - 1, device=logprobs.device),
+                              torch.tensor(ids[k][1:], device=logprobs.device)]
+            values[k] += float(picked.sum())
+        del logits, logprobs
+    return values
 
 
 def common_length(sequences: list) -> int:

@@ -23,6 +23,16 @@ def test_updates_write_in_place_and_match_concatenation():
     assert roomy.key_buffer.data_ptr() == buffer.data_ptr()           # grew once, now has room again
 
 
+def test_an_update_longer_than_the_room_left_grows_enough():
+    """Room left but less than the update (a seat's cache extended by a whole new turn): the
+    buffer grows to hold it, and the layer equals plain concatenation."""
+    roomy, plain = RoomyLayer(room=4), DynamicLayer()
+    for k, v in (_kv(1, 20, 0), _kv(1, 1, 1), _kv(1, 25, 2), _kv(1, 3, 3)):
+        got, expected = roomy.update(k, v), plain.update(k, v)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    assert roomy.key_buffer.shape[2] >= roomy.length == 49
+
+
 def test_select_rows_and_left_padded_stacking():
     a, b = empty_cache([_kv(1, 0, 0)], 2, 4, 2), empty_cache([_kv(1, 0, 0)], 1, 2, 0)
     a.layers[0].key_buffer[:, :, :4] = _kv(2, 4, 1)[0]

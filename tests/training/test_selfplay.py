@@ -52,7 +52,7 @@ def first_legal(tokenizer, choose=lambda k, options: options[0], seen=None):
     decision; returns what the real decider returns (``seen`` collects the contexts)."""
     seen = [] if seen is None else seen
 
-    def decide(contexts, infos, prefixes):
+    def decide(contexts, infos, prefixes, keys=None):
         out = []
         for context, info, prefix in zip(contexts, infos, prefixes):
             seen.append(list(context))
@@ -116,7 +116,7 @@ def test_silent_talk_is_played_alike_by_the_trainer_and_the_policy(tokenizer):
                       log_path=None)[0]
     seen, infos = [], []
 
-    def decide(contexts, decided_infos, prefixes):
+    def decide(contexts, decided_infos, prefixes, keys=None):
         infos.extend(decided_infos)
         return first_legal(tokenizer, pick, seen)(contexts, decided_infos, prefixes)
 
@@ -280,6 +280,48 @@ def test_cached_scoring_equals_a_plain_forward_per_reply(tiny_llama, monkeypatch
     assert scoring.common_length([rules, rules]) == len(rules) and scoring.common_length(contexts) == 1
 
 
+def test_seat_caches_encode_only_what_is_new_and_score_alike(tiny_llama, monkeypatch):
+    """A seat's conversation grows turn by turn: with SeatCaches its next context is encoded from
+    where its last one stopped (counted in the model's input tokens), the scores equal a plain
+    forward's, a context that does not extend the cached one is encoded whole, and the store
+    keeps to its budget, least recently used out first."""
+    import torch
+    from socialgym_agents.llm import scoring
+    model, tokenizer = tiny_llama
+    fed = []
+    hook = model.register_forward_pre_hook(lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()),
+                                           with_kwargs=True)
+    monkeypatch.setattr(scoring, "SCORE_TOKENS", 8)
+    ids = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]      # noqa: E731
+    turn1 = ids("Rules: vote out a wolf. You are Yusuf, a Werewolf. Night 1: kill whom?")
+    turn2 = turn1 + ids(' kill Bea"} Day 1: Bea died. Vote?')
+    turn3 = turn2 + ids(' vote Cyrus"} Night 2: kill whom?')
+    options = [["kill Bea", "kill Cyrus", "kill a long name here"], ["vote Cyrus", "abstain"], ["kill Chidi"]]
+    seats = scoring.SeatCaches(64)
+    for context, replies in zip((turn1, turn2, turn3), options):
+        fed.clear()
+        got = scoring.score_replies(model, tokenizer, [context, turn1], [replies, ["pass"]], False, seats=seats,
+                                    keys=["wolf", "other"])
+        if context is not turn1:        # the wolf's new turn only, then "other" (turn1 again) whole
+            assert fed[0] == len(context) - len(previous) and len(turn1) in fed[1:]
+        want = plain_scores(model, tokenizer, [context, turn1], [replies, ["pass"]], False)
+        for mine, theirs in zip(got, want):
+            assert mine == pytest.approx(theirs, abs=1e-3)
+        previous = context
+    hook.remove()
+    assert set(seats.entries) == {"wolf", "other"}
+    tiny_budget = scoring.SeatCaches(0)
+    scoring.score_replies(model, tokenizer, [turn1], [["pass"]], False, seats=tiny_budget, keys=["a"])
+    assert not tiny_budget.entries                    # bigger than the budget: not kept
+    assert seats.take("wolf", turn1) == (None, 0) and "wolf" not in seats.entries     # not an extension
+    size = seats.entries["other"][2]
+    two = scoring.SeatCaches(1)
+    two.budget = 2 * size
+    for key in ("a", "b", "c"):
+        scoring.score_replies(model, tokenizer, [turn1], [["pass"]], False, seats=two, keys=[key])
+    assert list(two.entries) == ["b", "c"] and torch.is_tensor(two.entries["c"][1].layers[0].keys)
+
+
 def lora_weights(folder):
     from safetensors.torch import load_file
     return load_file(str(folder / "adapter_model.safetensors"))
@@ -369,6 +411,10 @@ def test_bad_arguments_exit_with_code_2(capsys):
     with pytest.raises(SystemExit) as raised:
         selfplay.main(["--no_such_option", "1"])
     assert raised.value.code == 2 and "--baseline_rate" in capsys.readouterr().err
+    for bad, said in ((["--talk", "loud"], "--talk must be free or pass"), (["--cache_mb", "-1"], "--cache_mb")):
+        with pytest.raises(SystemExit) as raised:
+            selfplay.main(bad + ["--steps", "1"])
+        assert raised.value.code == 2 and said in capsys.readouterr().err
 
 
 def test_layout_exploitability_probe_reaches_uniform_play_at_a_high_temperature(tiny_llama):
@@ -453,7 +499,7 @@ def test_groups_replay_one_deal_and_a_vote_is_one_batch(vote_spy, tokenizer):
     assert len(plan) == 4 and plan[0] == plan[1] and plan[2] == plan[3] and plan[0][0] != plan[2][0]
     batches = []
 
-    def decide(contexts, infos, prefixes):
+    def decide(contexts, infos, prefixes, keys=None):
         batches.append([info["step"] for info in infos])
         return first_legal(tokenizer)(contexts, infos, prefixes)
 

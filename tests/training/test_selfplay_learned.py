@@ -31,6 +31,27 @@ def test_a_planted_change_of_choice_is_counted_per_player_role_and_phase(tmp_pat
     assert "'selfplay:step9 as Spy': 4" in capsys.readouterr().out
 
 
+def test_targets_count_an_action_by_the_role_of_the_player_it_names(tmp_path):
+    """--targets: the trained wolf kills the Seer in 2 deals of 3 and once votes out its partner;
+    those come out as "kill Seer" and "vote Werewolf", an action on nobody as its word alone."""
+    roster = [{"agent": "player_0", "name": "Ines", "role": "Werewolf", "policy": "selfplay:step9"},
+              {"agent": "player_1", "name": "Gael", "role": "Werewolf", "policy": "scripted:heuristic"},
+              {"agent": "player_2", "name": "Elif", "role": "Seer", "policy": "scripted:heuristic"},
+              {"agent": "player_3", "name": "Bea", "role": "Villager", "policy": "scripted:heuristic"}]
+    records = [{"roster": roster, "turns": [{"agent": "player_0", "phase": "wolf_kill", "action": f"kill {kill}"},
+                                            {"agent": "player_0", "phase": "day_vote", "action": vote}]}
+               for kill, vote in (("Elif", "vote Gael"), ("Elif", "abstain"), ("Bea", "vote Bea"))]
+    log = tmp_path / "evaluation.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    table = {tuple(r[:3]): r[3:] for r in selfplay_learned.main([str(log), "--players", "selfplay:step9", "--targets"])}
+    assert table["Werewolf", "wolf_kill", "kill Seer"] == [2, 0.667]
+    assert table["Werewolf", "wolf_kill", "kill Villager"] == [1, 0.333]
+    assert table["Werewolf", "day_vote", "vote Werewolf"] == [1, 0.333]
+    assert table["Werewolf", "day_vote", "abstain"] == [1, 0.333]
+    plain = {tuple(r[:3]) for r in selfplay_learned.main([str(log), "--players", "selfplay:step9"])}
+    assert ("Werewolf", "wolf_kill", "kill") in plain
+
+
 def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         selfplay_learned.main([str(tmp_path / "none.jsonl")])
