@@ -371,6 +371,30 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
     assert (tmp_path / "again" / "metrics.json").is_file() and "loss" not in again
 
 
+def test_bf16_autocasts_the_rollouts_and_the_training_passes(tmp_path, tiny_llama):
+    """--bf16 true: the rollouts' scoring passes (no grad) and TRL's training passes (grad) both run
+    under bfloat16 autocast, and a step still trains (finite loss, the adapter moved)."""
+    import math
+    import torch
+    model, _ = tiny_llama
+    seen = []
+
+    def record(module, args, kwargs):
+        seen.append((torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16,
+                     torch.is_grad_enabled()))
+    hook = model.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        metrics = selfplay.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--bf16", "true",
+                                 "--eval_before", "false", "--eval_episodes", "1", "--tournament_episodes", "0",
+                                 "--learning_rate", "0.01", "--threads", "1", "--out", str(tmp_path)],
+                                preloaded=tiny_llama)
+    finally:
+        hook.remove()
+    assert (True, False) in seen and (True, True) in seen          # scoring and training under bf16
+    assert all(math.isfinite(x) for x in metrics["loss"])
+    assert any(float(w.abs().max()) > 0 for name, w in lora_weights(tmp_path / "adapter").items() if "lora_B" in name)
+
+
 def test_team_game_one_step_trains_the_team_s_seats(tmp_path, tiny_llama, vote_spy):
     """A hidden-role team game through the real trainer: against a checkpoint the policy plays
     one whole team, and its rows are that team's seats, keyed by role."""
