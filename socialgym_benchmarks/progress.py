@@ -13,10 +13,13 @@ otherwise unknown) and the run has made :data:`MIN_WORK` episodes of work.
 
 Near the end the throughput says little: the last long episodes play one decision a tick, however
 few they are, so the ETA is also never below their critical path -- the most ticks any episode in
-play still needs (its game's expected turns left, at least 1 - IN_PLAY_CAP of them, over the
-turns it has made per tick) times the recent seconds per tick. Without that, the demo's last
-Triadic Werewolf episodes ran on for a minute under "ETA 2 s". It still runs short when an episode
-outlasts its game's mean length, as the last ones of a run tend to.
+play still needs (its turns left, over the turns it has made per tick) times the recent seconds
+per tick. Without that, the demo's last Triadic Werewolf episodes ran on for a minute under
+"ETA 2 s". An episode's turns left are conditioned on how long it has already lasted: the mean
+of what the finished episodes of its game that lasted longer went on for (the last episodes of a
+run are the long ones, which the game's mean length cut short: "ETA 4-8 s" over the demo's final
+50 s), or, when it has outlasted them all, :data:`OUTLAST_SHARE` of its turns so far (a guess,
+not an estimate: nothing observed says how much longer it goes).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Callable, Optional
 IN_PLAY_CAP = 0.9      # an episode in play counts for at most this share until it ends
 TICK_SMOOTHING = 0.3   # weight of the newest tick in the seconds-per-tick mean
 MIN_WORK = 0.25        # episodes of work this run must have made before an ETA is given
+OUTLAST_SHARE = 0.25   # an episode longer than every finished one of its game: this share of its turns to go
 IN_PLAY_SHOWN = 3      # games named on the status line; a wide run would push the bar off the screen
 
 
@@ -132,12 +136,22 @@ class ProgressEstimate:
             return 0.0
         ticks_left = 0.0
         for game, turns, *rest in self.live:
-            expected = self._expected(game)
-            if not rest or not rest[0] or expected is None:
+            turns_left = self._turns_left(game, turns)
+            if not rest or not rest[0] or turns_left is None:
                 continue
-            turns_left = max(expected - turns, (1 - IN_PLAY_CAP) * expected)
             ticks_left = max(ticks_left, turns_left * rest[0] / max(turns, 1))
         return ticks_left * self.tick_seconds
+
+    def _turns_left(self, game: str, turns: int) -> Optional[float]:
+        """Turns an episode of ``game`` that has lasted ``turns`` still needs: the mean of what the
+        finished episodes that lasted longer went on for (an episode still in play at the end of
+        a run is one of the long ones, not an average one); past every finished one,
+        :data:`OUTLAST_SHARE` of its turns so far. None before any episode of the game ended."""
+        lengths = self.lengths.get(game)
+        if not lengths:
+            return None
+        longer = [length - turns for length in lengths if length > turns]
+        return sum(longer) / len(longer) if longer else max(OUTLAST_SHARE * turns, 1.0)
 
     def waiting_for(self) -> list:
         """The games whose length is still unknown (no episode finished yet) with episodes left."""

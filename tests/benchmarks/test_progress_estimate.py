@@ -116,3 +116,25 @@ def test_no_eta_from_records_that_come_before_the_first_tick():
     estimate.tick([("liars_dice", 6, 1)] * 52, 216)
     # 12 ended and 52 half-way in 34 s: 120 - 12 - 26 = 82 episodes of work left at 38 per 34 s
     assert estimate.eta() == pytest.approx(82 * 34 / 38)
+
+
+def test_the_tail_eta_is_conditioned_on_how_long_the_episode_has_lasted():
+    """An episode still in play at the end is one of the long ones: its turns left are what the
+    finished episodes that lasted longer went on for, not the game's mean length minus its turns
+    (which gave the demo's last Triadic Werewolf episode "ETA 4-8 s" for 50 s); past every
+    finished one, a quarter of its turns so far."""
+    def tail_eta(lengths, turns):
+        clock = Clock()
+        estimate = ProgressEstimate({"werewolves": len(lengths) + 1}, clock=clock)
+        estimate.tick([], 0)
+        for length in lengths:
+            estimate.finished("werewolves", length)
+        for tick in range(1, turns + 1):          # one turn a tick, 1 s a tick
+            clock.now = 1000.0 + tick
+            estimate.tick([("werewolves", tick, tick)], 1000 + tick)
+        return estimate._critical_path()
+
+    # mean 65, but of the episodes that passed 50 turns the one that did went on to 200
+    assert tail_eta([20, 20, 20, 200], 50) == pytest.approx(150.0, rel=1e-3)
+    assert tail_eta([60, 80], 50) == pytest.approx(20.0, rel=1e-3)          # (10 + 30) / 2
+    assert tail_eta([100, 120], 130) == pytest.approx(0.25 * 130, rel=1e-3)  # outlasted them all
