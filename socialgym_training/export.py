@@ -126,8 +126,9 @@ def decision_rows(records: Iterable[dict], keep: Optional[ExportFilter] = None, 
     (:mod:`socialgym_agents.llm.transcript`); a seat without a model gets the chat ``as_spec`` would have
     been given. A logged LLM decision whose rebuilt newest message differs from the logged one
     (a log of another engine or prompt version) is left out and counted in
-    ``report["unmatched_prompts"]``, never exported with a context the model did not see.
-    A malformed record raises LogFormatError naming the episode and what was wrong."""
+    ``report["unmatched_prompts"]``, never exported with a context the model did not see; a
+    talk turn a ``talk=pass`` seat passed without its model is no decision, counted in
+    ``report["silent_turns"]``. A malformed record raises LogFormatError naming the episode and what was wrong."""
     keep = keep or ExportFilter()
     report = {} if report is None else report
     report.setdefault("unmatched_prompts", 0)
@@ -156,6 +157,9 @@ def _record_rows(record: dict, keep: ExportFilter, as_spec: str, report: dict, p
     chats = rebuild_conversations(record, as_spec, {f["seat"] for f in wanted}, policies)
     for fact in wanted:
         turn = record["turns"][fact["turn_index"]]
+        if fact["turn_index"] not in chats:      # a talk turn passed without the model (talk=pass)
+            report["silent_turns"] = report.get("silent_turns", 0) + 1
+            continue
         messages, reply = chats[fact["turn_index"]]
         logged = _final_reply(turn.get("agent_meta") or {})
         if logged is not None and messages[-1]["content"] != turn["agent_meta"]["attempts"][0]["prompt"]:

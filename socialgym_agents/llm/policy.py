@@ -217,7 +217,10 @@ class LLMPolicy:
         """The chat this policy sends for ``request`` (its first attempt, laid out and trimmed
         as :meth:`act_batch` does), then ``reply`` kept as the seat's answer, without calling the
         backend: replaying a logged episode through this rebuilds every conversation
-        (:mod:`socialgym_agents.llm.transcript`)."""
+        (:mod:`socialgym_agents.llm.transcript`). A talk turn passed in silence (``talk=pass``) was
+        never in the chat: nothing is sent or kept for it (``[]``)."""
+        if self.config.talk == "pass" and is_talk_turn(request.info):
+            return []
         messages = self.next_prompt(request)
         self.answered(request.key, reply)
         return messages

@@ -118,7 +118,7 @@ def decision_chat(messages: list, turn: dict) -> list:
 def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optional[set] = None,
                           policies: Optional[dict] = None) -> dict:
     """``{turn index: (chat messages, reply)}`` for each decision of ``seats`` (default: all) of a
-    logged episode: the chat its policy was given (a seat without a model: the one ``as_spec``
+    logged episode (a talk turn a ``talk=pass`` seat passed without its model is none): the chat its policy was given (a seat without a model: the one ``as_spec``
     would have been given) and the reply it played. ``policies`` (spec -> replay policy) is
     reused across records when given (one tokenizer load per spec)."""
     from socialgym_env.logs import LogFormatError, check_replayed_result, restore_env
@@ -148,7 +148,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
                 reply = played_reply(turn)
             request = Request((record["episode_id"], agent), None, env.infos[agent], env.prompt_parts(agent))
             messages = policy_of[agent].replay_turn(request, reply)
-            if seats is None or agent in seats:
+            if (seats is None or agent in seats) and messages:      # a silent talk turn had no chat
                 out[index] = (messages, reply)
             env.step(turn["raw"])
             env.skip_dead()

@@ -224,3 +224,38 @@ def test_a_thinking_seat_keeps_its_reasoning_out_of_the_env_even_when_the_reply_
     decision = policy.act_batch([Request(("ep", "a"), {"text": "h"}, info, None)])[0]
     assert decision.meta["valid"] and decision.meta["reasoning"] == "weigh it" and "weigh" not in decision.action
     assert "reasoning" in decision.meta["attempts"][0]["prompt"]      # the prompt asked for it
+
+
+def test_silent_talk_turns_stay_out_of_the_chat_when_played_resumed_or_rebuilt(make_fake_policy):
+    """talk=pass: talk turns are passed without a backend call; replaying the logged episode (what
+    resuming a journal and the transcript rebuild do) keeps them out of the chat too, so every
+    rebuilt conversation is the one sent, and talk turns have none."""
+    from socialgym_agents.llm.transcript import rebuild_conversations
+    from socialgym_env.patterns import is_talk_turn
+
+    def first_legal(item):
+        assert item.grammar is not None and item.grammar.finite      # never asked to talk
+        return Reply(item.grammar.finite[0], {"new_tokens": 1})
+    spec = "smollm2?talk=pass"
+    policy = make_fake_policy(fn=first_legal, policy_id=spec, talk="pass")
+    record = play_episode(EpisodeJob("resistance", 4, [spec] * 5), PolicyPool(prebuilt={spec: policy}))
+    sent = [item.messages for call in policy.backend.calls for item in call]
+    talk = [i for i, t in enumerate(record["turns"]) if t["phase"] == "discussion"]
+    assert talk and all(record["turns"][i]["action"] == "pass" for i in talk)
+    assert len(sent) == len(record["turns"]) - len(talk)
+    rebuilt = rebuild_conversations(record)
+    assert sorted(rebuilt) == [i for i in range(len(record["turns"])) if i not in talk]
+    by_seat = {}
+    for index in sorted(rebuilt):
+        by_seat.setdefault(record["turns"][index]["agent"], []).append(rebuilt[index][0])
+    sent_by_seat = {}
+    for call in policy.backend.calls:
+        for item in call:
+            sent_by_seat.setdefault(item.key[1], []).append(item.messages)
+    assert by_seat == sent_by_seat
+    from socialgym_training.export import decision_rows
+    report = {}
+    rows = decision_rows([record], report=report)
+    assert sorted(r["turn_index"] for r in rows) == sorted(rebuilt) and report["silent_turns"] == len(talk)
+    request = Request(("e", "player_0"), None, {"action_types": ["say", "pass"]}, None)
+    assert is_talk_turn(request.info) and policy.replay_turn(request, "pass") == []
