@@ -145,11 +145,11 @@ class HFBackend:
         configure_threads(config.threads)
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (socialgym_agents.llm.adapters)
             from .adapters import load_adapted
-            self.model, self.tokenizer = load_adapted(model_name, config.adapter, resolve_dtype(config.dtype))
+            device = resolve_device(config.device)
+            self.model, self.tokenizer = load_adapted(model_name, config.adapter, resolve_dtype(config.dtype, device),
+                                                      device)
         else:
             self.model, self.tokenizer = load_model(model_name, config.dtype, config.device, config.device_map)
-        if config.adapter and not config.device_map:
-            self.model = self.model.to(resolve_device(config.device))
         # Every input tensor is made where the model's first weights are (its embedding).
         self.device = self.model.get_input_embeddings().weight.device
         self.context = config.context or model_context(self.model.config)

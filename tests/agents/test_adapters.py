@@ -45,6 +45,27 @@ def test_adapter_changes_the_model_and_leaves_the_base_untouched(random_adapter)
     assert tuned.policy_id == f"smollm2?adapter={random_adapter}&max_new_tokens=8"
 
 
+def test_the_adapted_copy_shares_the_weights_the_merge_left_unchanged(random_adapter):
+    """The merge changes only the LoRA's target layers (q_proj, v_proj here): every other weight of
+    the adapted model is the base copy's own tensor, the changed ones are its own, and the logits
+    are those of an unshared merged copy."""
+    import copy
+
+    import torch
+    from socialgym_agents.llm.adapters import share_unchanged
+    from socialgym_agents.llm.loading import load_model
+    tuned = make_policy(f"smollm2?adapter={random_adapter}&max_new_tokens=8").backend.model
+    base, tokenizer = load_model("smollm2")
+    base_params = dict(base.named_parameters())
+    for name, param in tuned.named_parameters():
+        shared = param.data_ptr() == base_params[name].data_ptr()
+        assert shared == ("q_proj" not in name and "v_proj" not in name), name
+    assert tuned.get_output_embeddings().weight is tuned.get_input_embeddings().weight     # still tied
+    unshared = copy.deepcopy(tuned)
+    assert torch.equal(_logits(unshared, tokenizer), _logits(tuned, tokenizer))
+    assert share_unchanged(unshared, base) > 0.7 * sum(p.numel() * p.element_size() for p in base.parameters())
+
+
 def test_adapted_policy_plays_against_its_base(random_adapter):
     tuned = f"smollm2?adapter={random_adapter}&max_new_tokens=16&max_retries=0"
     base = "smollm2?max_new_tokens=16&max_retries=0"

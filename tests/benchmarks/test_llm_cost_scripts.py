@@ -47,3 +47,12 @@ def test_llm_memory_splits_the_peak_of_a_small_batch(smollm2_available):
     # the model is held while it plays: RSS then is at least its weights (not the baseline: in a
     # long test session, memory earlier tests left may be freed during the run)
     assert out["peak_rss"] >= out["playing_peak_rss"] >= out["weights"] and out["baseline_rss"] > 0
+
+
+def test_adapter_memory_counts_the_shared_weights_once(smollm2_available, capsys):
+    """The shipped adapter beside its base: the two hold the base's weights once and only the
+    LoRA's target layers twice (far less than a second model)."""
+    from socialgym_benchmarks.perf import adapter_memory
+    out = adapter_memory.main([])
+    assert 0 < out["both_weights_mb"] - out["base_weights_mb"] < 0.5 * out["base_weights_mb"]
+    assert "base + adapted policy" in capsys.readouterr().out
