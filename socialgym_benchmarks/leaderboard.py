@@ -177,7 +177,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
     summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
     summary["games_played"] = games_played(competitive, by_game, policies)
-    summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts)
+    summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts, summary["games_played"])
     summary["decisions"] = {"overall": decision_stats(records, prices, timing),
                             "per_game": {g: decision_stats(by_game[g], prices, timing) for g in games},
                             "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
@@ -267,7 +267,8 @@ def games_played(competitive: list, by_game: dict, policies: list) -> dict:
     return {p: [g for g in competitive if p in seated[g]] for p in policies}
 
 
-def _separated_pairs(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict) -> dict:
+def _separated_pairs(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict,
+                     played_in: dict) -> dict:
     """Which pairs of policies the data tell apart, overall and per game: the profile-likelihood
     interval of each pair's Elo difference (whatever the board's interval method: the bootstrap
     collapses under separation), at a Bonferroni-corrected level so that the whole table holds
@@ -277,7 +278,8 @@ def _separated_pairs(comp_records: list, competitive: list, by_game: dict, polic
     (a pair with none in common, e.g. two policies of two games' own rosters, would be told
     apart only through other policies' strengths in other games, so it is listed in
     ``no_common_game`` instead); per game, the pairs seated in that game. When every policy
-    plays every game that is every pair, and every pair in every game."""
+    plays every game that is every pair, and every pair in every game. ``played_in``:
+    :func:`games_played`."""
     def pairs_of(battles, level, compared) -> list:
         elo = bt.fit_bt(battles.win_matrix(), opts["C"])
         wins = battles.win_matrix()
@@ -297,7 +299,6 @@ def _separated_pairs(comp_records: list, competitive: list, by_game: dict, polic
                          "hi": bt.finite_or_none(hi), "separated": bool(lo > 0)})
         return rows
 
-    played_in = games_played(competitive, by_game, policies)
     per_game = {g: {frozenset(pair) for pair in itertools.combinations([p for p in policies if g in played_in[p]], 2)}
                 for g in competitive}
     shared = set().union(*per_game.values())

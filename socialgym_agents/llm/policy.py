@@ -131,8 +131,17 @@ class LLMPolicy:
         base = self._seed_of.get(key) or f"{self.config.seed or 0}|{key}"
         return zlib.crc32(f"{base}|{turn}|{attempt}".encode())
 
+    def _silent(self, info: dict) -> bool:
+        """``talk=pass`` and a talk turn: passed without the model, never in the chat."""
+        return self.config.talk == "pass" and is_talk_turn(info)
+
+    def _meta(self) -> dict:
+        """What every decision's meta says of the policy that made it."""
+        return {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
+                "sampling": self.config.sampling(), "attempts": []}
+
     def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
-        if self.config.talk == "pass" and any(is_talk_turn(r.info) for r in requests):
+        if any(self._silent(r.info) for r in requests):
             return self._silent_in_talk(requests)
         states = []
         for request in requests:
@@ -140,9 +149,8 @@ class LLMPolicy:
             messages, omitted, chat = self._messages(request, playbook)
             turn = self._turns.get(request.key, 0)
             self._turns[request.key] = turn + 1
-            meta = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
-                    "sampling": self.config.sampling(), "playbook": bool(playbook), "history_omitted": omitted,
-                    "attempts": [], "continued": len(messages) > 1}
+            meta = {**self._meta(), "playbook": bool(playbook), "history_omitted": omitted,
+                    "continued": len(messages) > 1}
             grammar = self._grammar(request.info)
             states.append({"request": request, "turn": turn, "messages": messages, "chat": chat,
                            "meta": meta, "action": None, "last_reply": "", "error": None, "grammar": grammar})
@@ -202,11 +210,10 @@ class LLMPolicy:
     def _silent_in_talk(self, requests: Sequence[Request]) -> list[Decision]:
         """``talk=pass``: talk turns are passed without the model and leave the seat's chat as it
         was (its next prompt shows them in the history); the other requests are decided as usual."""
-        rest = [r for r in requests if not is_talk_turn(r.info)]
+        rest = [r for r in requests if not self._silent(r.info)]
         decided = iter(self.act_batch(rest) if rest else [])
-        silent = {"policy": self.policy_id, "backend": self.backend.kind, "model": self.backend.model_name,
-                  "sampling": self.config.sampling(), "attempts": [], "valid": True, "silent": True}
-        return [Decision("pass", dict(silent)) if is_talk_turn(r.info) else next(decided) for r in requests]
+        return [Decision("pass", {**self._meta(), "valid": True, "silent": True}) if self._silent(r.info)
+                else next(decided) for r in requests]
 
     def kept_reply(self, key: tuple) -> Optional[str]:
         """The reply this seat keeps in its conversation (what :meth:`replay_turn` needs to
@@ -219,7 +226,7 @@ class LLMPolicy:
         backend: replaying a logged episode through this rebuilds every conversation
         (:mod:`socialgym_agents.llm.transcript`). A talk turn passed in silence (``talk=pass``) was
         never in the chat: nothing is sent or kept for it (``[]``)."""
-        if self.config.talk == "pass" and is_talk_turn(request.info):
+        if self._silent(request.info):
             return []
         messages = self.next_prompt(request)
         self.answered(request.key, reply)

@@ -22,11 +22,13 @@ class SeatCaches:
     def __init__(self, budget_mb: int = 1024):
         self.budget = budget_mb << 20
         self.entries: OrderedDict = OrderedDict()        # key -> (ids, cache, bytes)
+        self.bytes = 0                                   # of the entries held
 
     def take(self, key, context: list) -> tuple:
         """(cache, length it holds) for ``key`` if its ids are a proper prefix of ``context``, else
         (None, 0); the entry leaves the store either way (the caller extends the cache in place)."""
-        ids, cache, _ = self.entries.pop(key, (None, None, 0))
+        ids, cache, size = self.entries.pop(key, (None, None, 0))
+        self.bytes -= size
         if ids is not None and len(ids) < len(context) and context[:len(ids)] == ids:
             return cache, len(ids)
         return None, 0
@@ -35,13 +37,15 @@ class SeatCaches:
         size = sum(2 * layer.key_buffer.element_size() * layer.key_buffer.nelement() for layer in cache.layers)
         if size > self.budget:
             return
+        self.bytes -= self.entries.pop(key, (None, None, 0))[2]
         self.entries[key] = (list(ids), cache, size)
-        total = sum(entry[2] for entry in self.entries.values())
-        while total > self.budget:
-            total -= self.entries.popitem(last=False)[1][2]
+        self.bytes += size
+        while self.bytes > self.budget:
+            self.bytes -= self.entries.popitem(last=False)[1][2]
 
     def clear(self) -> None:
         self.entries.clear()
+        self.bytes = 0
 
 
 def score_replies(model, tokenizer, contexts: list, options: list, with_eos: bool = True,
