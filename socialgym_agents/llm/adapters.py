@@ -9,8 +9,8 @@ transformers model, so decoding, batching and KV-cache reuse work unchanged and 
 model stays untouched (a fine-tuned policy can play against its own base in one process). Its
 weights that the merge left equal to the base's (all but the LoRA's target layers: the
 embeddings, the MLPs, the norms) are then the process-wide base copy's own tensors on that device
-and in that dtype, not a second copy (:func:`share_unchanged`): for SmolLM2 with a LoRA on the
-attention projections about four fifths of the copy.
+and in that dtype, not a second copy (:func:`socialgym_agents.llm.loading.share_unchanged`): for
+SmolLM2 with a LoRA on the attention projections about four fifths of the copy.
 
 Loaded once per process per (model, adapter folder), like the base models.
 """
@@ -38,7 +38,7 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
     in, in ``dtype`` on ``device`` (merged in float32, then converted), its unchanged weights
     shared with the base's process-wide copy there."""
     import torch
-    from .loading import load_model, load_model_copy
+    from .loading import load_model, load_model_copy, share_unchanged
     folder = adapter_folder(adapter)
     key = (model_name, str(folder), dtype, device)
     with _LOCK:
@@ -52,23 +52,3 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
         share_unchanged(model, load_model(model_name, dtype, device)[0])
         _ADAPTED[key] = (model, tokenizer)
         return _ADAPTED[key]
-
-
-def share_unchanged(model, base) -> int:
-    """Point each parameter of ``model`` that equals ``base``'s of the same name (same shape,
-    dtype, device and values) at ``base``'s tensor, tied ones included; returns the bytes no
-    longer held twice. Both models are for inference only: a shared tensor is never written."""
-    import torch
-    twins = dict(base.named_parameters(remove_duplicate=False))
-    freed, seen = 0, set()
-    for name, param in list(model.named_parameters(remove_duplicate=False)):
-        twin = twins.get(name)
-        if twin is None or twin is param or twin.shape != param.shape or twin.dtype != param.dtype \
-                or twin.device != param.device or not torch.equal(twin, param):
-            continue
-        owner, _, attribute = name.rpartition(".")
-        setattr(model.get_submodule(owner), attribute, twin)
-        if id(param) not in seen:            # a tied weight is one tensor under two names
-            seen.add(id(param))
-            freed += param.numel() * param.element_size()
-    return freed

@@ -300,3 +300,25 @@ def _load_fresh(name: str, torch_dtype=None):
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def share_unchanged(model, base) -> int:
+    """Point each parameter and buffer of ``model`` that equals ``base``'s of the same name (same
+    shape, dtype, device and values) at ``base``'s tensor, tied ones included (buffers: an int8
+    model's Linear weights are buffers, socialgym_agents.llm.int8); returns the bytes no longer
+    held twice. Both models are for inference only: a shared tensor is never written."""
+    import torch
+    freed, seen = 0, set()
+    for mine, theirs in ((model.named_parameters, base.named_parameters), (model.named_buffers, base.named_buffers)):
+        twins = dict(theirs(remove_duplicate=False))
+        for name, tensor in list(mine(remove_duplicate=False)):
+            twin = twins.get(name)
+            if twin is None or twin is tensor or twin.shape != tensor.shape or twin.dtype != tensor.dtype \
+                    or twin.device != tensor.device or not torch.equal(twin, tensor):
+                continue
+            owner, _, attribute = name.rpartition(".")
+            setattr(model.get_submodule(owner), attribute, twin)
+            if id(tensor) not in seen:            # a tied weight is one tensor under two names
+                seen.add(id(tensor))
+                freed += tensor.numel() * tensor.element_size()
+    return freed

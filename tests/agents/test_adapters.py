@@ -52,7 +52,7 @@ def test_the_adapted_copy_shares_the_weights_the_merge_left_unchanged(random_ada
     import copy
 
     import torch
-    from socialgym_agents.llm.adapters import share_unchanged
+    from socialgym_agents.llm.loading import share_unchanged
     from socialgym_agents.llm.loading import load_model
     tuned = make_policy(f"smollm2?adapter={random_adapter}&max_new_tokens=8").backend.model
     base, tokenizer = load_model("smollm2")
