@@ -4,13 +4,14 @@
 weights), e.g. the ``adapter/`` folder of ``socialgym_training/sft.py`` or ``socialgym_training/dpo.py``. The base
 model is loaded as usual (:func:`socialgym_agents.llm.loading.load_model_copy`: a float32 copy of its
 own), gets the adapter, the LoRA weights are merged in (``merge_and_unload``) and it is converted
-to the policy's dtype: the result is a plain
+to the policy's dtype (``dtype=int8``: its Linear layers quantised from the merged float32
+weights, :mod:`socialgym_agents.llm.int8`): the result is a plain
 transformers model, so decoding, batching and KV-cache reuse work unchanged and the shared base
 model stays untouched (a fine-tuned policy can play against its own base in one process). Its
 weights that the merge left equal to the base's (all but the LoRA's target layers: the
 embeddings, the MLPs, the norms) are then the process-wide base copy's own tensors on that device
-and in that dtype, not a second copy (:func:`share_unchanged`): for SmolLM2 with a LoRA on the
-attention projections about four fifths of the copy.
+and in that dtype, not a second copy (:func:`socialgym_agents.llm.loading.share_unchanged`): for
+SmolLM2 with a LoRA on the attention projections about four fifths of the copy.
 
 Loaded once per process per (model, adapter folder), like the base models.
 """
@@ -38,7 +39,7 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
     in, in ``dtype`` on ``device`` (merged in float32, then converted), its unchanged weights
     shared with the base's process-wide copy there."""
     import torch
-    from .loading import load_model, load_model_copy
+    from .loading import INT8, load_model, load_model_copy, share_unchanged
     folder = adapter_folder(adapter)
     key = (model_name, str(folder), dtype, device)
     with _LOCK:
@@ -47,28 +48,13 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
         from peft import PeftModel
         base, tokenizer = load_model_copy(model_name)
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
-        model = model.merge_and_unload().to(getattr(torch, dtype)).to(device)
+        model = model.merge_and_unload()
+        if dtype == INT8:           # quantised from the merged float32 weights, on the CPU
+            from .int8 import quantize_int8
+            model = quantize_int8(model)
+        else:
+            model = model.to(getattr(torch, dtype)).to(device)
         model.eval()
         share_unchanged(model, load_model(model_name, dtype, device)[0])
         _ADAPTED[key] = (model, tokenizer)
         return _ADAPTED[key]
-
-
-def share_unchanged(model, base) -> int:
-    """Point each parameter of ``model`` that equals ``base``'s of the same name (same shape,
-    dtype, device and values) at ``base``'s tensor, tied ones included; returns the bytes no
-    longer held twice. Both models are for inference only: a shared tensor is never written."""
-    import torch
-    twins = dict(base.named_parameters(remove_duplicate=False))
-    freed, seen = 0, set()
-    for name, param in list(model.named_parameters(remove_duplicate=False)):
-        twin = twins.get(name)
-        if twin is None or twin is param or twin.shape != param.shape or twin.dtype != param.dtype \
-                or twin.device != param.device or not torch.equal(twin, param):
-            continue
-        owner, _, attribute = name.rpartition(".")
-        setattr(model.get_submodule(owner), attribute, twin)
-        if id(param) not in seen:            # a tied weight is one tensor under two names
-            seen.add(id(param))
-            freed += param.numel() * param.element_size()
-    return freed

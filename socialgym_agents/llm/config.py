@@ -29,7 +29,10 @@
 | ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (in    |
 |                   |                | llm_throughput 3.1-3.4x the decisions/s on an AMX CPU, 1.7x on |
 |                   |                | AVX512-BF16 alone; slower on CPUs with neither);               |
-|                   |                | ``auto``: bfloat16 where the CPU has those, else float32       |
+|                   |                | ``auto``: bfloat16 where the CPU has those, else float32;      |
+|                   |                | ``int8``: every Linear layer (attention, MLP, output) in int8  |
+|                   |                | (socialgym_agents.llm.int8), the rest and the KV caches in     |
+|                   |                | float32; CPU only (``device=auto`` is then the CPU)            |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
 | ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
@@ -59,7 +62,7 @@ from ..specs import split_options
 
 MODES = ("batched", "naive", "score")
 TALK_MODES = ("free", "pass")
-DTYPES = ("float32", "bfloat16", "auto")
+DTYPES = ("float32", "bfloat16", "auto", "int8")
 # The structured-output ladder of server backends, most to least precise (openai_backend).
 STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
 DEFAULT_MAX_NEW_TOKENS = 64     # a JSON action; thinking adds its own budget on top
@@ -171,6 +174,10 @@ def validate(config: LLMConfig) -> None:
             raise ValueError(f"option {name}={getattr(config, name)!r}: expected one of {', '.join(valid)}")
     if config.device not in ("auto", "cpu") and not config.device.startswith("cuda"):
         raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
+    if config.dtype == "int8":
+        from .loading import int8_device_error
+        if int8_device_error(config.device, config.device_map):
+            raise ValueError(int8_device_error(config.device, config.device_map))
     if config.temperature < 0 or not 0 < config.top_p <= 1 or config.max_new_tokens < 1 or config.max_retries < 0:
         raise ValueError("options need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1, max_retries >= 0")
     if config.max_new_tokens > MAX_NEW_TOKENS_LIMIT:

@@ -145,7 +145,7 @@ class HFBackend:
         configure_threads(config.threads)
         if config.adapter:   # a trained LoRA adapter merged into a copy of the base (socialgym_agents.llm.adapters)
             from .adapters import load_adapted
-            device = resolve_device(config.device)
+            device = resolve_device(config.device, config.dtype)
             self.model, self.tokenizer = load_adapted(model_name, config.adapter, resolve_dtype(config.dtype, device),
                                                       device)
         else:
@@ -259,7 +259,9 @@ class HFBackend:
                     row.reuse, row.kv = shared, entry[1]
 
     def _vocab_size(self) -> int:
-        return int(self.model.get_output_embeddings().weight.shape[0])
+        """Logits per token: the output layer's width (an int8 layer has no float ``weight``)."""
+        head = self.model.get_output_embeddings()
+        return int(getattr(head, "out_features", None) or head.weight.shape[0])
 
     def complete(self, items: list) -> list:
         """One Reply (or the exception that prevented it) per Completion, in order."""

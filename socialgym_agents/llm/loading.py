@@ -158,12 +158,28 @@ def _load_gguf_cached(gguf: Path, cache_name: str, **options):
 
 
 DEVICES = ("auto", "cpu", "cuda")
+INT8 = "int8"   # the dtype of int8 Linear layers (socialgym_agents.llm.int8): CPU only
 
 
-def resolve_device(device: str) -> str:
+def int8_device_error(device: str, device_map: str = "") -> str:
+    """Why ``dtype=int8`` cannot run with these placement options, or "" where it can."""
+    if device_map:
+        return f"dtype=int8 runs on the CPU only and does not combine with device_map={device_map}"
+    if device not in ("auto", "cpu"):
+        return (f"dtype=int8 runs on the CPU only (int8 matrix multiplies of oneDNN), not on device={device}; "
+                f"give device=cpu, or dtype=bfloat16 on a GPU")
+    return ""
+
+
+def resolve_device(device: str, dtype: str = "") -> str:
     """``auto``: ``cuda`` when torch sees a CUDA device, else ``cpu``; ``cuda``, ``cuda:N`` and
-    ``cpu`` as given (``cuda`` without a CUDA device raises ModelNotAvailable)."""
+    ``cpu`` as given (``cuda`` without a CUDA device raises ModelNotAvailable). With ``dtype=int8``
+    (CPU only) ``auto`` is the CPU and a GPU raises ModelNotAvailable."""
     import torch
+    if dtype == INT8:
+        if int8_device_error(device):
+            raise ModelNotAvailable(int8_device_error(device))
+        return "cpu"
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -220,9 +236,14 @@ def _use_shared_kv_attention(model) -> None:
 def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_map: str = ""):
     """(model, tokenizer) for ``"smollm2"`` or an ``hf:`` target; loaded once per process, dtype
     and device (a ``bfloat16`` model is converted from a float32 load that is not kept unless float32
-    was asked for too: 540 MB less for the embedded model; a GPU copy is a moved copy of the CPU one). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
+    was asked for too: 540 MB less for the embedded model; a GPU copy is a moved copy of the CPU one;
+    ``int8``: :func:`_load_int8`, CPU only). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
     GPUs, and the CPU when they are full) loads a model folder straight to its devices, for
     models too big for one device or for this process's CPU memory."""
+    if dtype == INT8:
+        if int8_device_error(device, device_map):
+            raise ModelNotAvailable(int8_device_error(device, device_map))
+        return _load_int8(name)
     if device_map:
         import torch
         key = (name, dtype, "device_map=" + device_map)
@@ -263,6 +284,22 @@ def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_ma
         return _MODELS[name]
 
 
+def _load_int8(name: str):
+    """``name`` with int8 Linear layers, quantised from its float32 weights (a copy of the float32
+    model where that is held, whose embeddings and norms it then shares; else a float32 load,
+    its Linear weights freed once quantised)."""
+    from .int8 import quantize_int8
+    with _LOAD_LOCK:
+        if (name, INT8) not in _MODELS:
+            held = _MODELS.get(name)
+            model, tokenizer = (copy.deepcopy(held[0]), held[1]) if held else _load_fresh(name)
+            model = quantize_int8(model)
+            if held:
+                share_unchanged(model, held[0])
+            _MODELS[(name, INT8)] = (model, tokenizer)
+        return _MODELS[(name, INT8)]
+
+
 def load_model_copy(name: str):
     """A float32 ``(model, tokenizer)`` of the caller's own, not held by the process-wide cache
     (an adapter is merged into it: the shared copies stay untouched and no float32 copy of
@@ -300,3 +337,25 @@ def _load_fresh(name: str, torch_dtype=None):
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def share_unchanged(model, base) -> int:
+    """Point each parameter and buffer of ``model`` that equals ``base``'s of the same name (same
+    shape, dtype, device and values) at ``base``'s tensor, tied ones included (buffers: an int8
+    model's Linear weights are buffers, socialgym_agents.llm.int8); returns the bytes no longer
+    held twice. Both models are for inference only: a shared tensor is never written."""
+    import torch
+    freed, seen = 0, set()
+    for mine, theirs in ((model.named_parameters, base.named_parameters), (model.named_buffers, base.named_buffers)):
+        twins = dict(theirs(remove_duplicate=False))
+        for name, tensor in list(mine(remove_duplicate=False)):
+            twin = twins.get(name)
+            if twin is None or twin is tensor or twin.shape != tensor.shape or twin.dtype != tensor.dtype \
+                    or twin.device != tensor.device or not torch.equal(twin, tensor):
+                continue
+            owner, _, attribute = name.rpartition(".")
+            setattr(model.get_submodule(owner), attribute, twin)
+            if id(tensor) not in seen:            # a tied weight is one tensor under two names
+                seen.add(id(tensor))
+                freed += tensor.numel() * tensor.element_size()
+    return freed

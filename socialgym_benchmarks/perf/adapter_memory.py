@@ -16,11 +16,12 @@ DEFAULT_ADAPTER = "socialgym_agents/adapters/smollm2_selfplay_liars_dice"
 
 
 def unique_weight_bytes(*models) -> int:
-    """Bytes of the parameter storages of ``models``, each storage counted once."""
+    """Bytes of the parameter and buffer storages of ``models`` (an int8 model's Linear weights
+    are buffers), each storage counted once."""
     storages = {}
     for model in models:
-        for param in model.parameters():
-            storages[param.untyped_storage().data_ptr()] = param.untyped_storage().nbytes()
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
     return sum(storages.values())
 
 

@@ -2,12 +2,16 @@
 
 1. The peak: GFLOP/s of SmolLM2-135M's weight matmuls alone (hidden 576, intermediate 1536,
    9 query heads and 3 key/value heads of 64, vocabulary 49,152), ``tokens x in`` activations
-   times ``in x out`` weights, in float32, bfloat16 and int8 (PyTorch's dynamic quantisation of
-   ``nn.Linear``: int8 weights, activations quantised per pass; fbgemm/oneDNN use VNNI where the
-   CPU has it). The peak of a dtype is its best shape's median.
+   times ``in x out`` weights, in float32, bfloat16 and int8 (the runner's ``dtype=int8`` layer,
+   socialgym_agents.llm.int8: int8 weights per output channel, activations quantised per row,
+   oneDNN's int8 GEMM; VNNI where the CPU has it; its quantisation passes are counted in its
+   time). ``int8-dynamic`` (not in the default list): PyTorch's dynamic quantisation of
+   ``nn.Linear`` (one activation scale per pass; faster, but the runner does not use it: see
+   socialgym_agents.llm.int8). The peak of a dtype is its best shape's median.
 2. The runner's rates: prefill tokens/s of the model's forward pass over fresh prompts
    (``--prefill`` batch x tokens) and decode tokens/s of one-token steps of ``--decode`` rows on a
-   cache of ``--context`` tokens, in ``--dtype``; each turned into GFLOP/s of the same matmuls
+   cache of ``--context`` tokens, in ``--dtype`` (float32, bfloat16 or int8: the Linear layers in
+   int8, the rest float32); each turned into GFLOP/s of the same matmuls
    (2 x 106 M multiply-adds per token; attention, norms and the output layer, which prefill
    computes for one token per row, are left out, so the ratio understates the work done).
 3. Their ratio to the peak of that dtype.
@@ -42,15 +46,15 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=1024, help="activation rows of the peak matmuls")
     parser.add_argument("--dtypes", default="float32,bfloat16,int8")
-    parser.add_argument("--dtype", default="bfloat16", help="the runner's dtype (float32 or bfloat16)")
+    parser.add_argument("--dtype", default="bfloat16", help="the runner's dtype (float32, bfloat16 or int8)")
     parser.add_argument("--prefill", default="16x200", help="prefill batch x tokens (fresh prompts)")
     parser.add_argument("--decode", type=int, default=32, help="decode rows")
     parser.add_argument("--context", type=int, default=600, help="cached tokens per decode row")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     args = parser.parse_args(argv)
-    if args.dtype not in ("float32", "bfloat16"):
-        parser.error("--dtype must be float32 or bfloat16")
+    if args.dtype not in ("float32", "bfloat16", "int8"):
+        parser.error("--dtype must be float32, bfloat16 or int8")
     return args
 
 
@@ -58,6 +62,9 @@ def _linear(dtype: str, n_in: int, n_out: int):
     import torch
     layer = torch.nn.Linear(n_in, n_out, bias=False)
     if dtype == "int8":
+        from socialgym_agents.llm.int8 import Int8Linear
+        return Int8Linear(layer), torch.float32
+    if dtype == "int8-dynamic":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # torch.ao's deprecation notice
             return torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear},
@@ -119,7 +126,7 @@ def main(argv=None) -> dict:
         medians = {name: statistics.median(gflops[(dtype, name)]) for name, _, _ in SHAPES}
         peaks[dtype] = max(medians.values())
         for name, n_in, n_out in SHAPES:
-            print(f"  {dtype:<9} {name:<13} {n_in:>5} x {n_out:<6} {_summary(gflops[(dtype, name)])}")
+            print(f"  {dtype:<12} {name:<13} {n_in:>5} x {n_out:<6} {_summary(gflops[(dtype, name)])}")
     per_token = FLOPS_PER_TOKEN / 1e9
     print(f"\nthe runner in {args.dtype} ({per_token:.3f} GFLOP of decoder matmuls per token)")
     rows = {"prefill": (f"{batch} x {length} fresh", prefill_rate),

@@ -9,7 +9,17 @@
   one forward pass, no generation;
 - ``bf16``: ``constrained`` with weights and KV caches in bfloat16 (``dtype=bfloat16``; pays on
   CPUs with AVX512-BF16 or AMX);
-- ``score-bf16``: ``score`` in bfloat16.
+- ``score-bf16``: ``score`` in bfloat16;
+- ``int8``: ``constrained`` with int8 Linear layers and the rest in float32 (``dtype=int8``,
+  socialgym_agents.llm.int8; CPU only);
+- ``score-int8``: ``score`` with ``dtype=int8``.
+
+Beside bfloat16: each mode played beside its bfloat16 counterpart (``score-bf16`` for the scoring
+modes, ``bf16`` for the others) gets a column ``same as bf16``: of the LLM decisions both took at
+the same point of the same episode (same job, seed and repetition, and every earlier action of
+every seat identical, so the same history), the share where the two chose the same action (the
+parsed action, not the reply text); once two episodes part, their later decisions are not
+compared. ``same episodes`` counts the episodes whose whole action lists are identical.
 
 Repetitions are interleaved (naive, batched, constrained, score, naive, batched, ...) so that a
 change of machine load hits every mode alike; the table gives the median and the range over
@@ -20,6 +30,7 @@ first try" is the share of decisions whose first reply was a legal action.
 
     python socialgym_benchmarks/perf/llm_throughput.py                                # 16 and 64 games
     python socialgym_benchmarks/perf/llm_throughput.py --sizes 4 --reps 2 --naive-games 1   # smoke
+    python socialgym_benchmarks/perf/llm_throughput.py --modes bf16,int8,score-bf16,score-int8   # int8 beside bf16
 """
 from __future__ import annotations
 
@@ -35,7 +46,8 @@ from socialgym_agents import make_policy  # noqa: E402
 from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jobs  # noqa: E402
 
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
-         "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16"}
+         "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
+         "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8"}
 
 
 def parse_args(argv=None):
@@ -69,6 +81,30 @@ def decision_stats(records: list) -> dict:
             "new_tokens": sum((a.get("usage") or {}).get("new_tokens") or 0 for a in first)}
 
 
+def bf16_reference(mode: str) -> str:
+    """The mode a mode's decisions are compared with: its bfloat16 counterpart."""
+    return "score-bf16" if mode.startswith("score") else "bf16"
+
+
+def same_decisions(records: list, reference: list) -> dict:
+    """Decisions of ``records`` identical to those of ``reference`` (the same jobs, in order; the
+    shorter list bounds the pairs): compared turn by turn while every earlier action of the
+    episode was identical (the same history), see the module docstring."""
+    compared = same = same_episodes = 0
+    for ours, theirs in zip(records, reference):
+        identical = len(ours["turns"]) == len(theirs["turns"])
+        for mine, other in zip(ours["turns"], theirs["turns"]):
+            if "agent_meta" in mine and "agent_meta" in other:
+                compared += 1
+                same += mine["action"] == other["action"]
+            if (mine["agent"], mine["action"]) != (other["agent"], other["action"]):
+                identical = False
+                break
+        same_episodes += identical
+    return {"compared": compared, "same": same, "same_episodes": same_episodes,
+            "episodes": min(len(records), len(reference))}
+
+
 def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
     stats = policy.backend.stats
     before = dict(stats)
@@ -82,6 +118,7 @@ def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
     if failed:
         raise SystemExit(f"{mode}: episodes failed: {failed}: {records[0].get('error')}")
     out = decision_stats(records)
+    out["records"] = records
     out["seconds"] = seconds
     out["prompt_tokens"] = stats["prompt_tokens"] - before["prompt_tokens"]
     out["reused_tokens"] = stats["reused_tokens"] - before["reused_tokens"]
@@ -96,6 +133,42 @@ def summarize(runs: list) -> dict:
             "new_tokens": sum(r["new_tokens"] for r in runs) / max(1, decisions),
             "reused": sum(r["reused_tokens"] for r in runs) / max(1, sum(r["prompt_tokens"] for r in runs)),
             "decisions": decisions}
+
+
+def agreement(runs: dict) -> dict:
+    """Per mode whose bfloat16 counterpart was run (and is not itself): :func:`same_decisions`
+    summed over the repetitions (each repetition's records against that repetition's)."""
+    out = {}
+    for mode, mine in runs.items():
+        reference = runs.get(bf16_reference(mode))
+        if reference is None or mode == bf16_reference(mode):
+            continue
+        pairs = [same_decisions(a["records"], b["records"]) for a, b in zip(mine, reference)]
+        out[mode] = {key: sum(p[key] for p in pairs) for key in pairs[0]}
+    return out
+
+
+def print_table(rows: dict, runs: dict) -> None:
+    """One line per mode of one size (``rows``: its summaries, given each mode's speed-up over the
+    naive loop and its agreement with bfloat16 here; ``runs``: its repetitions)."""
+    same = agreement(runs)
+    naive = runs.get("naive")
+    print(f"{'mode':<12} {'dec/s median [range]':>24} {'vs naive':>22} {'legal 1st try':>13} "
+          f"{'new tok/dec':>11} {'reused tok':>10} {'same as bf16':>18} {'same episodes':>13}")
+    for mode, row in rows.items():
+        ratio = ""
+        if naive and mode != "naive":
+            per_rep = [(r["decisions"] / r["seconds"]) / (q["decisions"] / q["seconds"])
+                       for r, q in zip(runs[mode], naive)]
+            ratio = f"{statistics.median(per_rep):.2f}x [{min(per_rep):.2f}-{max(per_rep):.2f}]"
+            row["speedup"] = statistics.median(per_rep)
+        shares = ""
+        if mode in same:
+            agree = row["same_as_bf16"] = same[mode]
+            shares = (f"{agree['same'] / max(1, agree['compared']):>8.0%} of {agree['compared']:<6} "
+                      f"{agree['same_episodes']:>6}/{agree['episodes']:<6}")
+        print(f"{mode:<12} {row['dps']:>9.2f} [{row['lo']:.2f}-{row['hi']:.2f}]{'':>3} {ratio:>22} "
+              f"{row['first_try']:>12.0%} {row['new_tokens']:>11.1f} {row['reused']:>9.0%} {shares}", flush=True)
 
 
 def main(argv=None) -> dict:
@@ -120,19 +193,8 @@ def main(argv=None) -> dict:
             print(f"  {n} games, repetition {rep + 1}/{args.reps} done ({time.perf_counter() - started:.0f}s)",
                   flush=True)
         results[n] = {m: summarize(r) for m, r in runs.items()}
-        naive = runs.get("naive")
         print(f"\n{n} concurrent games (naive: first {min(n, args.naive_games)} games)")
-        print(f"{'mode':<12} {'dec/s median [range]':>24} {'vs naive':>22} {'legal 1st try':>13} "
-              f"{'new tok/dec':>11} {'reused tok':>10}")
-        for mode, row in results[n].items():
-            ratio = ""
-            if naive and mode != "naive":
-                per_rep = [(r["decisions"] / r["seconds"]) / (q["decisions"] / q["seconds"])
-                           for r, q in zip(runs[mode], naive)]
-                ratio = f"{statistics.median(per_rep):.2f}x [{min(per_rep):.2f}-{max(per_rep):.2f}]"
-                row["speedup"] = statistics.median(per_rep)
-            print(f"{mode:<12} {row['dps']:>9.2f} [{row['lo']:.2f}-{row['hi']:.2f}]{'':>3} {ratio:>22} "
-                  f"{row['first_try']:>12.0%} {row['new_tokens']:>11.1f} {row['reused']:>9.0%}", flush=True)
+        print_table(results[n], runs)
     print(f"total {time.perf_counter() - started:.0f}s")
     return results
 

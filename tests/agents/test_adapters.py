@@ -52,7 +52,7 @@ def test_the_adapted_copy_shares_the_weights_the_merge_left_unchanged(random_ada
     import copy
 
     import torch
-    from socialgym_agents.llm.adapters import share_unchanged
+    from socialgym_agents.llm.loading import share_unchanged
     from socialgym_agents.llm.loading import load_model
     tuned = make_policy(f"smollm2?adapter={random_adapter}&max_new_tokens=8").backend.model
     base, tokenizer = load_model("smollm2")
@@ -64,6 +64,28 @@ def test_the_adapted_copy_shares_the_weights_the_merge_left_unchanged(random_ada
     unshared = copy.deepcopy(tuned)
     assert torch.equal(_logits(unshared, tokenizer), _logits(tuned, tokenizer))
     assert share_unchanged(unshared, base) > 0.7 * sum(p.numel() * p.element_size() for p in base.parameters())
+
+
+def test_an_int8_adapted_copy_is_quantised_from_the_merge_and_shares_the_layers_it_left(random_adapter):
+    """dtype=int8 with an adapter: the merged float32 weights are quantised (the LoRA's layers then
+    differ from the int8 base's), every other int8 layer, embedding and norm is the int8 base's
+    own tensor, and the logits are those of an unshared copy."""
+    import copy
+
+    import torch
+    from socialgym_agents.llm.int8 import int8_linears
+    from socialgym_agents.llm.loading import load_model
+    tuned = make_policy(f"smollm2?adapter={random_adapter}&max_new_tokens=8&dtype=int8").backend.model
+    base, tokenizer = load_model("smollm2", "int8")
+    layers, base_layers = int8_linears(tuned), int8_linears(base)
+    assert set(layers) == set(base_layers) and not any(isinstance(m, torch.nn.Linear) for m in tuned.modules())
+    for name, layer in layers.items():
+        shared = layer.qweight is base_layers[name].qweight
+        assert shared == ("q_proj" not in name and "v_proj" not in name), name
+        assert shared or not torch.equal(layer.qweight, base_layers[name].qweight)
+    assert all(p is dict(base.named_parameters())[name] for name, p in tuned.named_parameters())
+    assert torch.equal(_logits(copy.deepcopy(tuned), tokenizer), _logits(tuned, tokenizer))
+    assert not torch.allclose(_logits(tuned, tokenizer), _logits(base, tokenizer), atol=1e-3)
 
 
 def test_adapted_policy_plays_against_its_base(random_adapter):

@@ -86,15 +86,32 @@ def test_textarena_agents_play_legal_moves():
 def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, capsys):
     from socialgym_benchmarks.perf import llm_throughput
     results = llm_throughput.main(["--sizes", "2", "--reps", "2", "--naive-games", "1", "--rounds", "1",
-                                   "--games", "prisoners_dilemma", "--modes", "naive,bf16",
+                                   "--games", "prisoners_dilemma", "--modes", "naive,bf16,int8",
                                    "--max-new-tokens", "16"])
     rows = results[2]
-    assert set(rows) == {"naive", "bf16"}
+    assert set(rows) == {"naive", "bf16", "int8"}
+    same = rows["int8"]["same_as_bf16"]           # 2 games x 2 repetitions beside bf16's
+    assert same["episodes"] == 4 and 2 * 2 <= same["compared"] <= 2 * 2 * 2 and 0 <= same["same"] <= same["compared"]
+    assert "same_as_bf16" not in rows["bf16"] and rows["naive"]["same_as_bf16"]["episodes"] == 2
     assert rows["bf16"]["decisions"] == 2 * 2 * 2      # 2 games x 2 seats x 2 repetitions
     assert rows["naive"]["decisions"] == 1 * 2 * 2     # the naive loop plays the first game only
     assert rows["bf16"]["first_try"] == 1.0            # constrained: legal by construction
     assert len(rows["bf16"]["rates"]) == 2 and rows["bf16"]["speedup"] > 0
     assert "vs naive" in capsys.readouterr().out
+
+
+def test_decisions_count_as_the_same_while_the_histories_are_the_same():
+    from socialgym_benchmarks.perf.llm_throughput import same_decisions
+
+    def record(*actions):
+        return {"turns": [{"agent": f"p{i % 2}", "action": a, "agent_meta": {}} for i, a in enumerate(actions)]}
+    ours = [record("c", "d", "c", "c"), record("c", "c"), record("d", "d")]
+    theirs = [record("c", "d", "d", "c"), record("c", "c"), record("c", "d")]
+    # episode 1: same, same, parted (its 4th decision has another history: not compared); episode 2:
+    # all the same; episode 3 parts at once
+    assert same_decisions(ours, theirs) == {"compared": 3 + 2 + 1, "same": 2 + 2 + 0, "same_episodes": 1,
+                                            "episodes": 3}
+    assert same_decisions(ours[:1], theirs)["episodes"] == 1          # the naive loop plays fewer games
 
 
 def test_prefill_rate_times_every_shape_and_dtype_each_repetition(smollm2_available, capsys):
