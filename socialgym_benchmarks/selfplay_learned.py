@@ -2,6 +2,7 @@
 
     python -m socialgym_benchmarks.selfplay_learned runs/selfplay_resistance/evaluation.jsonl [--players selfplay:step0,selfplay:step40]
     python -m socialgym_benchmarks.selfplay_learned runs/selfplay_werewolves/evaluation.jsonl --targets   # whom it kills, votes
+    ... --against scripted:heuristic     # only the episodes against the heuristic (the same deals before and after)
 
 Reads episode records (``socialgym_training/selfplay.py``'s ``evaluation.jsonl`` or
 ``tournament.jsonl``) and counts, per player (the roster's ``policy``), role and phase, how often
@@ -21,13 +22,17 @@ from collections import Counter
 from pathlib import Path
 
 
-def count(paths, targets: bool = False) -> dict:
+def count(paths, targets: bool = False, against: str = "") -> dict:
     """{"turns": Counter((player, role, phase, word)), "episodes": Counter((player, role))};
-    ``targets``: the word of an action on one named player is followed by that player's role."""
+    ``targets``: the word of an action on one named player is followed by that player's role;
+    ``against``: only the episodes in which that policy holds a seat (players met on the same
+    deals and opponents, e.g. before and after both against the heuristic)."""
     turns, episodes = Counter(), Counter()
     for path in paths:
         for line in Path(path).read_text().splitlines():
             record = json.loads(line)
+            if against and all(s["policy"] != against for s in record["roster"]):
+                continue
             seats = {s["agent"]: (s["policy"], s["role"]) for s in record["roster"]}
             role_of_name = {s.get("name"): s["role"] for s in record["roster"] if s.get("name")}
             for player_role in set(seats.values()):
@@ -63,11 +68,12 @@ def main(argv=None) -> list:
     parser.add_argument("logs", nargs="+", help="episode logs (JSONL)")
     parser.add_argument("--players", default="", help="comma-separated players to set side by side (default: all)")
     parser.add_argument("--targets", action="store_true", help="an action on one named player counts by that player's role")
+    parser.add_argument("--against", default="", help="count only the episodes in which this policy holds a seat")
     args = parser.parse_args(argv)
     missing = [p for p in args.logs if not Path(p).is_file()]
     if missing:
         parser.exit(2, f"no such log: {missing[0]}\n")
-    counts = count(args.logs, args.targets)
+    counts = count(args.logs, args.targets, args.against)
     players = [p for p in args.players.split(",") if p] or sorted({k[0] for k in counts["episodes"]})
     rows = side_by_side(counts, players)
     print("\t".join(["role", "phase", "action"] + [f"{p} {x}" for p in players for x in ("n", "share")]))

@@ -31,6 +31,20 @@ def test_a_planted_change_of_choice_is_counted_per_player_role_and_phase(tmp_pat
     assert "'selfplay:step9 as Spy': 4" in capsys.readouterr().out
 
 
+def test_against_keeps_only_the_episodes_a_policy_played_in(tmp_path):
+    """The trained player's missions against the heuristic are counted apart from those against
+    another opponent, so a before/after comparison sets like against like."""
+    log = tmp_path / "evaluation.jsonl"
+    other = record("selfplay:step9", "success")
+    other["roster"][1]["policy"] = "selfplay:step0"
+    log.write_text("".join(json.dumps(r) + "\n" for r in [record("selfplay:step9", "fail")] * 3 + [other]))
+    mixed = {tuple(r[:3]): r[3:] for r in selfplay_learned.main([str(log), "--players", "selfplay:step9"])}
+    assert mixed["Spy", "mission", "fail"] == [3, 0.75]
+    matched = {tuple(r[:3]): r[3:] for r in selfplay_learned.main(
+        [str(log), "--players", "selfplay:step9", "--against", "scripted:heuristic"])}
+    assert matched["Spy", "mission", "fail"] == [3, 1.0] and ("Spy", "mission", "success") not in matched
+
+
 def test_targets_count_an_action_by_the_role_of_the_player_it_names(tmp_path):
     """--targets: the trained wolf kills the Seer in 2 deals of 3 and once votes out its partner;
     those come out as "kill Seer" and "vote Werewolf", an action on nobody as its word alone."""
