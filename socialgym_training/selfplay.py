@@ -150,7 +150,7 @@ class Config(RunArgs, ModelArgs, LoraArgs, RLArgs, PlayArgs):
     """end this run after this many steps (saving a resumable checkpoint there; no evaluation),
     a piece that --resume continues; 0 = run to --steps"""
     evaluate: str = ""
-    """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out"""
+    """folder of an earlier run: rate its saved checkpoints (checkpoints/step<N>, the base model as step0) with this config, without training; the results go to --out (--eval_episodes 0: the closing round robin alone)"""
     # defaults of this script (the options are documented in socialgym_training.configs; the
     # game is a two-player or team game, hidden roles allowed)
     game: str = "kuhn_poker"
@@ -969,17 +969,9 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
                 table = policy_table(peft_model, tokenizer, config, config.game, layout)
             metrics["exploitability"][name] = bridge.exploitability(config.game, bridge.from_table(table))
         write_json(out / "metrics.json", metrics)        # each part as it is measured
-    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
-    # before / after as the side that was trained (--train_teams), the tournament with teams alternated
-    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
-                       layout, learner_teams(config))
-    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
-                             for (mine, theirs), r in zip(pairs, results)}
-    if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired
-        metrics["evaluation"][f"{final} minus step0 vs {heuristic}, paired by seed"] = paired_before_after(
-            results[0]["wins_by_seed"], results[1]["wins_by_seed"])
-    _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
-    write_json(out / "metrics.json", metrics)
+    if config.eval_episodes:       # 0: the round robin alone (e.g. --evaluate after an earlier evaluation)
+        evaluate_before_after(config, peft_model, tokenizer, swap, eval_pool, policies, final, rng, layout, out,
+                              metrics)
     if config.tournament_episodes:
         entrants = list(saved) + [heuristic]
         pairs = [(a, b) for i, a in enumerate(entrants) for b in entrants[i + 1:]]
@@ -1000,6 +992,25 @@ def evaluate_checkpoints(config: Config, peft_model, tokenizer, saved: dict, fin
     write_json(out / "metrics.json", metrics)
     print(json.dumps({k: metrics.get(k) for k in ("evaluation", "exploitability", "tournament")}, indent=1))
     return metrics
+
+
+def evaluate_before_after(config: Config, peft_model, tokenizer, swap, eval_pool, policies, final: str, rng,
+                          layout, out: Path, metrics: dict) -> None:
+    """``final`` (and step0, --eval_before) against the heuristic, ``final`` against step0, on
+    --eval_episodes held-out seeds as the trained side; evaluation.jsonl and metrics.json."""
+    from socialgym_training.common import write_json
+    heuristic = "scripted:heuristic"
+    pairs = ([("step0", heuristic)] if config.eval_before else []) + [(final, heuristic), (final, "step0")]
+    # before / after as the side that was trained (--train_teams), the tournament with teams alternated
+    results = matchups(peft_model, tokenizer, config, swap, eval_pool, policies, pairs, config.eval_episodes, 0, rng,
+                       layout, learner_teams(config))
+    metrics["evaluation"] = {f"{mine} vs {_label(theirs)}": {k: r[k] for k in ("win", "mean_reward")}
+                             for (mine, theirs), r in zip(pairs, results)}
+    if config.eval_before:         # the same seeds and seats against the heuristic: compare them paired
+        metrics["evaluation"][f"{final} minus step0 vs {heuristic}, paired by seed"] = paired_before_after(
+            results[0]["wins_by_seed"], results[1]["wins_by_seed"])
+    _write_records(out / "evaluation.jsonl", results)     # a round robin of step0, final, heuristic too
+    write_json(out / "metrics.json", metrics)
 
 
 def _write_records(path: Path, results: list) -> None:

@@ -369,6 +369,11 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
                            "--threads", "1", "--out", str(tmp_path / "again")], preloaded=(untrained, tiny_llama[1]))
     assert again["exploitability"] == pytest.approx(metrics["exploitability"], abs=1e-9)
     assert (tmp_path / "again" / "metrics.json").is_file() and "loss" not in again
+    # --eval_episodes 0: the round robin alone, no before/after matchups
+    alone = selfplay.main(["--evaluate", str(tmp_path), "--eval_episodes", "0", "--tournament_episodes", "1",
+                           "--threads", "1", "--out", str(tmp_path / "alone")], preloaded=(untrained, tiny_llama[1]))
+    assert "evaluation" not in alone and not (tmp_path / "alone" / "evaluation.jsonl").exists()
+    assert alone["tournament"]["episodes"] == 3
 
 
 def test_bf16_autocasts_the_rollouts_and_the_training_passes(tmp_path, tiny_llama):
