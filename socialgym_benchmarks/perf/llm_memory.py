@@ -2,12 +2,15 @@
 what holds it: the weights, the per-seat K/V caches, the decode batches' K/V buffers, the rest
 (Python, torch and its libraries, activations, allocator slack).
 
+    python socialgym_benchmarks/perf/llm_memory.py --demo                          # the main job as make demo runs it
     python socialgym_benchmarks/perf/llm_memory.py --games werewolves,coup,chess   # the main job on 3 games
     python socialgym_benchmarks/perf/llm_memory.py --batch 64                      # 64 games at once
     python socialgym_benchmarks/perf/llm_memory.py --batch 2 --rounds 1            # smoke
 
-The main job runs in this process (``--agents``: make demo's roster by default, ``--preset
-demo``); ``--batch N`` plays N short games (llm_throughput's mix, every seat the model) with the
+The main job runs in this process: ``--demo`` runs make demo's tournament command as ``make -n
+demo`` prints it (every game, the improvement loop's Liar's Dice roster and its adapter included;
+demo_cost.py reads the same line), ``--games`` a subset with ``--agents`` (make demo's roster by
+default, ``--preset demo``, no per-game rosters); ``--batch N`` plays N short games (llm_throughput's mix, every seat the model) with the
 batched runner, N at once. Peak RSS is the process's ``ru_maxrss`` (what ``/usr/bin/time`` reports: it includes the
 moment the weights file is mapped while loading) and the highest RSS sampled while playing,
 which the breakdown splits; the caches' figures are
@@ -36,6 +39,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", default="werewolves,coup,chess", help="the main job's games")
     parser.add_argument("--agents", default=DEMO_AGENTS, help="the main job's roster (make demo's)")
+    parser.add_argument("--demo", action="store_true", help="the main job as make demo runs it (every game)")
     parser.add_argument("--batch", type=int, default=0, help="play N short games at once instead of the main job")
     parser.add_argument("--rounds", type=int, default=2, help="--batch: rounds per game")
     parser.add_argument("--llm", default="smollm2?dtype=auto&temperature=0.7&context=2048",
@@ -82,6 +86,20 @@ class _PlayingPeak(threading.Thread):
                 self.peak = max(self.peak, _rss())
 
 
+def _run_demo_command(out: str) -> tuple:
+    """make demo's tournament line (demo_cost.demo_commands), run in this process by the
+    tournament's typer app; (episodes logged, failed ones)."""
+    import json
+    import shlex
+
+    from socialgym_benchmarks.cli import app
+    from socialgym_benchmarks.perf.demo_cost import demo_commands
+    words = shlex.split(demo_commands(out)[0])
+    app(words[words.index("socialgym_env.cli") + 1:], standalone_mode=False)
+    records = [json.loads(line) for log in Path(out, "logs").glob("*.jsonl") for line in open(log)]
+    return len(records), sum(1 for r in records if r.get("failed"))
+
+
 def run(args) -> dict:
     import torch  # noqa: F401  (imported before the baseline is read: it is part of "the rest")
 
@@ -105,6 +123,9 @@ def run(args) -> dict:
             records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=args.batch)
             played, failed = len(records), sum(1 for r in records if r.get("failed"))
             what = f"{args.batch} games at once ({args.llm})"
+        elif args.demo:
+            played, failed = _run_demo_command(out)
+            what = "the main job as make demo runs it"
         else:
             from socialgym_benchmarks.tournament import tournament
             games = [g for g in args.games.split(",") if g]

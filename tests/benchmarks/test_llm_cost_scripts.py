@@ -57,3 +57,18 @@ def test_adapter_memory_counts_the_shared_weights_once(smollm2_available, capsys
     out = adapter_memory.main([])
     assert 0 < out["both_weights_mb"] - out["base_weights_mb"] < 0.5 * out["base_weights_mb"]
     assert "base + adapted policy" in capsys.readouterr().out
+
+
+def test_llm_memory_demo_runs_the_makefiles_tournament_line_in_process(monkeypatch):
+    """--demo runs the line demo_cost reads from `make -n demo` (here a tiny stand-in) through the
+    tournament's own CLI app in this process, and counts the episodes it logged."""
+    lines = []
+
+    def tiny_demo(out, python=sys.executable):
+        lines.append(out)
+        return [f"python3 -m socialgym_env.cli tournament --games kuhn_poker --agents scripted:random,scripted:heuristic "
+                f"--episodes 2 --bootstrap 10 --out {out}"]
+    monkeypatch.setattr(demo_cost, "demo_commands", tiny_demo)
+    out = llm_memory.main(["--demo"])
+    assert len(lines) == 1 and out["episodes"] == 2 and out["failed"] == 0      # one pairing, 2 episodes
+    assert out["what"] == "the main job as make demo runs it"
