@@ -12,7 +12,9 @@
 - ``score-bf16``: ``score`` in bfloat16;
 - ``int8``: ``constrained`` with int8 Linear layers and the rest in float32 (``dtype=int8``,
   socialgym_agents.llm.int8; CPU only);
-- ``score-int8``: ``score`` with ``dtype=int8``.
+- ``score-int8``: ``score`` with ``dtype=int8``;
+- ``bf16-sdpa``: ``bf16`` with its decode steps' attention through PyTorch's SDPA in bfloat16, as
+  before the runner's float32 grouped decode attention (socialgym_agents.llm.loading.grouped_decode_attention).
 
 Beside bfloat16: each mode played beside its bfloat16 counterpart (``score-bf16`` for the scoring
 modes, ``bf16`` for the others) gets a column ``same as bf16``: of the LLM decisions both took at
@@ -31,6 +33,7 @@ first try" is the share of decisions whose first reply was a legal action.
     python socialgym_benchmarks/perf/llm_throughput.py                                # 16 and 64 games
     python socialgym_benchmarks/perf/llm_throughput.py --sizes 4 --reps 2 --naive-games 1   # smoke
     python socialgym_benchmarks/perf/llm_throughput.py --modes bf16,int8,score-bf16,score-int8   # int8 beside bf16
+    python socialgym_benchmarks/perf/llm_throughput.py --modes naive,bf16,bf16-sdpa,int8   # decode attention
 """
 from __future__ import annotations
 
@@ -47,7 +50,8 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jo
 
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
          "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
-         "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8"}
+         "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16"}
+SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off
 
 
 def parse_args(argv=None):
@@ -106,13 +110,18 @@ def same_decisions(records: list, reference: list) -> dict:
 
 
 def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
+    from socialgym_agents.llm import loading
     stats = policy.backend.stats
     before = dict(stats)
+    loading.GROUPED_DECODE = mode not in SDPA_DECODE_MODES
     started = time.perf_counter()
-    if mode == "naive":
-        records = [play_episode(job, PolicyPool(prebuilt={"llm": policy})) for job in jobs[:naive_games]]
-    else:
-        records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=len(jobs))
+    try:
+        if mode == "naive":
+            records = [play_episode(job, PolicyPool(prebuilt={"llm": policy})) for job in jobs[:naive_games]]
+        else:
+            records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=len(jobs))
+    finally:
+        loading.GROUPED_DECODE = True
     seconds = time.perf_counter() - started
     failed = [r["episode_id"] for r in records if r.get("failed")]
     if failed:

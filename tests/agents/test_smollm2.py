@@ -203,3 +203,59 @@ def test_shared_kv_attention_gives_transformers_sdpa_logits_under_padding(smollm
             model.set_attn_implementation(SHARED_KV_ATTENTION)
     assert torch.allclose(ours, reference, atol=1e-3)
     assert torch.allclose(ours[0, pad:], alone[0], atol=1e-3)
+
+
+def test_grouped_decode_attention_is_float32_attention_on_a_padded_batch():
+    """A bfloat16 decode step's attention (one query token a row, 9 query heads on 3 key/value
+    heads) equals float32 SDPA on the same inputs up to the output's bfloat16 rounding, with left
+    padding as a boolean or an additive mask; a wrong head grouping is far off."""
+    import torch
+    import torch.nn.functional as F
+    from socialgym_agents.llm.loading import grouped_decode_attention
+    generator = torch.Generator().manual_seed(0)
+    query, key, value = (torch.randn(shape, generator=generator).to(torch.bfloat16)
+                         for shape in ((4, 9, 1, 64), (4, 3, 40, 64), (4, 3, 40, 64)))
+    mask = torch.ones(4, 1, 1, 40, dtype=torch.bool)
+    mask[0, ..., :25] = mask[2, ..., :39] = False          # left padding; row 2 attends to one key
+    reference = F.scaled_dot_product_attention(query.float(), key.float(), value.float(), attn_mask=mask,
+                                               enable_gqa=True).transpose(1, 2)
+    additive = torch.zeros(4, 1, 1, 40).masked_fill(~mask, float("-inf"))
+    for given in (mask, additive):
+        out, _ = grouped_decode_attention(query, key, value, given)
+        assert out.dtype == torch.bfloat16 and out.shape == (4, 1, 9, 64)
+        assert torch.allclose(out.float(), reference, atol=2e-2, rtol=1e-2)
+    assert torch.equal(grouped_decode_attention(query, key, value, mask)[0][2].float(),
+                       value[2, :, -1].float().repeat_interleave(3, 0).to(torch.bfloat16).float()[None])
+    interleaved = query.reshape(4, 3, 3, 1, 64).transpose(1, 2).reshape(4, 9, 1, 64)   # heads mapped wrongly
+    assert not torch.allclose(grouped_decode_attention(interleaved, key, value, mask)[0].float(), reference,
+                              atol=2e-2, rtol=1e-2)
+
+
+def test_bfloat16_decode_steps_use_the_grouped_path_and_agree_with_sdpa(smollm2_available):
+    """In the bfloat16 model a one-token step on a cache goes through grouped_decode_attention and
+    its next-token logits agree with transformers' SDPA (same argmax, bfloat16-sized differences)."""
+    import torch
+    from socialgym_agents.llm import loading
+    model, tokenizer = loading.load_model("smollm2", "bfloat16")
+    ids = torch.tensor([tokenizer.encode("Each round both players choose at the same time to cooperate or")])
+    calls = []
+    real = loading.grouped_decode_attention
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return real(*args, **kwargs)
+
+    def next_logits():
+        with torch.inference_mode():
+            out = model(input_ids=ids[:, :-1], use_cache=True)
+            return model(input_ids=ids[:, -1:], cache=out.cache, use_cache=True).logits[0, -1].float()
+    try:
+        loading.grouped_decode_attention = counted
+        ours = next_logits()
+        model.set_attn_implementation("sdpa")
+        reference = next_logits()
+    finally:
+        loading.grouped_decode_attention = real
+        model.set_attn_implementation(loading.SHARED_KV_ATTENTION)
+    assert len(calls) == model.config.num_hidden_layers            # every layer of the decode step
+    assert int(ours.argmax()) == int(reference.argmax()) and float((ours - reference).abs().max()) < 0.5

@@ -86,10 +86,11 @@ def test_textarena_agents_play_legal_moves():
 def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, capsys):
     from socialgym_benchmarks.perf import llm_throughput
     results = llm_throughput.main(["--sizes", "2", "--reps", "2", "--naive-games", "1", "--rounds", "1",
-                                   "--games", "prisoners_dilemma", "--modes", "naive,bf16,int8",
+                                   "--games", "prisoners_dilemma", "--modes", "naive,bf16,int8,bf16-sdpa",
                                    "--max-new-tokens", "16"])
     rows = results[2]
-    assert set(rows) == {"naive", "bf16", "int8"}
+    assert set(rows) == {"naive", "bf16", "int8", "bf16-sdpa"}
+    assert rows["bf16-sdpa"]["same_as_bf16"]["episodes"] == 4
     same = rows["int8"]["same_as_bf16"]           # 2 games x 2 repetitions beside bf16's
     assert same["episodes"] == 4 and 2 * 2 <= same["compared"] <= 2 * 2 * 2 and 0 <= same["same"] <= same["compared"]
     assert "same_as_bf16" not in rows["bf16"] and rows["naive"]["same_as_bf16"]["episodes"] == 2
@@ -98,6 +99,30 @@ def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, caps
     assert rows["bf16"]["first_try"] == 1.0            # constrained: legal by construction
     assert len(rows["bf16"]["rates"]) == 2 and rows["bf16"]["speedup"] > 0
     assert "vs naive" in capsys.readouterr().out
+
+
+def test_bf16_sdpa_mode_decodes_through_sdpa_and_bf16_through_the_grouped_path(smollm2_available, monkeypatch):
+    """Bargaining's offers need a decode step after the prefill: bf16's go through
+    grouped_decode_attention, bf16-sdpa's through SDPA (the switch is back on afterwards)."""
+    from socialgym_agents import make_policy
+    from socialgym_agents.llm import loading
+    from socialgym_benchmarks.perf import llm_throughput
+    calls, real = [], loading.grouped_decode_attention
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(loading, "grouped_decode_attention", counted)
+    policy = make_policy("smollm2?max_new_tokens=16&max_retries=0&dtype=bfloat16")
+    jobs = llm_throughput.make_jobs(2, ["bargaining"], 1, 0)
+    made = {}
+    for mode in ("bf16-sdpa", "bf16"):
+        before = len(calls)
+        records = llm_throughput.run_mode(mode, policy, jobs, 1)["records"]
+        made[mode] = (len(calls) - before, [[t["action"] for t in r["turns"]] for r in records])
+        assert loading.GROUPED_DECODE
+    assert made["bf16-sdpa"][0] == 0 < made["bf16"][0]
+    assert made["bf16"][1] and all(made["bf16"][1])          # whole games played either way
 
 
 def test_decisions_count_as_the_same_while_the_histories_are_the_same():
