@@ -159,3 +159,13 @@ def test_score_replies_benchmark_times_both_ways_on_the_same_numbers(capsys):
     assert out["gap"] < 1e-3                         # the cached and the plain way score alike
     printed = capsys.readouterr().out
     assert "kuhn_poker: 2 decisions, 4 legal replies" in printed and "plain / cached:" in printed
+
+
+def test_decode_attention_times_both_ways_and_checks_them_against_float32(capsys):
+    from socialgym_benchmarks.perf import decode_attention
+    result = decode_attention.main(["--shapes", "2x64,3x40", "--reps", "2", "--seconds", "0.01", "--threads", "1"])
+    assert set(result) == {(2, 64), (3, 40)}
+    for row in result.values():
+        assert len(row["sdpa_ms"]) == len(row["grouped_ms"]) == len(row["ratios"]) == 2 and min(row["grouped_ms"]) > 0
+        assert row["errors"]["grouped-f32"] < 0.02 and row["errors"]["sdpa-bf16"] < 0.05   # bfloat16 rounding
+    assert "sdpa / grouped" in capsys.readouterr().out
