@@ -7,7 +7,11 @@ Each tick:
 2. gather every decision that is due now: for each live env, ``env.pending_actors()`` (the
    one seat to move, or every remaining actor of a simultaneous phase, whose decisions are
    independent); turns whose every actor is an ``instant`` policy (the scripted ones) are
-   played on the spot first, so a tick is spent only on decisions that batch;
+   played on the spot first, so a tick is spent only on decisions that batch. A policy with a
+   ``tick_limit`` (a local model: its ``batch_size``) takes at most that many decisions a tick,
+   the episodes started first first (an episode's group is never split; the others wait a
+   tick). Jobs start longest first, so the long episodes, whose chain of decisions sets when a
+   tournament ends, move once per short tick instead of waiting on ticks of every live game;
 3. group the requests by policy and call ``policy.act_batch`` once per policy (the local LLM
    backend decodes them as one padded batch reusing per-seat KV caches; the API backend sends
    them concurrently);
@@ -280,6 +284,8 @@ class _BatchRun:
                 # folder) is the caller's to see, not this episode's failure.
                 self.end(entry)
                 continue
+            if _over_limit(by_policy, entry, requests):
+                continue             # its turn waits a tick: the episodes started earlier go first
             for agent, request in requests:
                 policy = entry.policies[agent]
                 by_policy.setdefault(id(policy), (policy, []))[1].append((entry, agent, request))
@@ -377,6 +383,20 @@ def _extra(policy, request, seconds: float, batch: int) -> dict:
     if kept_reply is not None:
         extra["reply"] = kept_reply(request.key)
     return extra
+
+
+def _over_limit(by_policy: dict, entry, requests) -> bool:
+    """Whether ``entry``'s requests would take a policy past its ``tick_limit`` (decisions it
+    takes per tick) this tick; a policy with no request yet always takes an episode's whole group."""
+    asked: dict = {}
+    for agent, _ in requests:
+        policy = entry.policies[agent]
+        asked[id(policy)] = (policy, asked.get(id(policy), (policy, 0))[1] + 1)
+    for key, (policy, count) in asked.items():
+        limit, taken = getattr(policy, "tick_limit", None), len(by_policy.get(key, (None, []))[1])
+        if limit and taken and taken + count > limit:
+            return True
+    return False
 
 
 def _play_group(entry: _Live, decided: list) -> None:

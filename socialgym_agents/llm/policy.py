@@ -77,6 +77,12 @@ class LLMPolicy:
 
     needs_prompt_parts = True
 
+    @property
+    def tick_limit(self) -> Optional[int]:
+        """Decisions the batched runner hands this policy per tick: a local model's
+        ``batch_size`` (one decode batch); a server's requests go out at once (None)."""
+        return self.config.batch_size if getattr(self.backend, "kind", "") == "hf" else None
+
     def __init__(self, backend, config: LLMConfig, policy_id: str):
         self.backend = backend
         self.config = config

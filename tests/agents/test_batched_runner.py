@@ -58,6 +58,40 @@ def test_one_act_batch_per_policy_per_tick_with_simultaneous_seats():
     assert policy.batches == [10, 10, 10]      # 5 games x 2 simultaneous seats, 3 rounds
 
 
+class LimitedPolicy(CountingPolicy):
+    """CountingPolicy that takes at most ``tick_limit`` decisions a tick, noting whose."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.tick_limit, self.episodes = limit, []
+
+    def act_batch(self, requests):
+        self.episodes.append(sorted({r.key[0] for r in requests}))
+        return super().act_batch(requests)
+
+
+def test_a_tick_limit_serves_the_episodes_started_first_and_never_splits_a_group():
+    """5 games of 2 simultaneous seats, a limit of 5 decisions a tick: 2 whole games a tick (4
+    decisions; a third would split or overrun), the first-started games first; the records are
+    those of an unlimited run."""
+    jobs = [EpisodeJob("prisoners_dilemma", s, ["counting", "counting"], config={"rounds": 2}) for s in range(5)]
+    limited = LimitedPolicy(5)
+    records = run_jobs(jobs, PolicyPool(prebuilt={"counting": limited}), max_concurrent_episodes=5)
+    unlimited = run_jobs(jobs, PolicyPool(prebuilt={"counting": CountingPolicy()}), max_concurrent_episodes=5)
+    assert [_canonical(r) for r in records] == [_canonical(r) for r in unlimited]
+    assert limited.batches == [4, 4, 4, 4, 2, 2]
+    ids = [j.episode_id for j in jobs]
+    assert limited.episodes[:2] == [sorted(ids[:2])] * 2          # both rounds of the first two games first
+    assert limited.episodes[2:4] == [sorted(ids[2:4])] * 2 and limited.episodes[4:] == [ids[4:]] * 2
+
+
+def test_a_group_larger_than_the_limit_still_runs_alone():
+    limited = LimitedPolicy(1)
+    [record] = run_jobs([EpisodeJob("prisoners_dilemma", 0, ["counting", "counting"], config={"rounds": 2})],
+                        PolicyPool(prebuilt={"counting": limited}))
+    assert record["finished"] and limited.batches == [2, 2]
+
+
 def test_log_append_resume_and_concurrency_limit(tmp_path):
     log = tmp_path / "episodes.jsonl"
     jobs = _mixed_jobs(seeds=1)[:6]

@@ -259,3 +259,16 @@ def test_silent_talk_turns_stay_out_of_the_chat_when_played_resumed_or_rebuilt(m
     assert sorted(r["turn_index"] for r in rows) == sorted(rebuilt) and report["silent_turns"] == len(talk)
     request = Request(("e", "player_0"), None, {"action_types": ["say", "pass"]}, None)
     assert is_talk_turn(request.info) and policy.replay_turn(request, "pass") == []
+
+
+def test_a_local_models_tick_limit_is_its_batch_size_and_a_servers_is_none():
+    from socialgym_agents.llm.config import parse_options
+    from socialgym_agents.llm.policy import LLMPolicy
+
+    class Local:
+        kind = "hf"
+
+    class Server:
+        kind = "openai"
+    assert LLMPolicy(Local(), parse_options("batch_size=8"), "local").tick_limit == 8
+    assert LLMPolicy(Server(), parse_options("batch_size=8"), "server").tick_limit is None
