@@ -231,8 +231,9 @@ def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0
 def grouped_decode_attention(query, key, value, attention_mask, scaling=None):
     """One decode step's attention (one query token a row) in float32, as two batched matmuls with
     the query heads grouped by the key/value head they share. On a CPU, PyTorch's
-    ``scaled_dot_product_attention`` in bfloat16 took 8x this path's time at 16 rows x 1,200
-    cached tokens (the 2-core AMD EPYC, avx512_bf16): about half of a decode step went to it.
+    ``scaled_dot_product_attention`` in bfloat16 took 4.8-6.0x this path's time from 2 rows x 1,500
+    to 64 rows x 300 cached tokens (the 2-core AMD EPYC, avx512_bf16;
+    socialgym_benchmarks/perf/decode_attention.py), about half of a decode step.
     The keys and values are upcast per call, so the scores, softmax and weighted sum are float32,
     not bfloat16: closer to a float32 model than SDPA's bfloat16 kernel. ``attention_mask``: a
     boolean mask (True = attend) or an additive float one, ``[batch, 1, queries, keys]`` (its last
