@@ -195,17 +195,29 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     if device.startswith("cuda"):
         import torch
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "float32"
+    flags = cpu_flags()
     return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+
+
+def cpu_flags() -> str:
+    """This CPU's feature flags as Linux lists them ("" where it does not)."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
 
 
 SHARED_KV_ATTENTION = "sdpa_shared_kv"
 # Decode steps of a bfloat16 / float16 model on a CPU through grouped_decode_attention (False:
-# through SDPA, as before; llm_throughput's bf16-sdpa mode measures the two side by side).
-GROUPED_DECODE = True
+# through SDPA, as before; llm_throughput's bf16-sdpa mode measures the two side by side). Not on
+# a CPU with AMX: its bfloat16 path stays as it was measured, with no AMX machine at hand to
+# measure the change on.
+def grouped_decode_default(flags: str) -> bool:
+    """Whether decode steps take the grouped path on a CPU with these flags: not with AMX."""
+    return "amx_bf16" not in flags.split()
+
+
+GROUPED_DECODE = grouped_decode_default(cpu_flags())
 
 
 def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,

@@ -51,7 +51,7 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jo
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
          "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
          "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16"}
-SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off
+SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off (it is off on AMX anyway)
 
 
 def parse_args(argv=None):
@@ -113,7 +113,8 @@ def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
     from socialgym_agents.llm import loading
     stats = policy.backend.stats
     before = dict(stats)
-    loading.GROUPED_DECODE = mode not in SDPA_DECODE_MODES
+    default = loading.GROUPED_DECODE          # off on a CPU with AMX, where bf16 and bf16-sdpa are alike
+    loading.GROUPED_DECODE = default and mode not in SDPA_DECODE_MODES
     started = time.perf_counter()
     try:
         if mode == "naive":
@@ -121,7 +122,7 @@ def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
         else:
             records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=len(jobs))
     finally:
-        loading.GROUPED_DECODE = True
+        loading.GROUPED_DECODE = default
     seconds = time.perf_counter() - started
     failed = [r["episode_id"] for r in records if r.get("failed")]
     if failed:

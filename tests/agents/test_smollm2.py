@@ -231,11 +231,22 @@ def test_grouped_decode_attention_is_float32_attention_on_a_padded_batch():
                               atol=2e-2, rtol=1e-2)
 
 
-def test_bfloat16_decode_steps_use_the_grouped_path_and_agree_with_sdpa(smollm2_available):
+def test_grouped_decode_is_off_on_a_cpu_with_amx_only():
+    """The AMX path keeps SDPA (no AMX machine measured the change); other CPUs get the grouped
+    decode attention, this machine as its flags say."""
+    from socialgym_agents.llm import loading
+    assert not loading.grouped_decode_default("flags\t: fpu avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    assert loading.grouped_decode_default("flags\t: fpu avx512f avx512_bf16 avx512_vnni\n")
+    assert loading.grouped_decode_default("")
+    assert loading.GROUPED_DECODE == loading.grouped_decode_default(loading.cpu_flags())
+
+
+def test_bfloat16_decode_steps_use_the_grouped_path_and_agree_with_sdpa(smollm2_available, monkeypatch):
     """In the bfloat16 model a one-token step on a cache goes through grouped_decode_attention and
     its next-token logits agree with transformers' SDPA (same argmax, bfloat16-sized differences)."""
     import torch
     from socialgym_agents.llm import loading
+    monkeypatch.setattr(loading, "GROUPED_DECODE", True)      # its default on a CPU without AMX
     model, tokenizer = loading.load_model("smollm2", "bfloat16")
     ids = torch.tensor([tokenizer.encode("Each round both players choose at the same time to cooperate or")])
     calls = []
