@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -388,14 +388,13 @@ def _extra(policy, request, seconds: float, batch: int) -> dict:
 def _over_limit(by_policy: dict, entry, requests) -> bool:
     """Whether ``entry``'s requests would take a policy past its ``tick_limit`` (decisions it
     takes per tick) this tick; a policy with no request yet always takes an episode's whole group."""
-    asked: dict = {}
-    for agent, _ in requests:
-        policy = entry.policies[agent]
-        asked[id(policy)] = (policy, asked.get(id(policy), (policy, 0))[1] + 1)
-    for key, (policy, count) in asked.items():
-        limit, taken = getattr(policy, "tick_limit", None), len(by_policy.get(key, (None, []))[1])
-        if limit and taken and taken + count > limit:
-            return True
+    asked = Counter(id(entry.policies[agent]) for agent, _ in requests)
+    for key, count in asked.items():
+        if key in by_policy:          # taken: this tick's requests for that policy so far
+            policy, taken = by_policy[key]
+            limit = getattr(policy, "tick_limit", None)
+            if limit and len(taken) + count > limit:
+                return True
     return False
 
 

@@ -245,7 +245,7 @@ def grouped_decode_attention(query, key, value, attention_mask, scaling=None):
     the query heads grouped by the key/value head they share. On a CPU, PyTorch's
     ``scaled_dot_product_attention`` in bfloat16 took 4.8-6.0x this path's time from 2 rows x 1,500
     to 64 rows x 300 cached tokens (the 2-core AMD EPYC, avx512_bf16;
-    socialgym_benchmarks/perf/decode_attention.py), about half of a decode step.
+    socialgym_benchmarks/perf/decode_attention.py).
     The keys and values are upcast per call, so the scores, softmax and weighted sum are float32,
     not bfloat16: closer to a float32 model than SDPA's bfloat16 kernel. ``attention_mask``: a
     boolean mask (True = attend) or an additive float one, ``[batch, 1, queries, keys]`` (its last

@@ -89,15 +89,15 @@ class _PlayingPeak(threading.Thread):
 def _run_demo_command(out: str) -> tuple:
     """make demo's tournament line (demo_cost.demo_commands), run in this process by the
     tournament's typer app; (episodes logged, failed ones)."""
-    import json
     import shlex
 
     from socialgym_benchmarks.cli import app
     from socialgym_benchmarks.perf.demo_cost import demo_commands
+    from socialgym_benchmarks.tournament_backends import failed_ids, logged_ids
     words = shlex.split(demo_commands(out)[0])
     app(words[words.index("socialgym_env.cli") + 1:], standalone_mode=False)
-    records = [json.loads(line) for log in Path(out, "logs").glob("*.jsonl") for line in open(log)]
-    return len(records), sum(1 for r in records if r.get("failed"))
+    logs = Path(out, "logs")
+    return len(logged_ids(logs, retry_failed=False)), len(failed_ids(logs))
 
 
 def run(args) -> dict:
