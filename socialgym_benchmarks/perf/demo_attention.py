@@ -7,8 +7,8 @@ and reused.
 
 The tournament runs in this process (make demo's line as ``make -n demo`` prints it, like
 ``llm_memory.py --demo``; with ``--games``, those games with ``--agents`` and ``--preset demo``).
-Every call of the models' attention (:func:`socialgym_agents.llm.loading.sdpa_shared_kv`) is
-timed; "keys attended" counts the query x key pairs a call computes, "unpadded" those its mask
+Every call of the models' attention (:func:`socialgym_agents.llm.loading.sdpa_shared_kv`, on a
+model that uses SDPA) is timed; "keys attended" counts the query x key pairs a call computes, "unpadded" those its mask
 lets through (a row's own cache and new tokens: the rest is the left padding that puts rows of
 different lengths in one batch). The linear layers, sampling and the games make up the rest of
 the wall time. The timer adds a clock read per call (30 a forward pass of SmolLM2).
@@ -79,7 +79,11 @@ def run(args) -> dict:
     def init(self, *a, **kw):
         original_init(self, *a, **kw)
         backends.append(self)
-    loading.sdpa_shared_kv = clock.wrap(original_attention)
+    from transformers import AttentionInterface
+    timed = clock.wrap(original_attention)
+    # a model loaded from now on registers the wrapped name; one already loaded looks it up per call
+    loading.sdpa_shared_kv = timed
+    AttentionInterface.register(loading.SHARED_KV_ATTENTION, timed)
     hf_backend.HFBackend.__init__ = init
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -94,6 +98,7 @@ def run(args) -> dict:
                 played, failed = _run_demo_command(out)
     finally:
         loading.sdpa_shared_kv, hf_backend.HFBackend.__init__ = original_attention, original_init
+        AttentionInterface.register(loading.SHARED_KV_ATTENTION, original_attention)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     result = {"wall_s": wall, "cpu_s": cpu, "episodes": played, "failed": failed,
               "attention": {kind: dict(v) for kind, v in clock.totals.items()},

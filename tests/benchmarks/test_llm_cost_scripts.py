@@ -72,3 +72,36 @@ def test_llm_memory_demo_runs_the_makefiles_tournament_line_in_process(monkeypat
     out = llm_memory.main(["--demo"])
     assert len(lines) == 1 and out["episodes"] == 2 and out["failed"] == 0      # one pairing, 2 episodes
     assert out["what"] == "the main job as make demo runs it"
+
+
+def test_demo_attention_counts_the_padded_keys_of_a_planted_mask():
+    """Row 0 lets every query see 6 of 8 keys (2 are left padding), row 1 all 8: 48 pairs
+    computed, 42 unpadded, whether the mask is boolean or additive; no mask: all unpadded."""
+    import torch
+
+    from socialgym_benchmarks.perf.demo_attention import attended_pairs
+    query, key = torch.zeros(2, 9, 3, 64), torch.zeros(2, 3, 8, 64)
+    allowed = torch.ones(2, 1, 3, 8, dtype=torch.bool)
+    allowed[0, :, :, :2] = False
+    additive = torch.zeros(2, 1, 3, 8).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    assert attended_pairs(query, key, allowed) == attended_pairs(query, key, additive) == (48, 42)
+    assert attended_pairs(query, key, None) == (48, 48)
+
+
+def test_demo_attention_times_the_models_attention_calls(smollm2_available, capsys):
+    """On a model loaded before it runs (the session's shared SmolLM2) too; the original
+    attention is back afterwards."""
+    from transformers import AttentionInterface
+
+    from socialgym_agents.llm import loading
+    from socialgym_benchmarks.perf import demo_attention
+    loading.load_model("smollm2")          # loaded before the run: its attention is looked up per call
+    before = AttentionInterface()[loading.SHARED_KV_ATTENTION]
+    out = demo_attention.main(["--games", "kuhn_poker", "--agents", "smollm2?max_new_tokens=16,scripted:random"])
+    assert out["episodes"] == 2 and out["failed"] == 0
+    prefill = out["attention"]["prefill"]
+    assert prefill["calls"] > 0 and 0 < prefill["seconds"] < out["wall_s"]
+    assert 0 < prefill["unpadded"] <= prefill["computed"]
+    assert out["models"] and out["models"][0]["encoded_tokens"] > 0
+    assert AttentionInterface()[loading.SHARED_KV_ATTENTION] is before is loading.sdpa_shared_kv
+    assert "of the keys attended unpadded" in capsys.readouterr().out
