@@ -47,8 +47,8 @@ def attended_pairs(query, key, attention_mask) -> tuple:
 
 
 class AttentionClock:
-    """Wraps ``loading.sdpa_shared_kv`` (before a model is loaded: the model registers the name's
-    current value) and sums wall seconds and attended pairs per kind of call."""
+    """Wraps an attention function (:func:`run` puts the wrapper where models find
+    ``loading.sdpa_shared_kv``) and sums wall seconds and attended pairs per kind of call."""
 
     def __init__(self):
         self.totals = defaultdict(lambda: {"calls": 0, "seconds": 0.0, "computed": 0, "unpadded": 0})

@@ -119,8 +119,9 @@ def test_make_demo_rates_the_adapter_as_it_was_trained():
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     options = next(line.split("=", 1)[1].strip() for line in makefile.splitlines()
                    if line.startswith("SELFPLAY_OPTIONS"))
-    # the layout and sampling as trained; dtype and the K/V budget set only precision and memory
-    runtime = ("dtype=", "batch_kv_mb=")
+    # the layout and sampling as trained; dtype, the K/V and seat-cache budgets and the decisions a
+    # tick set only precision, memory and batching
+    runtime = ("dtype=", "batch_kv_mb=", "cache_mb=", "batch_size=")
     assert sorted(o for o in options.split("&") if not o.startswith(runtime)) == sorted(as_trained().split("&"))
     assert "dtype=auto" in options.split("&")
     # the adapter and its base model, both as trained, are make demo's Liar's Dice roster
