@@ -85,6 +85,17 @@ def test_a_tick_limit_serves_the_episodes_started_first_and_never_splits_a_group
     assert limited.episodes[2:4] == [sorted(ids[2:4])] * 2 and limited.episodes[4:] == [ids[4:]] * 2
 
 
+def test_progress_counts_only_the_ticks_that_decided_for_an_episode():
+    """The tick-limit run above, as progress sees it: an episode waiting its turn behind the limit
+    is not slowed down in its ticks (progress takes turns per tick as an episode's pace)."""
+    jobs = [EpisodeJob("prisoners_dilemma", s, ["counting", "counting"], config={"rounds": 2}) for s in range(5)]
+    seen = []
+    run_jobs(jobs, PolicyPool(prebuilt={"counting": LimitedPolicy(5)}), max_concurrent_episodes=5,
+             on_tick=lambda live, decisions: seen.append([ticks for _, _, ticks in live]))
+    # before the first tick, then each tick: the live episodes in start order (the ended ones gone)
+    assert seen == [[0] * 5, [1, 1, 0, 0, 0], [0, 0, 0], [1, 1, 0], [0], [1], []]
+
+
 def test_a_group_larger_than_the_limit_still_runs_alone():
     limited = LimitedPolicy(1)
     [record] = run_jobs([EpisodeJob("prisoners_dilemma", 0, ["counting", "counting"], config={"rounds": 2})],
