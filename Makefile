@@ -5,7 +5,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 OUT ?= runs/demo
-SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1&dtype=auto&batch_kv_mb=192&batch_size=16&cache_mb=160
+SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1&dtype=auto&batch_kv_mb=192&batch_size=8&cache_mb=160
 SELFPLAY_EPISODES ?= 40
 # tests/test_packaging.py installs this beside the project (its top-level package is also named
 # `agents`); setup-test fetches the wheel here once, so the test runs offline.
@@ -37,8 +37,8 @@ demo: setup
 	# every game, short per-game configs, every episode played to its real end (--preset demo).
 	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
-	# Each local model takes at most 16 decisions a tick (batch_size=16: as fast as 32 on a 2-core
-	# CPU without AMX, with about 560 MB less held; docs/benchmarks.md#memory-of-the-main-job).
+	# Each local model takes at most 8 decisions a tick (batch_size=8: on a 2-core CPU without AMX,
+	# about 600 MB less held than at 16 for 5% more time; docs/benchmarks.md#memory-of-the-main-job).
 	# Liar's Dice is played as the improvement loop: its own roster (--roster) on the game the
 	# shipped LoRA was trained on, two players with one die each, SELFPLAY_EPISODES deals per pair:
 	# the LoRA that 20 steps of self-play made of SmolLM2 (socialgym_agents/adapters, docs/selfplay.md),
@@ -48,7 +48,7 @@ demo: setup
 	# seat decides once or twice; the adapter's merged copy of the weights sits beside the base
 	# model's; docs/benchmarks.md#make-demo). Its pairs are in the summary's separated list like
 	# every other game's.
-	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=16,scripted:heuristic,scripted:random" --roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" -c liars_dice.num_players=2 -c liars_dice.dice=1 --game-episodes liars_dice=$(SELFPLAY_EPISODES) --out $(OUT)
+	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8,scripted:heuristic,scripted:random" --roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" -c liars_dice.num_players=2 -c liars_dice.dice=1 --game-episodes liars_dice=$(SELFPLAY_EPISODES) --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q
