@@ -192,9 +192,8 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
                 # Only the ticks that decided for an episode: progress reads turns per tick as its
                 # pace, and one waiting behind a tick limit would look slower than it will go once
                 # the run thins out (the main job's bar said "ETA 22-31 min" with 1-2 min left).
-                served = {id(entry) for _, items in requests.values() for entry, _, _ in items}
                 for entry in run.live:
-                    entry.ticks += id(entry) in served
+                    entry.ticks += id(entry) in decided
                 on_tick([(entry.job.game, len(entry.env.turns), entry.ticks) for entry in run.live],
                         run.turns_done + sum(len(entry.env.turns) for entry in run.live))
         run.close_journal()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from socialgym_benchmarks.perf.llm_memory import DEMO_AGENTS  # noqa: E402
+from socialgym_benchmarks.perf.llm_memory import DEMO_AGENTS, play_main_job  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -88,14 +88,7 @@ def run(args) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         with tempfile.TemporaryDirectory() as out:
-            if args.games:
-                from socialgym_benchmarks.tournament import tournament
-                done = tournament([g for g in args.games.split(",") if g], [a for a in args.agents.split(",") if a],
-                                  out=out, preset="demo", progress=False)
-                played, failed = done.played, done.failed
-            else:
-                from socialgym_benchmarks.perf.llm_memory import _run_demo_command
-                played, failed = _run_demo_command(out)
+            played, failed = play_main_job(out, args.games, args.agents)
     finally:
         loading.sdpa_shared_kv, hf_backend.HFBackend.__init__ = original_attention, original_init
         AttentionInterface.register(loading.SHARED_KV_ATTENTION, original_attention)

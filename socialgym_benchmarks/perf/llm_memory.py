@@ -86,6 +86,18 @@ class _PlayingPeak(threading.Thread):
                 self.peak = max(self.peak, _rss())
 
 
+def play_main_job(out: str, games: str = "", agents: str = DEMO_AGENTS) -> tuple:
+    """The main job into ``out``: make demo's tournament line (:func:`_run_demo_command`), or,
+    with ``games`` (comma-separated), those games with ``agents`` and ``--preset demo``;
+    (episodes logged, failed ones)."""
+    if not games:
+        return _run_demo_command(out)
+    from socialgym_benchmarks.tournament import tournament
+    done = tournament([g for g in games.split(",") if g], [a for a in agents.split(",") if a], out=out,
+                      preset="demo", progress=False)
+    return done.played, done.failed
+
+
 def _run_demo_command(out: str) -> tuple:
     """make demo's tournament line (demo_cost.demo_commands), run in this process by the
     tournament's typer app; (episodes logged, failed ones)."""
@@ -123,16 +135,10 @@ def run(args) -> dict:
             records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=args.batch)
             played, failed = len(records), sum(1 for r in records if r.get("failed"))
             what = f"{args.batch} games at once ({args.llm})"
-        elif args.demo:
-            played, failed = _run_demo_command(out)
-            what = "the main job as make demo runs it"
         else:
-            from socialgym_benchmarks.tournament import tournament
-            games = [g for g in args.games.split(",") if g]
-            agents = [a for a in args.agents.split(",") if a]
-            done = tournament(games, agents, out=out, preset="demo", progress=False)
-            played, failed = done.played, done.failed
-            what = f"the main job (--preset demo) on {','.join(games)}"
+            played, failed = play_main_job(out, "" if args.demo else args.games, args.agents)
+            what = "the main job as make demo runs it" if args.demo else \
+                f"the main job (--preset demo) on {','.join(g for g in args.games.split(',') if g)}"
     sampler.done.set()
     sampler.join()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
