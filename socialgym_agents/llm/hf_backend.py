@@ -19,11 +19,16 @@ All requests of one tick (up to ``batch_size`` at a time) are handled in two sta
    where S is the longest new suffix of the group; a row whose own suffix is shorter
    re-encodes a few of its cached tokens (c_i = len(prompt_i) - S). Attention masks and RoPE
    positions are passed explicitly, so each row computes exactly what it would alone.
-2. Decode: the groups' caches are left-padded to one length and stacked, and every row of the
-   tick is decoded together, one token per forward pass (this is where batching pays on CPU:
-   a decode step costs about the same for 1 or 32 rows). Rows stop at EOS, at
-   ``max_new_tokens``, or (``stop_at_json``) once a complete JSON object was generated; a
-   finished row is fed padding with mask 0.
+2. Decode: groups of similar total length form one decode batch, whose K/V buffer (its rows
+   left-padded to one length) is allocated before its groups are prefilled: each group writes
+   straight into its rows of it, and a seat's cached K/V, once copied there, leaves the seat
+   store until the tick stores its extended cache. Every row of the batch is decoded together,
+   one token per forward pass (this is where batching pays on CPU: a decode step costs about
+   the same for 1 or 32 rows), and one batch is prefilled, decoded and stored before the
+   next, so a tick holds one batch's K/V at a time. Rows stop at EOS, at ``max_new_tokens``,
+   or (``stop_at_json``) once a complete JSON object was generated; a finished row is fed
+   padding with mask 0, and the finished rows leave the batch by moving the live ones up
+   within its buffer.
 
 The batch's K/V live in buffers with room for the tick's decode steps
 (:mod:`socialgym_agents.llm.kv_cache`): a step writes one token in place instead of transformers'
@@ -152,6 +157,7 @@ class HFBackend:
             self.model, self.tokenizer = load_model(model_name, config.dtype, config.device, config.device_map)
         # Every input tensor is made where the model's first weights are (its embedding).
         self.device = self.model.get_input_embeddings().weight.device
+        self._devices: Optional[list] = None       # per decoder layer (_layer_devices)
         self.context = config.context or model_context(self.model.config)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
@@ -319,8 +325,8 @@ class HFBackend:
         """The tick's rows in decode batches of at most ``batch_size`` rows whose K/V buffers
         (rows x (longest prompt + decode room) tokens) fit ``batch_kv_mb``, shortest prompts
         first. The budget bounds the memory of a tick: at 64 live episodes a single batch of
-        every row held 1.5 GB of bfloat16 K/V (twice that while the prefill groups' caches were
-        merged into it)."""
+        every row held 1.5 GB of bfloat16 K/V (and, before the groups were prefilled into the
+        batch's buffer, twice that while their caches were merged into it)."""
         room = self.config.max_new_tokens + GUIDED_EXTRA
         return _pack(rows, lambda r: len(r.ids) + room, self.kv_token_budget(), self.config.batch_size)
 
@@ -330,11 +336,15 @@ class HFBackend:
 
     def kv_bytes_per_token(self) -> int:
         """Bytes of keys and values one token holds in the cache, over all layers."""
+        heads, head_dim = self._kv_heads()
+        itemsize = next(self.model.parameters()).element_size()
+        return 2 * self.model.config.num_hidden_layers * heads * head_dim * itemsize
+
+    def _kv_heads(self) -> tuple:
+        """(key/value heads, head size) of the model's attention."""
         cfg = self.model.config
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        itemsize = next(self.model.parameters()).element_size()
-        return 2 * cfg.num_hidden_layers * heads * head_dim * itemsize
+        return heads, getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
 
     # ------------------------------------------------------------------ scoring candidates
     def score(self, items: list, candidates: list) -> list:
@@ -431,16 +441,18 @@ class HFBackend:
         return [piece for group in groups for part in _similar_lengths(group, lambda r: r.reuse)
                 for piece in _token_budget(part)]
 
-    def _prefill(self, rows: list, room: int = 0):
+    def _prefill(self, rows: list, room: int = 0, into=None):
         """Encode the new suffixes of ``rows`` on top of their cached prefixes (one forward).
         Returns (cache with all padding on the left and ``room`` positions to spare, mask,
-        last logits, starts)."""
+        last logits, starts). ``into`` (a decode batch's cache, its rows, its length): the
+        group's keys and values are written straight into those rows of it, right-aligned to
+        that length, instead of a cache of the group's own that would then be copied into it.
+        A row's own seat cache leaves the store once copied (its next one is stored after the
+        tick): the tick held it twice, beside the batch's copy, at the peak of the main job."""
         import torch
-        from .kv_cache import RoomyCache, empty_cache
+        from .kv_cache import RoomyCache, RoomyLayer, empty_cache
         batch = len(rows)
-        span = max(len(r.ids) - r.reuse for r in rows)               # S: input length of the group
-        starts = [max(0, len(r.ids) - span) for r in rows]            # c_i: cached tokens used
-        cached_len = max(starts)                                      # C
+        span, starts, cached_len = _prefill_layout(rows)
         pads = [span - (len(r.ids) - c) for r, c in zip(rows, starts)]
         input_ids = torch.full((batch, span), self.pad_id, dtype=torch.long, device=self.device)
         mask = torch.zeros((batch, cached_len + span), dtype=torch.long, device=self.device)
@@ -451,35 +463,47 @@ class HFBackend:
             mask[i, cached_len - c:cached_len] = 1
             mask[i, cached_len + pad:] = 1
             positions[i, pad:] = torch.arange(c, c + len(real))
-        if cached_len:
+        if into is not None:
+            target, first, length = into
+            offset = length - cached_len - span
+            cache = RoomyCache([RoomyLayer(layer.key_buffer[first:first + batch, :, offset:],
+                                           layer.value_buffer[first:first + batch, :, offset:], cached_len)
+                                for layer in target.layers])
+        elif cached_len:
             cache = empty_cache(next(r.kv for r, c in zip(rows, starts) if c), batch, cached_len, span + room)
-            for layer, target in enumerate(cache.layers):
+        else:
+            cache = RoomyCache(room=room)
+        if cached_len:
+            for layer, target_layer in enumerate(cache.layers):
                 for i, (row, c) in enumerate(zip(rows, starts)):
                     if c:
                         k, v = row.kv[layer]
-                        target.key_buffer[i, :, cached_len - c:cached_len] = k[0, :, :c]
-                        target.value_buffer[i, :, cached_len - c:cached_len] = v[0, :, :c]
-        else:
-            cache = RoomyCache(room=room)
+                        target_layer.key_buffer[i, :, cached_len - c:cached_len] = k[0, :, :c]
+                        target_layer.value_buffer[i, :, cached_len - c:cached_len] = v[0, :, :c]
+        for row in rows:
+            own = self._seat_cache.get(row.key)
+            if row.kv is not None and own is not None and own[1] is row.kv:
+                self.release(row.key)
+            row.kv = None
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                          cache=cache, use_cache=True, logits_to_keep=1)
         self.stats["forward_passes"] += 1
         return out.cache, mask, out.logits[:, -1, :].float(), starts
 
     def _decode_group(self, rows: list, store: bool = True) -> list:
-        """Prefill each suffix-length group, merge the groups of similar total length into
-        decode batches (caches left-padded to one length) and decode each batch's rows
-        together, one token per forward pass."""
+        """Prefill each suffix-length group straight into the decode batch it joins (groups of
+        similar total length share one, their caches left-padded to one length) and decode each
+        batch's rows together, one token per forward pass. A batch is prefilled, decoded and
+        stored before the next is prefilled, so one batch's keys and values are held at a time."""
         room = self.config.max_new_tokens + GUIDED_EXTRA          # the most decode steps
-        parts = [(group, *self._prefill(group, room)) for group in self._prefill_groups(rows)]
-        batches = _similar_lengths(parts, lambda part: part[2].shape[1])
-        del parts
+        groups = [(group, _prefill_layout(group)) for group in self._prefill_groups(rows)]
+        batches = _similar_lengths(groups, lambda g: g[1][0] + g[1][2])
+        del groups
         replies = []
         while batches:
-            batch = batches.pop(0)     # its prefill caches are freed once merged, not at the end
-            rows = [row for group, *_ in batch for row in group]
-            starts = [c for *_, cs in batch for c in cs]
-            cache, mask, logits = _merge_prefills(batch, room)
+            batch = [group for group, _ in batches.pop(0)]
+            rows = [row for group in batch for row in group]
+            cache, mask, logits, starts = self._prefill_batch(batch, room)
             del batch
             generated = self._decode_loop(rows, cache, mask, logits, store)
             for i, row in enumerate(rows):
@@ -496,6 +520,37 @@ class HFBackend:
                                                            is not None else {})})))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
+    def _layer_devices(self) -> list:
+        """The device of each decoder layer (accelerate's ``device_map`` may spread them)."""
+        if self._devices is None:
+            try:
+                self._devices = [next(layer.parameters()).device for layer in self.model.get_decoder().layers]
+            except (AttributeError, StopIteration):
+                self._devices = [self.device] * self.model.config.num_hidden_layers
+        return self._devices
+
+    def _prefill_batch(self, groups: list, room: int):
+        """One decode batch from prefill ``groups``: a cache of all their rows, left-padded to the
+        longest group's length with ``room`` to spare, each group prefilled into its own rows
+        (:meth:`_prefill`), and the batch's mask, last logits and starts."""
+        import torch
+        from .kv_cache import zero_cache
+        length = max(span + cached_len for span, _, cached_len in map(_prefill_layout, groups))
+        heads, head_dim = self._kv_heads()
+        # the dtype the projections give the keys: autocast's (a float32 model under a bfloat16
+        # autocast writes bfloat16 keys), else the weights'
+        dtype = torch.get_autocast_dtype(self.device.type) if torch.is_autocast_enabled(self.device.type) \
+            else next(self.model.parameters()).dtype
+        cache = zero_cache(self._layer_devices(), (sum(len(g) for g in groups), heads, length, head_dim), room, dtype)
+        masks, logits, starts, first = [], [], [], 0
+        for group in groups:
+            _, mask, last, group_starts = self._prefill(group, into=(cache, first, length))
+            masks.append(torch.cat([mask.new_zeros(mask.shape[0], length - mask.shape[1]), mask], dim=1))
+            logits.append(last)
+            starts += group_starts
+            first += len(group)
+        return cache, torch.cat(masks), torch.cat(logits), starts
+
     def _count(self, row, reused: int, new_tokens: int) -> None:
         self.stats["prompt_tokens"] += len(row.ids)
         self.stats["reused_tokens"] += reused
@@ -507,7 +562,7 @@ class HFBackend:
         leaves the batch soon after it is done (its K/V kept for its seat first, if ``store``):
         a finished short reply must not keep paying for a long one's decode steps."""
         import torch
-        from .kv_cache import select_rows
+        from .kv_cache import keep_rows
         cfg = self.config
         generators = None
         if cfg.temperature > 0:
@@ -535,8 +590,9 @@ class HFBackend:
                     for i, r in enumerate(slots):
                         if not active[i]:
                             self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
-                keep = torch.tensor([i for i in range(len(slots)) if active[i]], device=self.device)
-                cache = select_rows(cache, keep)
+                kept = [i for i in range(len(slots)) if active[i]]
+                keep = torch.tensor(kept, device=self.device)
+                cache = keep_rows(cache, kept)
                 mask, next_pos = mask.index_select(0, keep), next_pos.index_select(0, keep)
                 slots = [r for i, r in enumerate(slots) if active[i]]
                 active = [True] * live
@@ -670,14 +726,10 @@ def _similar_lengths(items: list, length) -> list:
     return runs + [current] if current else runs
 
 
-def _merge_prefills(parts, room: int):
-    """One batch from the prefill groups: KV caches (with ``room`` for decoding) and masks
-    left-padded to one length, logits concatenated. ``parts``: (group, cache, mask, logits,
-    starts) per group."""
-    import torch
-    from .kv_cache import stack_left_padded
-    length = max(p[2].shape[1] for p in parts)
-    cache = stack_left_padded([p[1] for p in parts], room)
-    mask = torch.cat([torch.cat([m.new_zeros(m.shape[0], length - m.shape[1]), m], dim=1) for _, _, m, _, _ in parts])
-    logits = torch.cat([lg for *_, lg, _ in parts])
-    return cache, mask, logits
+def _prefill_layout(rows: list) -> tuple:
+    """(S, [c_i], C) of a prefill group: its input length (the longest new suffix), the cached
+    tokens each row uses (a row with a shorter suffix re-encodes some of its cache instead of
+    padding), and the longest of those."""
+    span = max(len(r.ids) - r.reuse for r in rows)
+    starts = [max(0, len(r.ids) - span) for r in rows]
+    return span, starts, max(starts)

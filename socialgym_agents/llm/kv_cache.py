@@ -100,11 +100,20 @@ def empty_cache(template: list, batch: int, length: int, room: int) -> RoomyCach
     """A zero cache of ``batch`` rows shaped like ``template`` [(keys, values)] per layer, with
     ``length`` filled positions (zeros: left padding and slots for the caller to copy into)
     and ``room`` more."""
-    layers = []
-    for keys, values in template:
-        shape = (batch, keys.shape[1], length + room, keys.shape[3])
-        layers.append(RoomyLayer(_tracked(keys.new_zeros(shape)), _tracked(values.new_zeros(shape)), length))
-    return RoomyCache(layers)
+    keys = template[0][0]
+    return zero_cache([k.device for k, _ in template], (batch, keys.shape[1], length, keys.shape[3]), room,
+                      keys.dtype)
+
+
+def zero_cache(devices: list, shape: tuple, room: int, dtype) -> RoomyCache:
+    """A cache of zeros, a layer on each of ``devices`` (layers may sit on several GPUs),
+    ``shape`` = (batch, heads, filled positions, dim), with ``room`` positions more. Zeros, not
+    empty memory: padding is masked out, but a masked NaN would still make the attention NaN."""
+    batch, heads, length, dim = shape
+    full = (batch, heads, length + room, dim)
+    return RoomyCache([RoomyLayer(_tracked(torch.zeros(full, dtype=dtype, device=device)),
+                                  _tracked(torch.zeros(full, dtype=dtype, device=device)), length)
+                       for device in devices])
 
 
 def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCache:
@@ -122,20 +131,15 @@ def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCa
     return RoomyCache(layers)
 
 
-def stack_left_padded(caches: list, room: int) -> RoomyCache:
-    """One cache of all rows of ``caches``, each left-padded with zeros to the longest, with
-    ``room`` free slots (a single cache that has the room is used as it is)."""
-    if len(caches) == 1 and caches[0].layers[0].key_buffer.shape[2] - caches[0].layers[0].length >= room:
-        return caches[0]
-    length = max(c.layers[0].length for c in caches)
-    batch = sum(c.layers[0].keys.shape[0] for c in caches)
-    merged = empty_cache([(layer.keys, layer.values) for layer in caches[0].layers], batch, length, room)
-    for index, layer in enumerate(merged.layers):
-        row = 0
-        for cache in caches:
-            part = cache.layers[index]
-            rows = part.keys.shape[0]
-            layer.key_buffer[row:row + rows, :, length - part.length:length] = part.keys
-            layer.value_buffer[row:row + rows, :, length - part.length:length] = part.values
-            row += rows
-    return merged
+def keep_rows(cache: RoomyCache, rows: list) -> RoomyCache:
+    """The cache of the batch rows ``rows`` (ascending), moved to the front of the same buffers:
+    no second copy of the batch while its finished rows are dropped (their memory is freed with
+    the batch)."""
+    layers = []
+    for layer in cache.layers:
+        for slot, row in enumerate(rows):
+            if slot != row:             # rows ascend, so a row is read before it is overwritten
+                layer.key_buffer[slot].copy_(layer.key_buffer[row])
+                layer.value_buffer[slot].copy_(layer.value_buffer[row])
+        layers.append(RoomyLayer(layer.key_buffer[:len(rows)], layer.value_buffer[:len(rows)], layer.length))
+    return RoomyCache(layers)

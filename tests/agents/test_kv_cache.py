@@ -2,7 +2,7 @@
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from socialgym_agents.llm.kv_cache import RoomyCache, RoomyLayer, empty_cache, select_rows, stack_left_padded
+from socialgym_agents.llm.kv_cache import RoomyCache, RoomyLayer, empty_cache, keep_rows, select_rows, zero_cache
 
 
 def _kv(batch, length, seed):
@@ -33,21 +33,33 @@ def test_an_update_longer_than_the_room_left_grows_enough():
     assert roomy.key_buffer.shape[2] >= roomy.length == 49
 
 
-def test_select_rows_and_left_padded_stacking():
-    a, b = empty_cache([_kv(1, 0, 0)], 2, 4, 2), empty_cache([_kv(1, 0, 0)], 1, 2, 0)
-    a.layers[0].key_buffer[:, :, :4] = _kv(2, 4, 1)[0]
+def test_select_rows_copies_and_keep_rows_compacts_in_place():
+    a, b = empty_cache([_kv(1, 0, 0)], 3, 4, 2), empty_cache([_kv(1, 0, 0)], 1, 2, 0)
+    a.layers[0].key_buffer[:, :, :4] = _kv(3, 4, 1)[0]
+    a.layers[0].value_buffer[:, :, :4] = _kv(3, 4, 1)[1]
     b.layers[0].key_buffer[:, :, :2] = _kv(1, 2, 2)[0]
     picked = select_rows(a, torch.tensor([1]), room=1)
-    assert torch.equal(picked.layers[0].keys, a.layers[0].keys[1:])
+    assert torch.equal(picked.layers[0].keys, a.layers[0].keys[1:2])
     bigger = select_rows(b, torch.tensor([0]), room=5)               # b had no room: a new buffer
     assert bigger.layers[0].key_buffer.shape[2] == 7 and torch.equal(bigger.layers[0].keys, b.layers[0].keys)
-    stacked = stack_left_padded([a, b], room=3)
-    layer = stacked.layers[0]
-    assert layer.length == 4 and layer.key_buffer.shape[2] == 7
-    assert torch.equal(layer.keys[:2], a.layers[0].keys)
-    assert torch.equal(layer.keys[2:, :, 2:], b.layers[0].keys) and not layer.keys[2:, :, :2].any()
-    assert stack_left_padded([a], room=2) is a                       # already has the room
-    assert isinstance(stacked, RoomyCache)
+    # the decode loop drops finished rows: the rest move up within the same buffer
+    expected = [a.layers[0].keys[[0, 2]].clone(), a.layers[0].values[[0, 2]].clone()]
+    buffer = a.layers[0].key_buffer
+    kept = keep_rows(a, [0, 2])
+    layer = kept.layers[0]
+    assert isinstance(kept, RoomyCache) and layer.length == 4 and layer.key_buffer.shape[:3] == (2, 3, 6)
+    assert torch.equal(layer.keys, expected[0]) and torch.equal(layer.values, expected[1])
+    assert layer.key_buffer.data_ptr() == buffer.data_ptr()          # no second copy of the batch
+    layer.update(*_kv(2, 2, 3))                                      # the room is still there
+    assert layer.length == 6 and layer.key_buffer.data_ptr() == buffer.data_ptr()
+
+
+def test_zero_cache_is_zeros_with_its_filled_length_and_room():
+    cache = zero_cache(["cpu", "cpu"], (2, 3, 5, 4), room=2, dtype=torch.bfloat16)
+    assert len(cache.layers) == 2
+    for layer in cache.layers:
+        assert layer.length == 5 and layer.key_buffer.shape == (2, 3, 7, 4)
+        assert layer.key_buffer.dtype == torch.bfloat16 and not layer.key_buffer.any() and not layer.value_buffer.any()
 
 
 def test_prefill_passes_stay_within_the_token_budget():

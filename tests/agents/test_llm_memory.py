@@ -22,31 +22,33 @@ def _first_prompts(seats=4):
             for a in env.possible_agents[:seats]]
 
 
-def _decode_batch_sizes(model):
+def _complete_measured(backend, items) -> tuple:
+    """``backend.complete(items)``, the row counts of its decode steps, and the most bytes of
+    decode-batch K/V alive at once."""
+    from socialgym_agents.llm import kv_cache
     sizes = []
-    handle = model.register_forward_pre_hook(
+    handle = backend.model.register_forward_pre_hook(
         lambda mod, args, kwargs: sizes.append(kwargs["input_ids"].shape[0]) if kwargs["input_ids"].shape[1] == 1 else None,
         with_kwargs=True)
-    return sizes, handle
+    kv_cache.reset_peak()
+    try:
+        replies = backend.complete(items)
+    finally:
+        handle.remove()
+    return replies, sizes, kv_cache.LIVE["peak_bytes"]
 
 
 def test_decode_batches_fit_the_kv_budget_and_decide_alike(smollm2_available):
-    from socialgym_agents.llm import kv_cache
     items = _first_prompts()
     opts = "max_new_tokens=8&constrained=0"
     roomy = _backend(opts + "&batch_kv_mb=4096")
     row_bytes = (len(roomy._prompt_ids(items[0])[0]) + 8 + 48) * roomy.kv_bytes_per_token()
     budget_mb = -(-2 * row_bytes // 2**20) + 2          # room for two rows of the four, not three
     tight = _backend(f"{opts}&batch_kv_mb={budget_mb}&cache_mb=4096")
-    sizes, handle = _decode_batch_sizes(tight.model)
-    kv_cache.reset_peak()
-    try:
-        replies = tight.complete(items)
-    finally:
-        handle.remove()
+    replies, sizes, peak = _complete_measured(tight, items)
     assert sizes and max(sizes) == 2                    # four rows, decoded two by two
-    # The prefill caches of a batch and their merged copy are alive together, no more.
-    assert kv_cache.LIVE["peak_bytes"] <= 2 * budget_mb * 2**20
+    # A batch's rows are prefilled into its one buffer and retired within it: one copy at a time.
+    assert peak <= budget_mb * 2**20
     assert [r.text for r in replies] == [r.text for r in roomy.complete(items)]
 
 
@@ -67,6 +69,50 @@ def test_seat_caches_stay_within_cache_mb_and_an_evicted_seat_decides_alike(smol
               for item, reply in zip(items, first)]
     assert [r.text for r in tight.complete(follow)] == [r.text for r in roomy.complete(follow)]
     assert tight.stats["reused_tokens"] < roomy.stats["reused_tokens"]
+
+
+def test_prefill_groups_write_into_their_decode_batch_without_a_merged_copy(smollm2_available):
+    """A seat's short next turn and another seat's long first prompt are prefilled apart (their
+    new suffixes differ) and decoded as one batch: the batch's K/V are allocated once, and the
+    groups write into it (no cache per group copied into a merged one)."""
+    items = _first_prompts(2)
+    opts = "max_new_tokens=8&constrained=0"
+    backend = _backend(opts)
+    first = backend.complete(items[:1])
+    tick = [Completion(items[0].key, items[0].messages + [{"role": "assistant", "content": first[0].text},
+                                                          {"role": "user", "content": "Again, please."}]),
+            items[1]]
+    rows = backend._rows(tick)
+    suffixes = sorted(len(r.ids) - r.reuse for r in rows)
+    assert suffixes[1] > 2 * suffixes[0]                                 # two prefill groups
+    replies, sizes, peak = _complete_measured(backend, tick)
+    assert sizes and max(sizes) == 2                                     # one decode batch
+    room = 8 + 48                                                        # max_new_tokens + GUIDED_EXTRA
+    assert peak <= 2 * (max(len(r.ids) for r in rows) + room) * backend.kv_bytes_per_token()
+    alone = _backend(opts + "&cache_mb=0")
+    assert [r.text for r in replies] == [r.text for r in alone.complete(tick)]
+
+
+def test_a_seat_cache_leaves_the_store_once_copied_into_its_tick(smollm2_available):
+    """A seat's cached context is copied into the tick's batch, then dropped from the store (its
+    extended cache is stored after the tick): the tick does not hold it twice."""
+    items = _first_prompts(2)
+    backend = _backend("max_new_tokens=8&constrained=0")
+    first = backend.complete(items)
+    held_at_prefill = []
+    handle = backend.model.register_forward_pre_hook(
+        lambda mod, args, kwargs: held_at_prefill.append({k for k in backend._seat_cache if k[0] == "ep"})
+        if kwargs["input_ids"].shape[1] > 1 else None, with_kwargs=True)
+    follow = [Completion(item.key, item.messages + [{"role": "assistant", "content": reply.text},
+                                                    {"role": "user", "content": "Again, please."}])
+              for item, reply in zip(items, first)]
+    try:
+        backend.complete(follow)
+    finally:
+        handle.remove()
+    assert held_at_prefill and held_at_prefill[-1] == set()
+    assert backend.stats["reused_tokens"] > 0                         # the turns did reuse their caches
+    assert {k for k in backend._seat_cache if k[0] == "ep"} == {item.key for item in items}
 
 
 def test_a_bfloat16_load_keeps_no_float32_copy(smollm2_available, monkeypatch):
