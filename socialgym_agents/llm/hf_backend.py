@@ -448,7 +448,7 @@ class HFBackend:
         group's keys and values are written straight into those rows of it, right-aligned to
         that length, instead of a cache of the group's own that would then be copied into it.
         A row's own seat cache leaves the store once copied (its next one is stored after the
-        tick): the tick held it twice, beside the batch's copy, at the peak of the main job."""
+        tick), so the tick does not hold it twice, in the store and in the batch."""
         import torch
         from .kv_cache import RoomyCache, RoomyLayer, empty_cache
         batch = len(rows)
