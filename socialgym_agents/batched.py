@@ -48,7 +48,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import socialgym_env
 from socialgym_env.journal import append_journal, compact_journal, job_fingerprint
@@ -60,6 +60,16 @@ from .base import Request, seat_seed
 from .jobs import failed_record, set_playbook
 
 DEFAULT_MAX_CONCURRENT_EPISODES = 64
+
+
+class InPlay(NamedTuple):
+    """An episode in play, as ``on_tick`` reports it: its game, the turns played, the ticks of
+    this run that decided for it (not those it waited out behind a policy's ``tick_limit``) and
+    its episode id (so progress can tell which planned episode it is)."""
+    game: str
+    turns: int
+    ticks: int
+    episode_id: str
 
 
 @dataclass
@@ -74,6 +84,10 @@ class _Live:
     journaled: bool = False                           # the journal holds lines of this episode
     fingerprint: Optional[str] = None                 # set when journaling: the job its lines belong to
     ticks: int = 0                                    # ticks of this run that decided for it (progress)
+
+
+def _in_play(entry: _Live) -> InPlay:
+    return InPlay(entry.job.game, len(entry.env.turns), entry.ticks, entry.job.episode_id)
 
 
 def _request(env, live: _Live, agent: str, policy, offset: int) -> Request:
@@ -167,10 +181,8 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
     """Play ``jobs`` (already filtered for resume) with batched decisions; return their records
     in job order. Each record is appended to ``log_path`` (a path, or a function of the record
     giving one) as soon as its episode ends. ``on_tick(live, decisions)``, if given, is called
-    after every tick with ``(game, turns, ticks)`` of each live episode (its turns, and the ticks
-    of this run that decided for it: not those it waited out behind a policy's ``tick_limit``)
-    and the turns played so far, and once before the first decision (every ``ticks`` 0: the
-    turns resumed from a journal).
+    after every tick with an :class:`InPlay` per live episode and the turns played so far, and
+    once before the first decision (every ``ticks`` 0: the turns resumed from a journal).
     ``journal`` (a path, or a function of the job giving one) keeps the live episodes' turns
     and resumes the jobs it holds (see the module docstring); ``on_timing(record, timing)`` gets
     each finished episode's ``[turn, seconds, batch]`` list."""
@@ -180,8 +192,7 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
             # the state before any decision (turns resumed from a journal), so that progress
             # does not count them as this run's work
             run.fill()
-            on_tick([(entry.job.game, len(entry.env.turns), 0) for entry in run.live],
-                    sum(len(entry.env.turns) for entry in run.live))
+            on_tick([_in_play(entry) for entry in run.live], sum(len(entry.env.turns) for entry in run.live))
         while run.queue or run.live:
             run.fill()
             requests = run.gather()          # 1. every due decision, grouped by policy
@@ -194,7 +205,7 @@ def run_batched(jobs: Sequence, pool, log_path=None, progress: bool = False,
                 # the run thins out (the main job's bar said "ETA 22-31 min" with 1-2 min left).
                 for entry in run.live:
                     entry.ticks += id(entry) in decided
-                on_tick([(entry.job.game, len(entry.env.turns), entry.ticks) for entry in run.live],
+                on_tick([_in_play(entry) for entry in run.live],
                         run.turns_done + sum(len(entry.env.turns) for entry in run.live))
         run.close_journal()
     finally:

@@ -15,10 +15,10 @@ import socialgym_env
 from socialgym_env.logs import completed_episode_ids
 
 from .base import Decision, Request, seat_seed
-from .batched import run_batched
+from .batched import InPlay, run_batched
 from .jobs import EpisodeJob, PolicyPool, failed_record, set_playbook
 
-__all__ = ["EpisodeJob", "PolicyPool", "failed_record", "play_episode", "run_jobs"]
+__all__ = ["EpisodeJob", "InPlay", "PolicyPool", "failed_record", "play_episode", "run_jobs"]
 
 
 def play_episode(job: EpisodeJob, pool: PolicyPool, on_turn: Optional[Callable] = None) -> dict:
@@ -72,8 +72,8 @@ def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_
     the batched runner; each is appended to ``log_path`` as soon as it ends. With
     ``max_concurrent_episodes=1`` the jobs run one after another, in order. ``log_path`` may be
     a function of the record (one log per game); ``on_record`` is called as each one ends,
-    ``on_tick([(game, turns) of each episode in play], decisions so far)`` after every round of
-    decisions (progress). ``journal`` (a path, or a function of the job) keeps the turns of the
+    ``on_tick([InPlay(game, turns, ticks, episode_id) of each episode in play], decisions so
+    far)`` after every round of decisions (progress). ``journal`` (a path, or a function of the job) keeps the turns of the
     episodes in play so a killed run resumes them where they were; ``on_timing(record, [[turn,
     seconds, batch], ...])`` gets each finished episode's decision times (see
     :mod:`socialgym_agents.batched`)."""

@@ -4,12 +4,18 @@ rate, the games in play, and an ETA that is only shown when there is a basis for
 The batched runner plays many episodes at once, so episodes tend to end together near the end of
 a run: a bar that moves only when an episode ends sits still for minutes and then jumps, and
 tqdm's smoothed rate (from the gaps between those bursts) gives ETAs of hours on a run of minutes.
-:class:`ProgressEstimate` counts work in episodes, an episode in play counting for the share of its
-game's expected turns it has played (the mean length of that game's episodes already finished in
-this run, capped at :data:`IN_PLAY_CAP` of an episode), and takes the rate as the work done since
-the run started over the time since (a cumulative mean: a burst of records is work done, not a
-rate). No ETA is shown until every game with episodes left has finished one (its length is
-otherwise unknown) and the run has made :data:`MIN_WORK` episodes of work.
+
+:class:`ProgressEstimate` counts work in *seat-turns that take time*: an episode's turns times the
+share of its seats held by a policy that is not scripted (a model's, a human's). An episode with
+only scripted seats ends the moment it starts and counts for nothing; counting it as an episode
+made the main job's early ETA a few minutes on a run of thirteen. A game's expected length is the
+mean length of its episodes already finished in this run, and before one has finished, the
+length of a few episodes of it played by ``scripted:random`` seats when the run starts
+(``prior_turns``: milliseconds; without it the bar said "ETA once a stag_hunt episode ends" for
+most of the main job, whose short games start last). An episode in play counts for the turns it
+has played, capped at :data:`IN_PLAY_CAP` of its expected length. The rate is the work done
+since the first tick over the time since (a cumulative mean: a burst of records is work done,
+not a rate); no ETA is shown before :data:`MIN_WORK_SHARE` of the planned work is done.
 
 Near the end the throughput says little: the last long episodes play one decision a tick, however
 few they are, so the ETA is also never below their critical path -- the most ticks any episode in
@@ -29,7 +35,7 @@ from typing import Callable, Optional
 
 IN_PLAY_CAP = 0.9      # an episode in play counts for at most this share until it ends
 TICK_SMOOTHING = 0.3   # weight of the newest tick in the seconds-per-tick mean
-MIN_WORK = 0.25        # episodes of work this run must have made before an ETA is given
+MIN_WORK_SHARE = 0.02  # share of the planned work this run must have made before an ETA is given
 OUTLAST_SHARE = 0.25   # an episode longer than every finished one of its game: this share of its turns to go
 IN_PLAY_SHOWN = 3      # games named on the status line; a wide run would push the bar off the screen
 
@@ -57,27 +63,49 @@ def duration(seconds: float) -> str:
 
 class ProgressEstimate:
     """Counts and ETA of one run from the runner's stream: :meth:`finished` per episode record,
-    :meth:`tick` per round of decisions. ``planned`` is ``{game: episodes to play in this run}``;
-    ``clock`` is injectable so tests feed a simulated stream."""
+    :meth:`tick` per round of decisions. ``planned`` is ``{episode id: (game, weight)}`` for the
+    episodes to play in this run, ``weight`` the share of their seats that take time (see the
+    module docstring; :func:`planned_episodes` makes it from jobs); ``prior_turns`` is ``{game:
+    turns}`` to expect of a game before one of its episodes ends; ``clock`` is injectable so tests
+    feed a simulated stream."""
 
-    def __init__(self, planned: dict, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, planned: dict, clock: Callable[[], float] = time.monotonic,
+                 prior_turns: Optional[dict] = None):
         self.clock = clock
-        self.started = clock()
-        self.left = dict(planned)                 # game -> episodes not yet finished
+        self.planned = dict(planned)              # episode id -> (game, weight)
+        if not any(weight for _, weight in self.planned.values()):
+            # nothing but scripted seats: then their turns are the work there is
+            self.planned = {key: (game, 1.0) for key, (game, _) in self.planned.items()}
+        self.unfinished = set(self.planned)
+        self.prior_turns = dict(prior_turns or {})
         self.lengths: dict = defaultdict(list)    # game -> turns of its finished episodes
-        self.live: list = []                      # (game, turns) of the episodes in play
+        self.lengths_timed: dict = defaultdict(list)   # game -> turns of those that seated a timed policy
+        self.finished_work = 0.0
+        self.live: list = []                      # InPlay-like (game, turns, ticks, episode id) in play
         self.decisions = 0
         self.first_decisions: Optional[int] = None   # turns at the first tick (a resume replays some)
-        self.start_work: Optional[float] = None
+        self.started: Optional[float] = None      # the first tick: loading before it is not play
+        self.start_live: list = []                # the episodes in play at the first tick (a resume's)
         self.last_tick: Optional[float] = None
         self.tick_seconds: Optional[float] = None   # recent seconds per tick (a smoothed mean)
 
-    def finished(self, game: str, turns: int) -> None:
-        self.left[game] = self.left.get(game, 1) - 1
+    def weight(self, episode_id) -> float:
+        """An episode's share of timed seats; 1 for one not planned (a caller that gave no ids)."""
+        return self.planned.get(episode_id, (None, 1.0))[1]
+
+    def finished(self, game: str, turns: int, episode_id=None) -> None:
+        self.unfinished.discard(episode_id)
+        if episode_id is not None:            # until the next tick, the live list still holds it
+            self.live = [entry for entry in self.live if entry[3] != episode_id]
+        weight = self.weight(episode_id)
         self.lengths[game].append(turns)
+        if weight > 0:
+            self.lengths_timed[game].append(turns)
+        self.finished_work += weight * turns
 
     def tick(self, live: list, decisions: int) -> None:
-        """``live``: ``(game, turns)`` or ``(game, turns, ticks)`` per episode in play."""
+        """``live``: ``(game, turns, ticks, episode id)`` per episode in play (an
+        :class:`socialgym_agents.runner.InPlay`)."""
         now = self.clock()
         if self.last_tick is not None:
             gap = now - self.last_tick
@@ -89,45 +117,69 @@ class ProgressEstimate:
         if self.first_decisions is None:
             # turns in play at the first tick were mostly replayed from a journal, not made now
             self.first_decisions = decisions
-            self.start_work = self._in_play_work() or 0.0
+            self.started = now
+            self.start_live = list(live)
 
-    def _expected(self, game: str) -> Optional[float]:
-        lengths = self.lengths.get(game)
-        return sum(lengths) / len(lengths) if lengths else None
+    def expected_turns(self, game: str) -> Optional[float]:
+        """A game's expected length: the mean of its finished episodes that seated a timed policy
+        (those are the ones left to wait for), else of all its finished ones, else its prior."""
+        lengths = self.lengths_timed.get(game) or self.lengths.get(game)
+        if lengths:
+            return sum(lengths) / len(lengths)
+        return self.prior_turns.get(game)
 
-    def _in_play_work(self) -> Optional[float]:
-        """Episodes' worth of work in the episodes in play; None when a game's length is unknown."""
+    def _in_play_work(self, live: Optional[list] = None) -> Optional[float]:
+        """Work in the episodes in play (or ``live``); None when a timed episode's game length is
+        unknown."""
         work = 0.0
-        for game, turns, *_ in self.live:
-            expected = self._expected(game)
+        for game, turns, _ticks, episode_id, *_ in (self.live if live is None else live):
+            weight = self.weight(episode_id)
+            if not weight:
+                continue
+            expected = self.expected_turns(game)
             if expected is None:
                 return None
-            work += min(turns / max(expected, 1.0), IN_PLAY_CAP)
+            work += weight * min(turns, IN_PLAY_CAP * max(expected, 1.0))
+        return work
+
+    def _planned_work(self) -> Optional[float]:
+        """Work of the episodes not finished, as expected; None while a game's length is unknown."""
+        work = 0.0
+        for episode_id in self.unfinished:
+            game, weight = self.planned[episode_id]
+            if not weight:
+                continue
+            expected = self.expected_turns(game)
+            if expected is None:
+                return None
+            work += weight * max(expected, 1.0)
         return work
 
     def decision_rate(self) -> Optional[float]:
         """Decisions per second made by this run (turns replayed from a journal not counted)."""
+        if self.started is None:
+            return None
         elapsed = self.clock() - self.started
         made = self.decisions - (self.first_decisions or 0)
-        return made / elapsed if elapsed > 0 and self.first_decisions is not None else None
+        return made / elapsed if elapsed > 0 else None
 
     def eta(self) -> Optional[float]:
         """Seconds left, or None while there is no basis (see the module docstring)."""
-        if self.first_decisions is None:
+        if self.started is None:
             # records before the first tick: the episodes in play are not counted yet (the
             # improvement loop's bar opened at 1 h 08 min when its first records came together)
             return None
-        if any(left > 0 and not self.lengths.get(game) for game, left in self.left.items()):
+        in_play_work, planned_work = self._in_play_work(), self._planned_work()
+        # the turns in play at the first tick, valued at today's expected lengths, were not this run's
+        start_work = self._in_play_work(self.start_live)
+        if in_play_work is None or planned_work is None or start_work is None:
             return None
-        in_play_work = self._in_play_work()
-        if in_play_work is None:
+        done = self.finished_work + in_play_work - start_work
+        remaining = max(planned_work - in_play_work, 0.0)
+        elapsed = self.clock() - self.started
+        if done <= 0 or elapsed <= 0 or done < MIN_WORK_SHARE * (done + remaining):
             return None
-        done = sum(len(lengths) for lengths in self.lengths.values()) + in_play_work - (self.start_work or 0.0)
-        remaining = sum(max(left, 0) for left in self.left.values()) - in_play_work
-        if done < MIN_WORK:
-            return None
-        throughput = max(remaining, 0.0) * (self.clock() - self.started) / done
-        return max(throughput, self._critical_path())
+        return max(remaining * elapsed / done, self._critical_path())
 
     def _critical_path(self) -> float:
         """Seconds the slowest episode in play still needs at the recent tick rate (0 without
@@ -135,27 +187,34 @@ class ProgressEstimate:
         if not self.tick_seconds:
             return 0.0
         ticks_left = 0.0
-        for game, turns, *rest in self.live:
+        for game, turns, ticks, *_ in self.live:
             turns_left = self._turns_left(game, turns)
-            if not rest or not rest[0] or turns_left is None:
+            if not ticks or turns_left is None:
                 continue
-            ticks_left = max(ticks_left, turns_left * rest[0] / max(turns, 1))
+            ticks_left = max(ticks_left, turns_left * ticks / max(turns, 1))
         return ticks_left * self.tick_seconds
 
     def _turns_left(self, game: str, turns: int) -> Optional[float]:
         """Turns an episode of ``game`` that has lasted ``turns`` still needs: the mean of what the
         finished episodes that lasted longer went on for (an episode still in play at the end of
         a run is one of the long ones, not an average one); past every finished one,
-        :data:`OUTLAST_SHARE` of its turns so far. None before any episode of the game ended."""
-        lengths = self.lengths.get(game)
+        :data:`OUTLAST_SHARE` of its turns so far. Before any episode of the game ended, its
+        prior length, if any, stands for the finished ones."""
+        lengths = self.lengths.get(game) or ([self.prior_turns[game]] if game in self.prior_turns else None)
         if not lengths:
             return None
         longer = [length - turns for length in lengths if length > turns]
         return sum(longer) / len(longer) if longer else max(OUTLAST_SHARE * turns, 1.0)
 
     def waiting_for(self) -> list:
-        """The games whose length is still unknown (no episode finished yet) with episodes left."""
-        return [game for game, left in self.left.items() if left > 0 and not self.lengths.get(game)]
+        """The games with timed episodes left whose length is still unknown (no prior, and no
+        episode finished yet), in the order of the plan."""
+        games = []
+        for episode_id in self.unfinished:
+            game, weight = self.planned[episode_id]
+            if weight and self.expected_turns(game) is None and game not in games:
+                games.append(game)
+        return sorted(games, key=list(dict.fromkeys(game for game, _ in self.planned.values())).index)
 
     def status(self) -> str:
         """The bar's status line: ``130 decisions (1.4/s); in play: coup x3; ETA 3 min 05 s``."""
@@ -163,7 +222,7 @@ class ProgressEstimate:
         parts = [f"{self.decisions} decisions" + (f" ({rate:.1f}/s)" if rate else "")]
         if self.live:
             parts.append(f"in play: {in_play(game for game, *_ in self.live)}")
-        if not any(left > 0 for left in self.left.values()):
+        if not self.unfinished:
             return "; ".join(parts)              # all done: no ETA to give
         eta = self.eta()
         if eta is not None:
@@ -172,3 +231,30 @@ class ProgressEstimate:
             waiting = self.waiting_for()
             parts.append(f"ETA once a {waiting[0]} episode ends" if waiting else "ETA: estimating")
         return "; ".join(parts)
+
+
+def planned_episodes(jobs) -> dict:
+    """``{episode id: (game, weight)}`` of ``jobs`` (:class:`socialgym_agents.runner.EpisodeJob`):
+    the weight is the share of a job's seats whose policy is not scripted (a model or a human
+    decides there; a scripted seat's turn takes no time)."""
+    return {job.episode_id: (job.game, sum(spec.kind != "scripted" for spec in job.specs) / len(job.specs))
+            for job in jobs}
+
+
+PRIOR_EPISODES = 2     # scripted:random episodes per game that set its length before one of its own ends
+
+
+def random_play_turns(shards: dict, episodes: int = PRIOR_EPISODES) -> dict:
+    """``{game: mean turns}`` of ``episodes`` episodes of each game of ``shards`` (``{game: [jobs]}``)
+    played by ``scripted:random`` seats, with the config and seeds of its first jobs: the length
+    the bar expects of a game until one of its own episodes ends (milliseconds a game; a model's
+    episodes may run longer or shorter, and replace it as they end)."""
+    from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode
+    pool = PolicyPool()
+    turns = {}
+    for game, jobs in shards.items():
+        played = [len(play_episode(EpisodeJob(game, job.seed, ["scripted:random"] * len(job.seats), config=job.config),
+                                   pool)["turns"]) for job in list(jobs)[:episodes]]
+        if played:
+            turns[game] = sum(played) / len(played)
+    return turns

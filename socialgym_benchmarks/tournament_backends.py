@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 import socialgym_env
 from socialgym_agents.runner import PolicyPool, run_jobs
 from socialgym_env.registry import outside_registrations, restore_registrations
-from .progress import ProgressEstimate, in_play
+from .progress import ProgressEstimate, in_play, planned_episodes, random_play_turns
 from socialgym_env.journal import JOURNAL_SUFFIX, append_timing, journal_path, read_journal, timing_path
 from socialgym_env.logs import append_episode, completed_episode_ids, failed_episode_ids
 
@@ -141,7 +141,7 @@ def _progress_callback(ep_bar, game_bar, shards: dict, estimate: Optional[Progre
 
     def on_record(record):
         if estimate is not None:
-            estimate.finished(record["game"], len(record.get("turns") or ()))
+            estimate.finished(record["game"], len(record.get("turns") or ()), record.get("episode_id"))
         if ep_bar:
             ep_bar.update(1)
             if estimate is not None:
@@ -198,7 +198,7 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
         # One process, one batched runner over every game: all pending LLM decisions of all
         # games share each forward pass (the fastest way to run a local model).
         jobs = [job for game in order for job in shards[game]]
-        estimate = ProgressEstimate({game: len(shard) for game, shard in shards.items()})
+        estimate = ProgressEstimate(planned_episodes(jobs), prior_turns=random_play_turns(shards) if progress else None)
         records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
                            log_path=lambda record: shard_log(log_dir, record["game"]),
                            on_record=_progress_callback(ep_bar, game_bar, shards, estimate),

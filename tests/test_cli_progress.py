@@ -76,6 +76,8 @@ def test_the_status_line_shows_decisions_and_the_games_in_play():
             for seed in (0, 1)]
     records = run_jobs(jobs, PolicyPool(), on_tick=lambda live, decisions: ticks.append((list(live), decisions)))
     assert ticks[-1] == ([], sum(len(r["turns"]) for r in records))
+    # before the first decision: every episode in play, named by its episode id for the bar's plan
+    assert sorted(entry.episode_id for entry in ticks[0][0]) == sorted(job.episode_id for job in jobs)
     assert all(a[1] <= b[1] for a, b in zip(ticks, ticks[1:]))              # decisions only grow
     assert in_play(["werewolves", "coup", "werewolves"]) == "werewolves x2, coup"
     assert in_play(["a", "b", "c", "d", "a", "e"]) == "a x2, b, c +2 more"
@@ -86,7 +88,8 @@ def test_the_status_line_shows_decisions_and_the_games_in_play():
         def set_postfix_str(self, text, refresh=True):
             self.postfix = text
     bar = Bar()
-    backends._tick_callback(bar, ProgressEstimate({"coup": 3}), every_s=0)([("coup", 5), ("coup", 12)], 17)
+    plan = {f"coup-{i}": ("coup", 1.0) for i in range(3)}
+    backends._tick_callback(bar, ProgressEstimate(plan), every_s=0)([("coup", 5, 5, "coup-0"), ("coup", 12, 12, "coup-1")], 17)
     assert bar.postfix.startswith("17 decisions") and "in play: coup x2" in bar.postfix
     assert "ETA once a coup episode ends" in bar.postfix       # no episode ended: no basis for an ETA
 
@@ -181,3 +184,24 @@ def test_model_loading_shows_one_line_not_transformers_bar(monkeypatch, capfd, t
     assert "Loading weights" not in err
     assert err.count("\n") == 1 and err.startswith(f"loaded the model weights of {tmp_path} in "), err
     assert hf_logging.is_progress_bar_enabled()
+
+
+def test_the_bar_estimate_gets_every_planned_episode_and_a_prior_for_every_game(tmp_path, monkeypatch):
+    """run_local's wiring of the ETA (issue 45 item 5): the plan's episode ids and weights, a prior
+    length per game from random play, and each finished record matched to its planned episode."""
+    from socialgym_benchmarks import tournament_backends as backends
+    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament import tournament
+    made = []
+
+    class Kept(ProgressEstimate):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(backends, "ProgressEstimate", Kept)
+    done = tournament(GAMES.split(","), AGENTS.split(","), episodes=2, out=tmp_path / "t", workers=1, n_boot=10)
+    (estimate,) = made
+    assert len(estimate.planned) == done.played and not estimate.unfinished   # every record matched its id
+    assert set(estimate.prior_turns) == set(GAMES.split(",")) and all(t > 0 for t in estimate.prior_turns.values())
+    assert "ETA" not in estimate.status()      # all done

@@ -82,7 +82,7 @@ def _killed_after(log, ticks, backend_class=GrammarChoiceBackend):
     seen = [0]
 
     def on_tick(live, decisions):
-        if live and all(entry[2] == 0 for entry in live):
+        if live and all(entry.ticks == 0 for entry in live):
             return                      # the state before the first decision, not a tick
         seen[0] += 1
         if seen[0] == ticks:

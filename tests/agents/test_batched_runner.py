@@ -91,7 +91,7 @@ def test_progress_counts_only_the_ticks_that_decided_for_an_episode():
     jobs = [EpisodeJob("prisoners_dilemma", s, ["counting", "counting"], config={"rounds": 2}) for s in range(5)]
     seen = []
     run_jobs(jobs, PolicyPool(prebuilt={"counting": LimitedPolicy(5)}), max_concurrent_episodes=5,
-             on_tick=lambda live, decisions: seen.append([ticks for _, _, ticks in live]))
+             on_tick=lambda live, decisions: seen.append([entry.ticks for entry in live]))
     # before the first tick, then each tick: the live episodes in start order (the ended ones gone)
     assert seen == [[0] * 5, [1, 1, 0, 0, 0], [0, 0, 0], [1, 1, 0], [0], [1], []]
 
