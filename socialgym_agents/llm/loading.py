@@ -218,6 +218,9 @@ def grouped_decode_default(flags: str) -> bool:
 
 
 GROUPED_DECODE = grouped_decode_default(cpu_flags())
+# A bfloat16 model's Linear weights packed once for oneDNN (socialgym_agents.llm.packed), by the
+# same rule: on a CPU with AMX the model stays as it was measured.
+PACK_LINEARS = GROUPED_DECODE
 
 
 def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
@@ -385,13 +388,30 @@ def _load_fresh(name: str, torch_dtype=None):
     return model, tokenizer
 
 
+def _submodule(model, name: str):
+    try:
+        return model.get_submodule(name)
+    except AttributeError:
+        return None
+
+
 def share_unchanged(model, base) -> int:
     """Point each parameter and buffer of ``model`` that equals ``base``'s of the same name (same
     shape, dtype, device and values) at ``base``'s tensor, tied ones included (buffers: an int8
-    model's Linear weights are buffers, socialgym_agents.llm.int8); returns the bytes no longer
+    model's Linear weights are buffers, socialgym_agents.llm.int8), and each Linear equal to one
+    the base holds packed at that packed layer; returns the bytes no longer
     held twice. Both models are for inference only: a shared tensor is never written."""
     import torch
+
+    from .packed import PackedLinear
     freed, seen = 0, set()
+    # a Linear the base holds packed (socialgym_agents.llm.packed): shared as that packed layer
+    for name, module in list(model.named_modules()):
+        twin = _submodule(base, name) if type(module) is torch.nn.Linear else None
+        if isinstance(twin, PackedLinear) and twin.same_as(module):
+            owner, _, attribute = name.rpartition(".")
+            setattr(model.get_submodule(owner), attribute, twin)
+            freed += module.weight.numel() * module.weight.element_size()
     for mine, theirs in ((model.named_parameters, base.named_parameters), (model.named_buffers, base.named_buffers)):
         twins = dict(theirs(remove_duplicate=False))
         for name, tensor in list(mine(remove_duplicate=False)):

@@ -15,19 +15,10 @@ import argparse
 DEFAULT_ADAPTER = "socialgym_agents/adapters/smollm2_selfplay_liars_dice"
 
 
-def unique_weight_bytes(*models) -> int:
-    """Bytes of the parameter and buffer storages of ``models`` (an int8 model's Linear weights
-    are buffers), each storage counted once."""
-    storages = {}
-    for model in models:
-        for tensor in list(model.parameters()) + list(model.buffers()):
-            storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
-    return sum(storages.values())
-
-
 def main(argv=None) -> dict:
     import psutil
     from socialgym_agents import make_policy
+    from socialgym_agents.llm.packed import weight_bytes
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", default=DEFAULT_ADAPTER)
     parser.add_argument("--options", default="dtype=auto", help="the LLM options of both policies")
@@ -37,8 +28,8 @@ def main(argv=None) -> dict:
     before = process.memory_info().rss
     tuned = make_policy(f"smollm2?adapter={args.adapter}&{args.options}").backend.model
     after = process.memory_info().rss
-    out = {"base_weights_mb": unique_weight_bytes(base) / 2 ** 20,
-           "both_weights_mb": unique_weight_bytes(base, tuned) / 2 ** 20,
+    out = {"base_weights_mb": weight_bytes(base) / 2 ** 20,
+           "both_weights_mb": weight_bytes(base, tuned) / 2 ** 20,
            "rss_base_mb": before / 2 ** 20, "rss_both_mb": after / 2 ** 20}
     print(f"weights: base {out['base_weights_mb']:.0f} MB, base + adapted policy {out['both_weights_mb']:.0f} MB "
           f"(each tensor once); RSS {out['rss_base_mb']:.0f} MB -> {out['rss_both_mb']:.0f} MB")

@@ -5,18 +5,21 @@
    times ``in x out`` weights, in float32, bfloat16 and int8 (the runner's ``dtype=int8`` layer,
    socialgym_agents.llm.int8: int8 weights per output channel, activations quantised per row,
    oneDNN's int8 GEMM; VNNI where the CPU has it; its quantisation passes are counted in its
-   time). ``int8-dynamic`` (not in the default list): PyTorch's dynamic quantisation of
+   time), and ``bfloat16-packed``: bfloat16 from weights packed once for oneDNN, as the runner
+   holds them on a CPU without AMX (socialgym_agents.llm.packed; ``bfloat16`` hands oneDNN the
+   plain weight at every call). ``int8-dynamic`` (not in the default list): PyTorch's dynamic quantisation of
    ``nn.Linear`` (one activation scale per pass; faster, but the runner does not use it: see
    socialgym_agents.llm.int8). The peak of a dtype is its best shape's median.
 2. The runner's rates: prefill tokens/s of the model's forward pass over fresh prompts
    (``--prefill`` batch x tokens) and decode tokens/s of one-token steps of ``--decode`` rows on a
-   cache of ``--context`` tokens, in ``--dtype`` (float32, bfloat16 or int8: the Linear layers in
-   int8, the rest float32); each turned into GFLOP/s of the same matmuls
+   cache of ``--context`` tokens, in ``--dtype`` (float32, bfloat16, bfloat16-packed or int8: the
+   Linear layers in int8, the rest float32); each turned into GFLOP/s of the same matmuls
    (2 x 106 M multiply-adds per token; attention, norms and the output layer, which prefill
    computes for one token per row, are left out, so the ratio understates the work done).
 3. Their ratio to the peak of that dtype.
 
     python socialgym_benchmarks/perf/cpu_peak.py                              # defaults below
+    python socialgym_benchmarks/perf/cpu_peak.py --tokens 8 --dtypes bfloat16,bfloat16-packed   # a decode step's rows
     python socialgym_benchmarks/perf/cpu_peak.py --tokens 16 --prefill 2x16 --decode 2 --context 16 --reps 1  # smoke
 
 Repetitions are interleaved (every measurement once per repetition); medians and ranges.
@@ -42,19 +45,24 @@ LAYER_MACS = HIDDEN * (2 * HEADS * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM) + 3 * HID
 FLOPS_PER_TOKEN = 2 * LAYERS * LAYER_MACS
 
 
+RUNNER_DTYPES = ("float32", "bfloat16", "bfloat16-packed", "int8")
+PACKED = "bfloat16-packed"
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=1024, help="activation rows of the peak matmuls")
-    parser.add_argument("--dtypes", default="float32,bfloat16,int8")
-    parser.add_argument("--dtype", default="bfloat16", help="the runner's dtype (float32, bfloat16 or int8)")
+    parser.add_argument("--dtypes", default="float32,bfloat16,bfloat16-packed,int8")
+    parser.add_argument("--dtype", default="bfloat16",
+                        help="the runner's dtype (float32, bfloat16, bfloat16-packed or int8)")
     parser.add_argument("--prefill", default="16x200", help="prefill batch x tokens (fresh prompts)")
     parser.add_argument("--decode", type=int, default=32, help="decode rows")
     parser.add_argument("--context", type=int, default=600, help="cached tokens per decode row")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     args = parser.parse_args(argv)
-    if args.dtype not in ("float32", "bfloat16", "int8"):
-        parser.error("--dtype must be float32, bfloat16 or int8")
+    if args.dtype not in RUNNER_DTYPES:
+        parser.error(f"--dtype must be one of {', '.join(RUNNER_DTYPES)}")
     return args
 
 
@@ -64,6 +72,9 @@ def _linear(dtype: str, n_in: int, n_out: int):
     if dtype == "int8":
         from socialgym_agents.llm.int8 import Int8Linear
         return Int8Linear(layer), torch.float32
+    if dtype == PACKED:
+        from socialgym_agents.llm.packed import PackedLinear
+        return PackedLinear(layer.to(torch.bfloat16)), torch.bfloat16
     if dtype == "int8-dynamic":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # torch.ao's deprecation notice
@@ -97,7 +108,10 @@ def main(argv=None) -> dict:
             layer, act_dtype = _linear(dtype, n_in, n_out)
             x = torch.randn(args.tokens, n_in, generator=generator).to(act_dtype)
             kernels[(dtype, name)] = (layer, x, 2 * args.tokens * n_in * n_out)
-    model = load_model("smollm2", args.dtype)[0]
+    model = load_model("smollm2", "bfloat16" if args.dtype == PACKED else args.dtype)[0]
+    if args.dtype == PACKED:
+        from socialgym_agents.llm.packed import pack_linears
+        pack_linears(model)
     batch, length = (int(v) for v in args.prefill.split("x"))
     prompt = torch.randint(100, 20_000, (batch, length), generator=generator)
     past = torch.randint(100, 20_000, (args.decode, args.context), generator=generator)

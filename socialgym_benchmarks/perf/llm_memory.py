@@ -58,13 +58,8 @@ def _peak_rss() -> int:
 def weight_bytes() -> int:
     """Bytes of every model this process holds (base models and merged adapters), each tensor once."""
     from socialgym_agents.llm import adapters, loading
-    seen, total = set(), 0
-    for model, _ in list(loading._MODELS.values()) + list(adapters._ADAPTED.values()):
-        for tensor in list(model.parameters()) + list(model.buffers()):
-            if tensor.data_ptr() not in seen:
-                seen.add(tensor.data_ptr())
-                total += tensor.element_size() * tensor.nelement()
-    return total
+    from socialgym_agents.llm.packed import weight_bytes as held
+    return held(*(model for model, _ in list(loading._MODELS.values()) + list(adapters._ADAPTED.values())))
 
 
 def _rss() -> int:

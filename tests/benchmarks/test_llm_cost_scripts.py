@@ -30,11 +30,12 @@ def test_demo_cost_reports_each_jobs_own_cpu_time_and_peak_rss(capsys):
         demo_cost.main(["--command", f"{sys.executable} -c 'raise SystemExit(3)'"])
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bfloat16-packed"])
 def test_cpu_peak_prints_the_peaks_and_the_runners_ratios(smollm2_available, capsys, dtype):
     out = cpu_peak.main(["--tokens", "64", "--prefill", "2x32", "--decode", "2", "--context", "16", "--reps", "1",
                          "--dtype", dtype])
-    assert set(out["peaks"]) == {"float32", "bfloat16", "int8"} and all(v > 0 for v in out["peaks"].values())
+    assert set(out["peaks"]) == {"float32", "bfloat16", "bfloat16-packed", "int8"} and \
+        all(v > 0 for v in out["peaks"].values())
     assert out["prefill_tokens_s"][0] > 0 and out["decode_tokens_s"][0] > 0
     assert 0 < out["ratios"]["prefill"] and 0 < out["ratios"]["decode"]
     assert f"of the {dtype} peak" in capsys.readouterr().out

@@ -1,0 +1,91 @@
+"""socialgym_agents.llm.packed: a bfloat16 model's Linear layers from weights packed once for
+oneDNN compute bit for bit what ``F.linear`` does, hold each weight once, and stay shared where
+an adapter shares its base's weights (issue 45: decode steps on a CPU without AMX)."""
+import gc
+import weakref
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from socialgym_agents.llm import loading
+from socialgym_agents.llm.packed import PackedLinear, pack_linears, packing_available
+
+pytestmark = pytest.mark.skipif(not packing_available(), reason="this PyTorch has no oneDNN (mkldnn) linear")
+
+
+@pytest.mark.parametrize("rows", [1, 8, 37, 300])
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_packed_layer_computes_what_f_linear_does_bit_for_bit(rows, bias):
+    generator = torch.Generator().manual_seed(rows)
+    linear = torch.nn.Linear(576, 1536, bias=bias).to(torch.bfloat16)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(1536, 576, generator=generator) * 0.05)
+    x = torch.randn(2, rows, 576, generator=generator).to(torch.bfloat16)     # [batch, tokens, features]
+    packed = PackedLinear(linear)
+    assert torch.equal(packed(x), F.linear(x, linear.weight, linear.bias))
+    assert torch.equal(packed.dense(), linear.weight) and packed.same_as(linear)
+    other = torch.nn.Linear(576, 1536, bias=bias).to(torch.bfloat16)
+    assert not packed.same_as(other)                      # other values
+
+
+def _bf16_copy():
+    """A bfloat16 SmolLM2 of this test's own (the process-wide one may be packed already)."""
+    return loading.load_model_copy("smollm2")[0].to(torch.bfloat16)
+
+
+def _logits(model, ids):
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True)
+        step = model(input_ids=ids[:, -1:], cache=out.cache, use_cache=True,
+                     position_ids=torch.tensor([[ids.shape[1]]]))
+    return out.logits, step.logits
+
+
+def test_a_packed_model_gives_the_same_logits_and_drops_its_plain_weights(smollm2_available):
+    model, tokenizer = _bf16_copy(), loading.load_model("smollm2")[1]
+    ids = torch.tensor([tokenizer.encode("Each round both players choose at the same time to cooperate or")])
+    before = _logits(model, ids)
+    plain = weakref.ref(model.model.layers[0].mlp.gate_proj.weight)
+    layers = model.config.num_hidden_layers
+    assert pack_linears(model) == 7 * layers          # q, k, v, o, gate, up, down of each layer
+    gc.collect()
+    assert plain() is None                            # the plain weight is gone: each weight held once
+    assert type(model.lm_head) is torch.nn.Linear     # tied to the input embedding: left as it is
+    after = _logits(model, ids)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])   # prefill and a decode step
+
+
+def test_an_adapter_keeps_sharing_its_bases_unchanged_layers_whichever_is_packed_first(smollm2_available):
+    def two_models():
+        base, adapted = _bf16_copy(), _bf16_copy()
+        with torch.no_grad():
+            adapted.model.layers[0].self_attn.q_proj.weight.add_(0.01)     # the one layer a merge changed
+        return base, adapted
+
+    base, adapted = two_models()
+    pack_linears(base)                                # the base packed before the adapter loads
+    loading.share_unchanged(adapted, base)
+    assert adapted.model.layers[1].mlp.up_proj is base.model.layers[1].mlp.up_proj
+    assert type(adapted.model.layers[0].self_attn.q_proj) is torch.nn.Linear      # changed: its own
+    pack_linears(adapted)
+    assert adapted.model.layers[0].self_attn.q_proj is not base.model.layers[0].self_attn.q_proj
+
+    base, adapted = two_models()
+    loading.share_unchanged(adapted, base)            # shared while plain, then each packed
+    pack_linears(base)
+    pack_linears(adapted)
+    assert adapted.model.layers[1].mlp.up_proj is base.model.layers[1].mlp.up_proj
+    assert adapted.model.layers[0].self_attn.q_proj is not base.model.layers[0].self_attn.q_proj
+
+
+def test_the_runner_packs_a_bfloat16_model_on_a_cpu_without_amx_only(smollm2_available, monkeypatch):
+    from socialgym_agents.llm.config import LLMConfig
+    from socialgym_agents.llm.hf_backend import HFBackend
+    assert loading.PACK_LINEARS == loading.grouped_decode_default(loading.cpu_flags())
+    assert not loading.grouped_decode_default("flags\t: fpu avx512_bf16 amx_bf16 amx_tile\n")
+    monkeypatch.setattr(loading, "PACK_LINEARS", True)     # its default on a CPU without AMX
+    packed = HFBackend("smollm2", LLMConfig(dtype="bfloat16"))
+    assert isinstance(packed.model.model.layers[0].mlp.down_proj, PackedLinear)
+    assert type(HFBackend("smollm2", LLMConfig(dtype="float32")).model.model.layers[0].mlp.down_proj) \
+        is torch.nn.Linear
