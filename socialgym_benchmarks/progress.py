@@ -7,8 +7,8 @@ tqdm's smoothed rate (from the gaps between those bursts) gives ETAs of hours on
 
 :class:`ProgressEstimate` counts work in *seat-turns that take time*: an episode's turns times the
 share of its seats held by a policy that is not scripted (a model's, a human's). An episode with
-only scripted seats ends the moment it starts and counts for nothing; counting it as an episode
-made the main job's early ETA a few minutes on a run of thirteen. A game's expected length is the
+only scripted seats ends the moment it starts and counts for nothing; counted as an episode of
+work, it would make the early rate too fast (it cost nothing). A game's expected length is the
 mean length of its episodes already finished in this run, and before one has finished, the
 length of a few episodes of it played by ``scripted:random`` seats when the run starts
 (``prior_turns``: milliseconds; without it the bar said "ETA once a stag_hunt episode ends" for

@@ -66,6 +66,17 @@ class PackedLinear(torch.nn.Module):
             return False
         return torch.equal(self.dense(), linear.weight)
 
+    def __deepcopy__(self, memo) -> torch.nn.Linear:
+        """A plain ``nn.Linear`` with this weight: oneDNN's opaque tensor cannot be copied, and a
+        copy may go where packing does not apply (``load_model`` copies a CPU model to a GPU)."""
+        linear = torch.nn.Linear(self.in_features, self.out_features, bias=self.bias is not None,
+                                 dtype=self.packed.dtype)
+        with torch.no_grad():
+            linear.weight.copy_(self.dense())
+            if self.bias is not None:
+                linear.bias.copy_(self.bias)
+        return linear
+
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 

@@ -1,6 +1,7 @@
 """socialgym_agents.llm.packed: a bfloat16 model's Linear layers from weights packed once for
 oneDNN compute bit for bit what ``F.linear`` does, hold each weight once, and stay shared where
 an adapter shares its base's weights (issue 45: decode steps on a CPU without AMX)."""
+import copy
 import gc
 import weakref
 
@@ -54,6 +55,10 @@ def test_a_packed_model_gives_the_same_logits_and_drops_its_plain_weights(smollm
     assert type(model.lm_head) is torch.nn.Linear     # tied to the input embedding: left as it is
     after = _logits(model, ids)
     assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])   # prefill and a decode step
+    # a copy (load_model copies a CPU model to a GPU) is plain again, with the same weights
+    copied = copy.deepcopy(model)
+    assert type(copied.model.layers[0].mlp.gate_proj) is torch.nn.Linear
+    assert torch.equal(copied.model.layers[0].mlp.gate_proj.weight, model.model.layers[0].mlp.gate_proj.dense())
 
 
 def test_an_adapter_keeps_sharing_its_bases_unchanged_layers_whichever_is_packed_first(smollm2_available):

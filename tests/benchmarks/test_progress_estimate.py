@@ -187,9 +187,9 @@ def _steady_run(weights: dict, clock: Clock, scripted_first: int) -> list:
 
 
 def test_episodes_that_seat_no_model_count_for_nothing():
-    """A scripted-only episode ends the moment it starts: counted as an episode of work, it made
-    the main job's early ETA a few minutes on a run of thirteen (planted: the same stream, with
-    those episodes weighted as the model's, gives an ETA far too short)."""
+    """A scripted-only episode ends the moment it starts: counted as an episode of work, it would
+    make the early rate too fast, as it cost nothing (planted: the same stream, with those episodes
+    weighted as the model's, gives an ETA far too short)."""
     plan = {f"model-{i}": ("coup", 0.5) for i in range(10)}
     plan.update({f"scripted-{i}": ("coup", 0.0) for i in range(10)})
     for left, eta in _steady_run(plan, Clock(), scripted_first=10)[2:]:
