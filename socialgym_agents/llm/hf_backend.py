@@ -169,7 +169,7 @@ class HFBackend:
 
     def _pack_linears(self) -> None:
         """A bfloat16 model on a CPU without AMX computes its Linear layers from weights packed
-        once (socialgym_agents.llm.packed: the same numbers, decode steps about twice as fast)."""
+        once (socialgym_agents.llm.packed: the same numbers, faster decode steps)."""
         import torch
 
         from . import loading
