@@ -21,6 +21,7 @@ packed layer shared.
 from __future__ import annotations
 
 import ctypes
+import functools
 import weakref
 
 import torch
@@ -32,9 +33,18 @@ ROWS_HINT = 8
 _PACKED: dict = {}
 
 
+@functools.lru_cache(maxsize=None)
 def packing_available() -> bool:
-    """Whether this PyTorch has oneDNN's packed linear (CPU builds with mkldnn)."""
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    """Whether this PyTorch and CPU run oneDNN's packed bfloat16 linear (CPU builds with mkldnn;
+    tried once on a small layer, so a CPU whose oneDNN lacks it keeps plain weights)."""
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")):
+        return False
+    try:
+        layer = torch.nn.Linear(16, 16, bias=False).to(torch.bfloat16)
+        x = torch.ones(2, 16, dtype=torch.bfloat16)
+        return torch.equal(PackedLinear(layer)(x), torch.nn.functional.linear(x, layer.weight))
+    except RuntimeError:
+        return False
 
 
 class PackedLinear(torch.nn.Module):
