@@ -73,10 +73,10 @@ def run_jobs(jobs: Sequence[EpisodeJob], pool: Optional[PolicyPool] = None, log_
     ``max_concurrent_episodes=1`` the jobs run one after another, in order. ``log_path`` may be
     a function of the record (one log per game); ``on_record`` is called as each one ends,
     ``on_tick([InPlay(game, turns, ticks, episode_id) of each episode in play], decisions so
-    far)`` after every round of decisions (progress). ``journal`` (a path, or a function of the job) keeps the turns of the
-    episodes in play so a killed run resumes them where they were; ``on_timing(record, [[turn,
-    seconds, batch], ...])`` gets each finished episode's decision times (see
-    :mod:`socialgym_agents.batched`)."""
+    far)`` after every round of decisions (progress). ``journal`` (a path, or a function of the
+    job) keeps the turns of the episodes in play so a killed run resumes them where they were;
+    ``on_timing(record, [[turn, seconds, batch], ...])`` gets each finished episode's decision
+    times (see :mod:`socialgym_agents.batched`)."""
     pool = pool or PolicyPool()
     # With a per-record log function the caller resumes (it knows every log); here only a path.
     done = completed_episode_ids(log_path) if (log_path and resume and not callable(log_path)) else set()

@@ -77,9 +77,14 @@ class ProgressEstimate:
             # nothing but scripted seats: then their turns are the work there is
             self.planned = {key: (game, 1.0) for key, (game, _) in self.planned.items()}
         self.unfinished = set(self.planned)
+        # game -> the summed weight of its unfinished episodes (planned work = this x its length):
+        # kept as episodes end, so the ETA does not walk the whole plan at every redraw
+        self.weight_left: dict = defaultdict(float)
+        for game, weight in self.planned.values():
+            self.weight_left[game] += weight
         self.prior_turns = dict(prior_turns or {})
         self.lengths: dict = defaultdict(list)    # game -> turns of its finished episodes
-        self.lengths_timed: dict = defaultdict(list)   # game -> turns of those that seated a timed policy
+        self.timed_turns: dict = defaultdict(lambda: [0, 0])   # game -> [turns, episodes] that seated a timed policy
         self.finished_work = 0.0
         self.live: list = []                      # InPlay-like (game, turns, ticks, episode id) in play
         self.decisions = 0
@@ -94,13 +99,16 @@ class ProgressEstimate:
         return self.planned.get(episode_id, (None, 1.0))[1]
 
     def finished(self, game: str, turns: int, episode_id=None) -> None:
-        self.unfinished.discard(episode_id)
+        weight = self.weight(episode_id)
+        if episode_id in self.unfinished:
+            self.unfinished.discard(episode_id)
+            self.weight_left[game] -= weight
         if episode_id is not None:            # until the next tick, the live list still holds it
             self.live = [entry for entry in self.live if entry[3] != episode_id]
-        weight = self.weight(episode_id)
         self.lengths[game].append(turns)
         if weight > 0:
-            self.lengths_timed[game].append(turns)
+            self.timed_turns[game][0] += turns
+            self.timed_turns[game][1] += 1
         self.finished_work += weight * turns
 
     def tick(self, live: list, decisions: int) -> None:
@@ -123,10 +131,11 @@ class ProgressEstimate:
     def expected_turns(self, game: str) -> Optional[float]:
         """A game's expected length: the mean of its finished episodes that seated a timed policy
         (those are the ones left to wait for), else of all its finished ones, else its prior."""
-        lengths = self.lengths_timed.get(game) or self.lengths.get(game)
-        if lengths:
-            return sum(lengths) / len(lengths)
-        return self.prior_turns.get(game)
+        timed_turns, timed_episodes = self.timed_turns.get(game, (0, 0))
+        if timed_episodes:
+            return timed_turns / timed_episodes
+        lengths = self.lengths.get(game)
+        return sum(lengths) / len(lengths) if lengths else self.prior_turns.get(game)
 
     def _in_play_work(self, live: Optional[list] = None) -> Optional[float]:
         """Work in the episodes in play (or ``live``); None when a timed episode's game length is
@@ -145,9 +154,8 @@ class ProgressEstimate:
     def _planned_work(self) -> Optional[float]:
         """Work of the episodes not finished, as expected; None while a game's length is unknown."""
         work = 0.0
-        for episode_id in self.unfinished:
-            game, weight = self.planned[episode_id]
-            if not weight:
+        for game, weight in self.weight_left.items():
+            if weight <= 1e-9:                # none left (or only scripted-only ones)
                 continue
             expected = self.expected_turns(game)
             if expected is None:
@@ -209,12 +217,8 @@ class ProgressEstimate:
     def waiting_for(self) -> list:
         """The games with timed episodes left whose length is still unknown (no prior, and no
         episode finished yet), in the order of the plan."""
-        games = []
-        for episode_id in self.unfinished:
-            game, weight = self.planned[episode_id]
-            if weight and self.expected_turns(game) is None and game not in games:
-                games.append(game)
-        return sorted(games, key=list(dict.fromkeys(game for game, _ in self.planned.values())).index)
+        return [game for game, weight in self.weight_left.items()
+                if weight > 1e-9 and self.expected_turns(game) is None]
 
     def status(self) -> str:
         """The bar's status line: ``130 decisions (1.4/s); in play: coup x3; ETA 3 min 05 s``."""

@@ -8,7 +8,8 @@
 - ``score``: the scoring mode (``mode=score``): finite legal lists ranked by log-probability in
   one forward pass, no generation;
 - ``bf16``: ``constrained`` with weights and KV caches in bfloat16 (``dtype=bfloat16``; pays on
-  CPUs with AVX512-BF16 or AMX);
+  CPUs with AVX512-BF16 or AMX; on a CPU without AMX its Linear weights are packed once for
+  oneDNN, socialgym_agents.llm.packed, and so are bf16-sdpa's and score-bf16's);
 - ``score-bf16``: ``score`` in bfloat16;
 - ``int8``: ``constrained`` with int8 Linear layers and the rest in float32 (``dtype=int8``,
   socialgym_agents.llm.int8; CPU only);
