@@ -1,6 +1,6 @@
-"""Where the main job's time goes: the wall time of its attention calls (prefill and decode apart),
-how much of the keys they attended over were padding, and the tokens each local model encoded
-and reused.
+"""Where the main job's time goes: the wall time of the local models' stages (prefill passes,
+decode loops, scoring calls), of their attention calls (prefill and decode apart), how much of
+the keys they attended over were padding, and the tokens each local model encoded and reused.
 
     python socialgym_benchmarks/perf/demo_attention.py                        # make demo's tournament line
     python socialgym_benchmarks/perf/demo_attention.py --games resistance     # the main job on one game
@@ -8,10 +8,14 @@ and reused.
 The tournament runs in this process (make demo's line as ``make -n demo`` prints it, like
 ``llm_memory.py --demo``; with ``--games``, those games with ``--agents`` and ``--preset demo``).
 Every call of the models' attention (:func:`socialgym_agents.llm.loading.sdpa_shared_kv`, on a
-model that uses SDPA) is timed; "keys attended" counts the query x key pairs a call computes, "unpadded" those its mask
-lets through (a row's own cache and new tokens: the rest is the left padding that puts rows of
-different lengths in one batch). The linear layers, sampling and the games make up the rest of
-the wall time. The timer adds a clock read per call (30 a forward pass of SmolLM2).
+model that uses SDPA) is timed; "keys attended" counts the query x key pairs a call computes,
+"unpadded" those its mask lets through (a row's own cache and new tokens: the rest is the left
+padding that puts rows of different lengths in one batch). The stages are
+:class:`~socialgym_agents.llm.hf_backend.HFBackend`'s methods: a decode batch's prefill
+(``_prefill_batch``), its decode loop (``_decode_loop``) and a scoring call (``score``, its own
+prefill passes included); the attention calls are part of them. The games, the prompts and the
+runner make up the rest of the wall time. The timer adds a clock read per call (30 a forward pass
+of SmolLM2).
 """
 from __future__ import annotations
 
@@ -70,6 +74,20 @@ class AttentionClock:
         return timed
 
 
+STAGES = {"prefill passes": "_prefill_batch", "decode loops": "_decode_loop", "scoring calls": "score"}
+
+
+def _timed_stage(totals: dict, name: str, method):
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            totals[name]["calls"] += 1
+            totals[name]["seconds"] += time.perf_counter() - started
+    return timed
+
+
 def run(args) -> dict:
     from socialgym_agents.llm import hf_backend, loading
     clock = AttentionClock()
@@ -85,6 +103,10 @@ def run(args) -> dict:
     loading.sdpa_shared_kv = timed
     AttentionInterface.register(loading.SHARED_KV_ATTENTION, timed)
     hf_backend.HFBackend.__init__ = init
+    stages = {name: {"calls": 0, "seconds": 0.0} for name in STAGES}
+    originals = {name: getattr(hf_backend.HFBackend, method) for name, method in STAGES.items()}
+    for name, method in STAGES.items():
+        setattr(hf_backend.HFBackend, method, _timed_stage(stages, name, originals[name]))
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         with tempfile.TemporaryDirectory() as out:
@@ -92,13 +114,17 @@ def run(args) -> dict:
     finally:
         loading.sdpa_shared_kv, hf_backend.HFBackend.__init__ = original_attention, original_init
         AttentionInterface.register(loading.SHARED_KV_ATTENTION, original_attention)
+        for name, method in STAGES.items():
+            setattr(hf_backend.HFBackend, method, originals[name])
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    result = {"wall_s": wall, "cpu_s": cpu, "episodes": played, "failed": failed,
+    result = {"wall_s": wall, "cpu_s": cpu, "episodes": played, "failed": failed, "stages": stages,
               "attention": {kind: dict(v) for kind, v in clock.totals.items()},
               "models": [{"spec": b.config.mode + (f" adapter={b.config.adapter}" if b.config.adapter else ""),
                           **{k: b.stats[k] for k in ("encoded_tokens", "reused_tokens", "generated_tokens")}}
                          for b in backends]}
     print(f"{played} episodes ({failed} failed), wall {wall:.0f} s, CPU {cpu:.0f} s")
+    for name, v in stages.items():
+        print(f"  {name:14s}: {v['seconds']:6.1f} s ({100 * v['seconds'] / wall:4.1f}% of the wall time), {v['calls']} calls")
     for kind, v in sorted(result["attention"].items()):
         print(f"  attention, {kind:7s}: {v['seconds']:6.1f} s ({100 * v['seconds'] / wall:4.1f}% of the wall time), "
               f"{v['calls']} calls, {100 * v['unpadded'] / max(1, v['computed']):.0f}% of the keys attended unpadded")

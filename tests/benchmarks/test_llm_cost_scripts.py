@@ -95,9 +95,11 @@ def test_demo_attention_times_the_models_attention_calls(smollm2_available, caps
     from transformers import AttentionInterface
 
     from socialgym_agents.llm import loading
+    from socialgym_agents.llm.hf_backend import HFBackend
     from socialgym_benchmarks.perf import demo_attention
     loading.load_model("smollm2")          # loaded before the run: its attention is looked up per call
     before = AttentionInterface()[loading.SHARED_KV_ATTENTION]
+    decode_loop = HFBackend._decode_loop
     out = demo_attention.main(["--games", "kuhn_poker", "--agents", "smollm2?max_new_tokens=16,scripted:random"])
     assert out["episodes"] == 2 and out["failed"] == 0
     prefill = out["attention"]["prefill"]
@@ -105,4 +107,10 @@ def test_demo_attention_times_the_models_attention_calls(smollm2_available, caps
     assert 0 < prefill["unpadded"] <= prefill["computed"]
     assert out["models"] and out["models"][0]["encoded_tokens"] > 0
     assert AttentionInterface()[loading.SHARED_KV_ATTENTION] is before is loading.sdpa_shared_kv
+    stages = out["stages"]
+    assert stages["prefill passes"]["calls"] > 0 and stages["decode loops"]["calls"] > 0
+    assert stages["scoring calls"]["calls"] == 0                 # the roster decodes, it does not score
+    assert 0 < stages["prefill passes"]["seconds"] + stages["decode loops"]["seconds"] < out["wall_s"]
+    assert prefill["seconds"] < stages["prefill passes"]["seconds"]          # attention is part of its stage
+    assert HFBackend._decode_loop is decode_loop    # the methods are back
     assert "of the keys attended unpadded" in capsys.readouterr().out

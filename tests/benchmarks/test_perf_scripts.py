@@ -170,3 +170,23 @@ def test_decode_attention_times_both_ways_and_checks_them_against_float32(capsys
         assert len(row["sdpa_ms"]) == len(row["grouped_ms"]) == len(row["ratios"]) == 2 and min(row["grouped_ms"]) > 0
         assert row["errors"]["grouped-f32"] < 0.02 and row["errors"]["sdpa-bf16"] < 0.05   # bfloat16 rounding
     assert "sdpa / grouped" in capsys.readouterr().out
+
+
+def test_decode_attention_times_prefill_passes_against_bf16_matmuls(capsys):
+    """--new N: N causal new tokens a row on top of the cache, SDPA against grouped bfloat16 matmuls,
+    both near float32 SDPA, with each way's GFLOP/s."""
+    import torch
+
+    from socialgym_benchmarks.perf import decode_attention
+    result = decode_attention.main(["--new", "12", "--shapes", "2x40", "--reps", "2", "--seconds", "0.01",
+                                    "--threads", "1"])
+    row = result[2, 40]
+    assert set(row["errors"]) == {"sdpa-bf16", "grouped-bf16"}
+    assert row["errors"]["grouped-bf16"] < 0.05 and row["errors"]["sdpa-bf16"] < 0.05
+    assert len(row["gflops"]) == 2 and min(row["gflops"]) > 0
+    # a planted fault is caught: attending past the causal edge moves the output far from SDPA's
+    query, key, value, mask = decode_attention.inputs(2, 40, 12)
+    exact = decode_attention.ways(12)["sdpa-bf16"](query.float(), key.float(), value.float(), mask)
+    leaky = decode_attention.grouped_bf16(query, key, value, torch.ones_like(mask)).float()
+    assert float((leaky - exact).abs().max()) > 0.1
+    assert "grouped-bf16" in capsys.readouterr().out
