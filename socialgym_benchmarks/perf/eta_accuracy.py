@@ -10,7 +10,7 @@ the Makefile) or the tournament arguments after ``--``, in this process, and wri
 :class:`~socialgym_benchmarks.progress.ProgressEstimate` was given -- the plan, the prior lengths,
 every tick and every finished episode, each with its clock time -- to a JSON-lines stream.
 ``--stream`` (or the end of ``--record``) feeds that stream to a fresh estimate on a simulated
-clock and prints, at every twentieth of the run (first tick to last episode), the status line's
+clock and prints, at every twentieth of the run (``--points``) (first tick to last episode), the status line's
 ETA beside the time that was really left, then how much of the run had an ETA and how far off it
 was. ``--no-prior`` also scores the same stream as if no prior lengths had been given (the bar
 then says "ETA once a <game> episode ends" until an episode of every game has ended). Scoring runs the estimator code of the checkout it runs
@@ -75,8 +75,9 @@ class _Clock:
         return self.now
 
 
-def score(stream: Path, use_prior: bool = True) -> dict:
-    """Replay ``stream`` into a fresh estimate and compare its ETA with the time really left."""
+def score(stream: Path, use_prior: bool = True, points: int = POINTS) -> dict:
+    """Replay ``stream`` into a fresh estimate and compare its ETA with the time really left at
+    each 1/``points`` of the run."""
     from socialgym_benchmarks.progress import ProgressEstimate
     events = [json.loads(line) for line in stream.read_text().splitlines() if line.strip()]
     if not events:
@@ -90,7 +91,7 @@ def score(stream: Path, use_prior: bool = True) -> dict:
     clock = _Clock()
     estimate = ProgressEstimate({k: tuple(v) for k, v in head["planned"].items()}, clock=clock,
                                 prior_turns=head["prior_turns"] if use_prior else None)
-    marks = [start + (end - start) * k / POINTS for k in range(1, POINTS)]
+    marks = [start + (end - start) * k / points for k in range(1, points)]
     rows, index = [], 0
     for event in events:
         # the status line as it read just before this event, at each mark passed meanwhile
@@ -131,6 +132,7 @@ def main(argv=None) -> None:
     parser.add_argument("--stream", type=Path, help="score a recorded stream")
     parser.add_argument("--out", default="runs/eta_accuracy", help="the tournament's --out when --record runs make demo's line")
     parser.add_argument("--no-prior", action="store_true", help="also score the stream without its prior lengths")
+    parser.add_argument("--points", type=int, default=POINTS, help="score the ETA at each 1/POINTS of the run")
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1:] if "--" in argv else None
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
@@ -145,9 +147,9 @@ def main(argv=None) -> None:
         record(stream, extra)
     elif not stream.is_file():
         parser.error(f"{stream}: no such stream")
-    report(score(stream), "with the prior lengths")
+    report(score(stream, points=args.points), "with the prior lengths")
     if args.no_prior:
-        report(score(stream, use_prior=False), "without them")
+        report(score(stream, use_prior=False, points=args.points), "without them")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,14 @@ def test_a_true_prior_scores_every_point_close_and_a_false_one_does_not(tmp_path
     assert eta_accuracy.score(stream, use_prior=False)["shown"] == 0     # no prior, no episode ended
 
 
+def test_points_sets_how_finely_the_run_is_scored(tmp_path):
+    stream = tmp_path / "s.jsonl"
+    _steady_stream(stream, {"coup": 400})
+    fine = eta_accuracy.score(stream, points=200)
+    assert fine["points"] == 199
+    assert [left for _, left, _, _ in fine["rows"]][:3] == pytest.approx([39.8, 39.6, 39.4])
+
+
 def test_an_empty_or_tickless_stream_says_why(tmp_path):
     stream = tmp_path / "s.jsonl"
     stream.write_text("")
