@@ -14,8 +14,10 @@ length of a few episodes of it played by ``scripted:random`` seats when the run 
 (``prior_turns``: milliseconds; without it the bar said "ETA once a stag_hunt episode ends" for
 most of the main job, whose short games start last). An episode in play counts for the turns it
 has played, capped at :data:`IN_PLAY_CAP` of its expected length. The rate is the work done
-since the first tick over the time since (a cumulative mean: a burst of records is work done,
-not a rate); no ETA is shown before :data:`MIN_WORK_SHARE` of the planned work is done.
+from the first tick to the last over the time between them (a cumulative mean: a burst of
+records is work done, not a rate; the turns in play are only known at a tick), and between ticks
+the ETA counts down from what it was at the last one; no ETA is shown before
+:data:`MIN_WORK_SHARE` of the planned work is done.
 
 Near the end the throughput says little: the last long episodes play one decision a tick, however
 few they are, so the ETA is also never below their critical path -- the most ticks any episode in
@@ -184,10 +186,19 @@ class ProgressEstimate:
             return None
         done = self.finished_work + in_play_work - start_work
         remaining = max(planned_work - in_play_work, 0.0)
-        elapsed = self.clock() - self.started
-        if done <= 0 or elapsed <= 0 or done < MIN_WORK_SHARE * (done + remaining):
+        # The work in play is only known at ticks, so the rate is taken over the time up to the
+        # last one and its ETA counts down from there. Over the time up to now, with the work of
+        # the tick in progress not yet counted, the main job's early ETA climbed from 13 to 20 min
+        # within every tick and dropped back when the tick ended (eta_accuracy.py).
+        measured = self.last_tick - self.started
+        if done <= 0 or measured <= 0 or done < MIN_WORK_SHARE * (done + remaining):
             return None
-        return max(remaining * elapsed / done, self._critical_path())
+        at_tick = max(remaining * measured / done, self._critical_path())
+        since = self.clock() - self.last_tick
+        if since < at_tick:
+            return at_tick - since
+        # a tick outlasting the estimate: the rate up to now, which grows while nothing is counted
+        return remaining * (measured + since) / done
 
     def _critical_path(self) -> float:
         """Seconds the slowest episode in play still needs at the recent tick rate (0 without

@@ -48,6 +48,27 @@ def test_no_eta_before_a_basis_then_one_that_matches_a_steady_run():
     assert "ETA" not in estimate.status()                       # nothing left: no ETA
 
 
+def test_between_ticks_the_eta_counts_down_instead_of_climbing():
+    """The work in play is only known at ticks: over the time up to now, the main job's early
+    ETA climbed from 13 to 20 min within every tick (eta_accuracy.py on a recorded run)."""
+    clock = Clock()
+    estimate = estimate_of(clock, coup=8)
+    estimate.tick([live("coup", 0, index=i) for i in range(4)], 0)
+    clock.now = 20.0
+    estimate.finished("coup", 20, "coup-0")
+    estimate.tick([live("coup", 20, 1, index=i) for i in (1, 2, 3)], 80)
+    # 7 episodes (140 turns) planned, 3 x 18 of them in play: 86 left; 74 done in 20 s
+    at_tick = 86 * 20 / 74
+    assert estimate.eta() == pytest.approx(at_tick)
+    clock.now = 30.0                                         # half a tick on: nothing new counted yet
+    assert estimate.eta() == pytest.approx(at_tick - 10)     # the old rate would read 86 * 30 / 74
+    clock.now = 20.0 + at_tick + 5                           # the tick outlasts the estimate
+    overrun = estimate.eta()
+    assert overrun == pytest.approx(86 * (20 + at_tick + 5) / 74) and overrun > 5   # over all 25 + at_tick s
+    clock.now += 10
+    assert estimate.eta() > overrun                          # still nothing counted: it grows, never 0
+
+
 def test_a_burst_of_records_after_a_long_wait_gives_no_multi_hour_eta():
     """The improvement loop's bar opened at 2 h 53 min: its first records arrive together."""
     clock = Clock()
