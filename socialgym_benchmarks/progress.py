@@ -166,10 +166,11 @@ class ProgressEstimate:
         return work
 
     def decision_rate(self) -> Optional[float]:
-        """Decisions per second made by this run (turns replayed from a journal not counted)."""
+        """Decisions per second made by this run (turns replayed from a journal not counted), up
+        to the last tick: decisions are counted at ticks, so the time since is not yet theirs."""
         if self.started is None:
             return None
-        elapsed = self.clock() - self.started
+        elapsed = self.last_tick - self.started
         made = self.decisions - (self.first_decisions or 0)
         return made / elapsed if elapsed > 0 else None
 

@@ -62,6 +62,7 @@ def test_between_ticks_the_eta_counts_down_instead_of_climbing():
     assert estimate.eta() == pytest.approx(at_tick)
     clock.now = 30.0                                         # half a tick on: nothing new counted yet
     assert estimate.eta() == pytest.approx(at_tick - 10)     # the old rate would read 86 * 30 / 74
+    assert "80 decisions (4.0/s)" in estimate.status()       # 80 in the 20 s to the tick, not over 30 s
     clock.now = 20.0 + at_tick + 5                           # the tick outlasts the estimate
     overrun = estimate.eta()
     assert overrun == pytest.approx(86 * (20 + at_tick + 5) / 74) and overrun > 5   # over all 25 + at_tick s
