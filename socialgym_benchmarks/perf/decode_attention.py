@@ -8,8 +8,8 @@ key/value heads of 64), with left padding in the mask as the runner has it.
 - A prefill pass (``--new N``: N new tokens a row, causal among themselves, on top of the cached
   ones): SDPA in bfloat16 (what the runner uses) against the same attention as two bfloat16
   matmuls with the query heads grouped by their key/value head and a float32 softmax between
-  them (``grouped-bf16``: oneDNN's bfloat16 matmuls, the fastest this CPU has, with the scores
-  written out whole).
+  them (``grouped-bf16``: oneDNN's bfloat16 matmuls, with each call's whole score matrix written
+  out).
 
     python socialgym_benchmarks/perf/decode_attention.py                       # decode steps
     python socialgym_benchmarks/perf/decode_attention.py --new 240 --shapes 8x1000,16x300   # prefill passes
