@@ -39,6 +39,7 @@ IN_PLAY_CAP = 0.9      # an episode in play counts for at most this share until 
 TICK_SMOOTHING = 0.3   # weight of the newest tick in the seconds-per-tick mean
 MIN_WORK_SHARE = 0.02  # share of the planned work this run must have made before an ETA is given
 OUTLAST_SHARE = 0.25   # an episode longer than every finished one of its game: this share of its turns to go
+NONE_LEFT = 1e-9       # a game's unfinished weight at or below this: nothing timed left (float sums)
 IN_PLAY_SHOWN = 3      # games named on the status line; a wide run would push the bar off the screen
 
 
@@ -157,7 +158,7 @@ class ProgressEstimate:
         """Work of the episodes not finished, as expected; None while a game's length is unknown."""
         work = 0.0
         for game, weight in self.weight_left.items():
-            if weight <= 1e-9:                # none left (or only scripted-only ones)
+            if weight <= NONE_LEFT:           # none left (or only scripted-only ones)
                 continue
             expected = self.expected_turns(game)
             if expected is None:
@@ -230,7 +231,7 @@ class ProgressEstimate:
         """The games with timed episodes left whose length is still unknown (no prior, and no
         episode finished yet), in the order of the plan."""
         return [game for game, weight in self.weight_left.items()
-                if weight > 1e-9 and self.expected_turns(game) is None]
+                if weight > NONE_LEFT and self.expected_turns(game) is None]
 
     def status(self) -> str:
         """The bar's status line: ``130 decisions (1.4/s); in play: coup x3; ETA 3 min 05 s``."""

@@ -10,9 +10,9 @@ the Makefile) or the tournament arguments after ``--``, in this process, and wri
 :class:`~socialgym_benchmarks.progress.ProgressEstimate` was given -- the plan, the prior lengths,
 every tick and every finished episode, each with its clock time -- to a JSON-lines stream.
 ``--stream`` (or the end of ``--record``) feeds that stream to a fresh estimate on a simulated
-clock and prints, at every twentieth of the run (``--points``) (first tick to last episode), the status line's
-ETA beside the time that was really left, then how much of the run had an ETA and how far off it
-was. ``--no-prior`` also scores the same stream as if no prior lengths had been given (the bar
+clock and prints, at every twentieth of the run from its first tick to its last episode (or every
+1/N with ``--points N``), the status line's ETA beside the time that was really left, then how
+much of the run had an ETA and how far off it was. ``--no-prior`` also scores the same stream as if no prior lengths had been given (the bar
 then says "ETA once a <game> episode ends" until an episode of every game has ended). Scoring runs the estimator code of the checkout it runs
 in, so one recorded stream compares two versions of the estimator side by side.
 """
