@@ -221,6 +221,24 @@ GROUPED_DECODE = grouped_decode_default(cpu_flags())
 # A bfloat16 model's Linear weights packed once for oneDNN (socialgym_agents.llm.packed), by the
 # same rule: on a CPU with AMX the model stays as it was measured.
 PACK_LINEARS = GROUPED_DECODE
+# oneDNN keeps the last 1,024 kernels it built (one per operation and input shape), and PyTorch's
+# ideep layer as many again. A prefill pass's row count is new at almost every pass, so over a
+# tournament those caches filled with kernels never used again and held a few hundred MB
+# (docs/benchmarks.md, "The kernel caches"). Eight each keep a decode step's shapes. The two
+# libraries read these variables once, at their first kernel, so they are set on import, before any
+# model runs; a value the user set stands. Not on a CPU with AMX, by the rule above.
+KERNEL_CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+KERNEL_CACHE_CAPACITY = "8"
+
+
+def limit_kernel_caches(environ=os.environ, on: bool = PACK_LINEARS) -> None:
+    """Bound oneDNN's and ideep's kernel caches (:data:`KERNEL_CACHE_CAPACITY`) unless ``environ`` sets them."""
+    if on:
+        for name in KERNEL_CACHE_VARIABLES:
+            environ.setdefault(name, KERNEL_CACHE_CAPACITY)
+
+
+limit_kernel_caches()
 
 
 def sdpa_shared_kv(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,

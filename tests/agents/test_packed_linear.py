@@ -2,6 +2,7 @@
 oneDNN compute bit for bit what ``F.linear`` does, hold each weight once, and stay shared where
 an adapter shares its base's weights (issue 45: decode steps on a CPU without AMX)."""
 import copy
+import os
 import gc
 import weakref
 
@@ -94,3 +95,48 @@ def test_the_runner_packs_a_bfloat16_model_on_a_cpu_without_amx_only(smollm2_ava
     assert isinstance(packed.model.model.layers[0].mlp.down_proj, PackedLinear)
     assert type(HFBackend("smollm2", LLMConfig(dtype="float32")).model.model.layers[0].mlp.down_proj) \
         is torch.nn.Linear
+
+
+# A process that runs packed layers at 150 row counts, as prefill passes do: the RSS it gains.
+_MANY_SHAPES = """
+import os
+import torch
+import socialgym_agents.llm.loading  # noqa: F401  (its import bounds the kernel caches)
+from socialgym_agents.llm.packed import PackedLinear
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+layers = [PackedLinear(torch.nn.Linear(576, n, bias=False).to(torch.bfloat16)) for n in (576, 1536)]
+x = torch.ones(1600, 576, dtype=torch.bfloat16)
+before = rss()
+for rows in range(100, 1600, 10):
+    for layer in layers:
+        layer(x[:rows])
+print(rss() - before)
+"""
+
+
+def _grown_by_many_shapes(**variables) -> int:
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in loading.KERNEL_CACHE_VARIABLES}
+    done = subprocess.run([sys.executable, "-c", _MANY_SHAPES], env={**env, **variables}, capture_output=True,
+                          text=True, check=True)
+    return int(done.stdout.strip())
+
+
+@pytest.mark.skipif(not loading.PACK_LINEARS, reason="a CPU with AMX: the kernel caches are left as they were")
+def test_kernels_for_many_row_counts_do_not_pile_up_in_memory():
+    """oneDNN's and ideep's default caches (1,024 kernels each) keep a kernel per row count; the
+    bound loading sets on import keeps a process that meets 150 row counts from growing with them."""
+    unbounded = _grown_by_many_shapes(**{name: "1024" for name in loading.KERNEL_CACHE_VARIABLES})
+    bounded = _grown_by_many_shapes()
+    assert bounded < 64 * 2**20 and unbounded > 3 * bounded + 64 * 2**20, (bounded, unbounded)
+
+
+def test_a_kernel_cache_bound_the_user_set_stands():
+    environ = {"LRU_CACHE_CAPACITY": "256"}
+    loading.limit_kernel_caches(environ, on=True)
+    assert environ == {"LRU_CACHE_CAPACITY": "256", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": loading.KERNEL_CACHE_CAPACITY}
+    untouched: dict = {}
+    loading.limit_kernel_caches(untouched, on=False)      # a CPU with AMX
+    assert untouched == {}
