@@ -110,7 +110,7 @@ def _run_demo_command(out: str) -> tuple:
 def run(args) -> dict:
     import torch  # noqa: F401  (imported before the baseline is read: it is part of "the rest")
 
-    from socialgym_agents.llm import kv_cache
+    from socialgym_agents.llm import kv_cache, loading
     from socialgym_agents.llm.hf_backend import SEAT_CACHES
     # the counters are process-wide: count what this run adds, not what earlier policies held
     kv_cache.reset_peak()
@@ -153,6 +153,9 @@ def run(args) -> dict:
     print(f"  per-seat K/V caches (peak)      {result['seat_caches'] / MB:7.0f} MB")
     print(f"  decode batches' K/V (peak)      {result['batch_kv'] / MB:7.0f} MB")
     print(f"  the rest (activations, slack)   {rest / MB:7.0f} MB")
+    # what bounds the kernels oneDNN and ideep keep (socialgym_agents.llm.loading sets both on a CPU without AMX)
+    result["kernel_caches"] = {name: os.environ.get(name, "library default") for name in loading.KERNEL_CACHE_VARIABLES}
+    print("kernel caches: " + ", ".join(f"{name}={value}" for name, value in result["kernel_caches"].items()))
     return result
 
 

@@ -49,6 +49,9 @@ def test_llm_memory_splits_the_peak_of_a_small_batch(smollm2_available):
     # the model is held while it plays: RSS then is at least its weights (not the baseline: in a
     # long test session, memory earlier tests left may be freed during the run)
     assert out["peak_rss"] >= out["playing_peak_rss"] >= out["weights"] and out["baseline_rss"] > 0
+    import os
+    assert out["kernel_caches"] == {name: os.environ.get(name, "library default")
+                                    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
 
 
 def test_adapter_memory_counts_the_shared_weights_once(smollm2_available, capsys):
