@@ -2,8 +2,8 @@
 oneDNN compute bit for bit what ``F.linear`` does, hold each weight once, and stay shared where
 an adapter shares its base's weights (issue 45: decode steps on a CPU without AMX)."""
 import copy
-import os
 import gc
+import os
 import weakref
 
 import pytest
