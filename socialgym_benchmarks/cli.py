@@ -15,10 +15,10 @@ import typer
 from socialgym_agents.registry import PolicySpecError, parse_specs
 from socialgym_env.cli_errors import check_output_file, check_output_folder, one_line
 
-from . import tournament as tour
-from .elo import check_ties
-from .leaderboard_render import build_leaderboard, print_leaderboard
-from .replay import write_replay
+from .leaderboard.render import build_leaderboard, print_leaderboard
+from .leaderboard.replay import write_replay
+from .ratings import check_ties
+from .tournament import plan as tour
 
 app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,
                   add_completion=False)
@@ -44,13 +44,13 @@ def _split(values: Optional[List[str]], option: str = "--games") -> Optional[lis
 
 
 class BootstrapBy(str, Enum):
-    """What a bootstrap resample draws (socialgym_benchmarks.elo)."""
+    """What a bootstrap resample draws (socialgym_benchmarks.ratings)."""
     episode = "episode"
     battle = "battle"
 
 
 class Interval(str, Enum):
-    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.elo.rate)."""
+    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.ratings.rate)."""
     profile = "profile"
     bootstrap = "bootstrap"
 
@@ -187,7 +187,7 @@ def run_adaptive_command(games, agents, budget, seed=0, out="runs/tournament", w
                          progress=True):
     """Typer-free body of ``tournament --until-resolved``: run, print the leaderboard, the stop
     and the corrected intervals."""
-    from .adaptive import adaptive_tournament
+    from .tournament.adaptive import adaptive_tournament
     try:
         result = adaptive_tournament(games, agents, budget, seed=seed, out=out, workers=workers, resume=resume,
                                      config_overrides=config_override, quick=quick, preset=preset,
@@ -246,7 +246,7 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
                          seed: int = typer.Option(0, "--seed")):
     """Held-out log-loss and Brier score of each rating choice (pooled vs games-equal, ties left out vs
     split, Bradley–Terry vs online Elo), split by episode: which predicts outcomes best on these logs."""
-    from .validity import format_table, validity_from_logs
+    from .ratings.validity import format_table, validity_from_logs
     try:
         table = validity_from_logs(logdir, folds, seed)
     except ValueError as err:
@@ -261,7 +261,7 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
 def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scripted:win_stay_lose_shift or llm:..."),
              against: str = typer.Option("reference", "--against",
                                          help="reference (the shipped pool) or a pool folder made by "
-                                              "python -m socialgym_benchmarks.reference build --out DIR"),
+                                              "python -m socialgym_benchmarks.tournament.reference build --out DIR"),
              episodes: Optional[int] = typer.Option(None, "--episodes", min=1, max=MAX_EPISODES,
                                                     help="episodes per reference and game (default: the pool's)"),
              seed: int = typer.Option(0, "--seed"),
@@ -269,7 +269,7 @@ def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scri
              workers: Optional[int] = typer.Option(None, "--workers", min=1)):
     """Rate one policy offline against a frozen reference pool: it plays the references only, and its
     Elo is fitted with the references' ratings held fixed (docs/tournament.md)."""
-    from .reference import ReferencePoolError, load_pool, rate_against
+    from .tournament.reference import ReferencePoolError, load_pool, rate_against
     check_output_folder(out, "--out")
     try:
         pool = load_pool(None if against == "reference" else against)

@@ -1,4 +1,4 @@
-"""The leaderboard's files, rebuilt from episode logs alone (the numbers: :mod:`socialgym_benchmarks.leaderboard`).
+"""The leaderboard's files, rebuilt from episode logs alone (the numbers: :mod:`socialgym_benchmarks.leaderboard.summary`).
 
 ``build_leaderboard(logdir, outdir)`` reads every ``*.jsonl`` under ``logdir``
 (``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and
@@ -22,7 +22,7 @@ writes to ``outdir``:
 | ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
 |                      | ``gap_identified`` (False: the data cannot tell this policy's gap) and |
 |                      | ``gap_status`` (identified / separated / not identified; see           |
-|                      | :mod:`socialgym_benchmarks.leaderboard`)                                         |
+|                      | :mod:`socialgym_benchmarks.leaderboard.summary`)                                         |
 | ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
 |                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
 |                      | and per game                                                           |
@@ -52,8 +52,10 @@ from socialgym_env.errors import LogFormatError, UnknownGameError
 from socialgym_env.journal import read_timing
 from socialgym_env.registry import game_ids
 
-from . import elo as bt
-from .leaderboard import AXES, load_records, skipped_note, summarize
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.ratings import load_records, skipped_note
+
+from .summary import AXES, summarize
 
 
 # ----------------------------------------------------------------------------- files

@@ -1,10 +1,11 @@
-"""The leaderboard's numbers, computed from episode records: which records count, how seats are
+"""The leaderboard's numbers, computed from episode records (read by
+:func:`socialgym_benchmarks.ratings.load_records`): how seats are
 grouped (sides, roles, player counts), and ``summarize`` -- overall, per-game, role-conditioned
 and per-axis Bradley-Terry Elo with bootstrap intervals, win rates with Wilson intervals.
 
 Rendering them (CSV, Markdown, HTML, figures, the console table) is
-:mod:`socialgym_benchmarks.leaderboard_render`; ``build_leaderboard`` there reads logs and writes every file.
-Every Elo is an independent Bradley–Terry fit (``socialgym_benchmarks.elo``) anchored at mean 1000; ties
+:mod:`socialgym_benchmarks.leaderboard.render`; ``build_leaderboard`` there reads logs and writes every file.
+Every Elo is an independent Bradley–Terry fit (:mod:`socialgym_benchmarks.ratings`) anchored at mean 1000; ties
 are left out or split (``ties``) in every one of them. ``online_elo`` holds the second rating,
 the released code's online Elo (K = 32), overall and per game.
 
@@ -18,67 +19,19 @@ connected and every gap is identified. Each role row says which (``gap_identifie
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections import defaultdict
-from functools import lru_cache
 from typing import Optional
 
 import numpy as np
 
-from socialgym_env.logs import iter_log_dir
-
-from . import elo as bt
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.ratings import game_info, games_equal_fit
 
 AXES = ("category", "skill", "information", "communication", "players", "horizon")
 CATEGORY_ORDER = ("normal_form", "economic", "bluffing", "hidden_role", "social_strategy", "control")
 
 
-# ----------------------------------------------------------------------------- inputs
-@lru_cache(maxsize=None)
-def game_info(game: str) -> dict:
-    """The registry's metadata for a game; a minimal stand-in for games no longer registered."""
-    try:
-        import socialgym_env
-        return socialgym_env.game_class(game).info.to_dict()
-    except Exception:
-        return {"id": game, "name": game, "category": "unknown", "information": "unknown",
-                "communication": "unknown", "horizon": "unknown", "skills": [], "cooperative": False,
-                "roles": [], "main_role": None, "alt_role": None, "outcome": "unknown"}
-
-
-def load_records(logdir) -> tuple[list, dict]:
-    """Finished records, and what was skipped: failed and unfinished episodes, and bad lines
-    (corrupt, truncated or foreign) counted by why."""
-    records, skipped = [], {"failed": 0, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
-
-    def skip_line(message: str, why: str) -> None:
-        skipped["bad_lines"] += 1
-        skipped["bad_line_reasons"][why] = skipped["bad_line_reasons"].get(why, 0) + 1
-
-    failed_ids = set()
-    for record in iter_log_dir(logdir, on_skip=skip_line):
-        if record.get("failed"):
-            failed_ids.add(record.get("episode_id"))
-        elif not record.get("finished", True) or record.get("rewards") is None:
-            skipped["unfinished"] += 1
-        else:
-            records.append(record)
-    # A failed episode that a resume played again successfully is not a failure any more.
-    skipped["failed"] = len(failed_ids - {r.get("episode_id") for r in records})
-    return records, skipped
-
-
-def skipped_note(skipped: dict) -> str:
-    """One line on what was skipped, or "" when nothing was."""
-    parts = []
-    if skipped.get("failed") or skipped.get("unfinished"):
-        parts.append(f"{skipped.get('failed', 0)} failed and {skipped.get('unfinished', 0)} unfinished episode records")
-    if skipped.get("bad_lines"):
-        reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped["bad_line_reasons"].items()))
-        parts.append(f"{skipped['bad_lines']} bad log lines ({reasons})")
-    return ("Skipped " + "; ".join(parts) + ".") if parts else ""
-
-
+# ----------------------------------------------------------------------------- seats and groups
 def is_hidden_role(info: dict) -> bool:
     return bool(info.get("main_role") and info.get("alt_role"))
 
@@ -115,16 +68,12 @@ def groups_of(record: dict, info: dict) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- summary
-def _seed(seed: int, name: str) -> int:
-    return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**32)
-
-
 def _battles(records, opts, label=None, players=None) -> bt.Battles:
     return bt.collect_battles(records, label, opts["compare"], players, opts["ties"])
 
 
 def _rate(battles, name, opts, keep_samples=False) -> bt.Ratings:
-    return bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=_seed(opts["seed"], name), C=opts["C"],
+    return bt.rate(battles, n_boot=opts["n_boot"], by=opts["by"], seed=bt.stream_seed(opts["seed"], name), C=opts["C"],
                    interval=opts["interval"], keep_samples=keep_samples)
 
 
@@ -134,7 +83,7 @@ def _fit(records, name, opts, label=None, players=None) -> dict:
 
 
 def _online(records, name, opts, players=None) -> dict:
-    return bt.online_elo(_battles(records, opts, players=players), seed=_seed(opts["seed"], name))
+    return bt.online_elo(_battles(records, opts, players=players), seed=bt.stream_seed(opts["seed"], name))
 
 
 def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
@@ -142,7 +91,7 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
               interval: str = "profile", prices: Optional[dict] = None, timing: Optional[dict] = None) -> dict:
     """Every table of the leaderboard, as one JSON-friendly dict. ``interval``: how every Elo
     interval is made, ``profile`` (profile likelihood, default) or ``bootstrap`` (percentile,
-    resampling ``by``), see :func:`socialgym_benchmarks.elo.rate`. ``timing``: the decision
+    resampling ``by``), see :func:`socialgym_benchmarks.ratings.rate`. ``timing``: the decision
     times beside the logs (:func:`socialgym_env.journal.read_timing`), for the seconds column."""
     if interval not in bt.INTERVALS:
         raise ValueError(f"interval must be one of {', '.join(bt.INTERVALS)}, got {interval!r}")
@@ -231,33 +180,6 @@ def _game_weighted(competitive: list, by_game: dict, infos: dict, policies: list
     return {"overall": fits.pop("overall"),
             "per_category": {name.split(":", 1)[1]: fit for name, fit in fits.items()},
             "battle_share": share, "battles": {g: b.n for g, b in battles.items()}}
-
-
-def games_equal_fit(parts: list, policies: list, opts: dict, name: str) -> dict:
-    """{policy: {elo, lo, hi}} of the BT fit with every part (a game's battles) weighted to an
-    equal share of the total (:func:`socialgym_benchmarks.elo.games_equal_battles`). Interval:
-    with ``opts["interval"] == "profile"`` the profile likelihood of the weighted likelihood,
-    its statistic divided by the weighted design effect (it keeps its coverage under separation,
-    see ``socialgym_benchmarks.interval_coverage``); else, when ``opts["n_boot"]``, the
-    percentile bootstrap by episode within each part (stratified: every resample keeps each
-    part's episode count and weight); else none (lo = hi = elo)."""
-    parts = [b for b in parts if b.n]
-    if not parts:
-        return {}
-    pooled = bt.games_equal_battles(parts)
-    wins = pooled.win_matrix()
-    elo = bt.fit_bt(wins, opts["C"])
-    lo, hi = elo.copy(), elo.copy()
-    if opts.get("interval") == "profile":
-        lo, hi = bt.profile_elo_intervals(pooled, elo)
-    elif opts["n_boot"]:
-        mean = pooled.n / len(parts)
-        resampled = sum(mean / b.n * bt.bootstrap_wins(b, opts["n_boot"], opts["by"], _seed(opts["seed"], f"{name}:{i}"))
-                        for i, b in enumerate(parts))
-        lo, hi = np.percentile(bt.fit_bt_batch(resampled, opts["C"], start=elo), [2.5, 97.5], axis=0)
-    played = wins.sum(0) + wins.sum(1)
-    return {p: {"elo": float(elo[i]), "lo": bt.finite_or_none(lo[i]), "hi": bt.finite_or_none(hi[i])}
-            for i, p in enumerate(policies) if played[i] > 0}
 
 
 def games_played(competitive: list, by_game: dict, policies: list) -> dict:
@@ -420,7 +342,7 @@ def _role_table(fit: dict, battles: bt.Battles, ratings: bt.Ratings) -> dict:
     of the contrast, or the bootstrap), ``gap_boot_lo``/``gap_boot_hi`` always the percentile
     bootstrap by episode (None where a side is unbounded or not identified).
     ``gap_identified``: whether the data pin this policy's gap, i.e. its contrast lies in the
-    row space of the design matrix (:func:`socialgym_benchmarks.elo.estimable`); when not, the
+    row space of the design matrix (:func:`socialgym_benchmarks.ratings.estimable`); when not, the
     gap shown is the penalty's split of what is identified (e.g. the mean gap of two policies).
     ``gap_status`` says what the data pin, whatever the interval method: ``"not identified"``
     (the rank test fails), ``"separated"`` (identified, but the outcomes are separated in the

@@ -1,6 +1,6 @@
 """Load on the OpenEnv-protocol env server: many concurrent sessions played by scripted clients.
 
-    python socialgym_benchmarks/env_server_load.py [--sessions 256] [--duration 20] [--reps 3] [--game prisoners_dilemma]
+    python socialgym_benchmarks/perf/env_server_load.py [--sessions 256] [--duration 20] [--reps 3] [--game prisoners_dilemma]
 
 Starts ``socialgym serve-env`` in its own process on 127.0.0.1 (a free port), opens
 ``--sessions`` WebSocket sessions at once from this process (asyncio, the ``websockets``

@@ -7,7 +7,7 @@ the run then took (issue 45 item 5).
 
 ``--record`` runs make demo's tournament line (``demo_cost.demo_commands``, so it cannot drift from
 the Makefile) or the tournament arguments after ``--``, in this process, and writes what the bar's
-:class:`~socialgym_benchmarks.progress.ProgressEstimate` was given -- the plan, the prior lengths,
+:class:`~socialgym_benchmarks.tournament.progress.ProgressEstimate` was given -- the plan, the prior lengths,
 every tick and every finished episode, each with its clock time -- to a JSON-lines stream.
 ``--stream`` (or the end of ``--record``) feeds that stream to a fresh estimate on a simulated
 clock and prints, at every twentieth of the run from its first tick to its last episode (or every
@@ -34,9 +34,9 @@ WITHIN = (0.25, 0.5)       # an ETA within this share of the time really left co
 def record(stream: Path, tournament_args: list) -> None:
     """Run a tournament with its bar's estimate wrapped so that every call it gets is written
     to ``stream`` with its clock time."""
-    from socialgym_benchmarks import tournament_backends
+    from socialgym_benchmarks.tournament import backends
     from socialgym_benchmarks.cli import app
-    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate
 
     stream.parent.mkdir(parents=True, exist_ok=True)
     sink = stream.open("w")
@@ -59,11 +59,11 @@ def record(stream: Path, tournament_args: list) -> None:
             write({"t": self.clock(), "finished": [game, turns, episode_id]})
             super().finished(game, turns, episode_id)
 
-    tournament_backends.ProgressEstimate = Recorded
+    backends.ProgressEstimate = Recorded
     try:
         app(tournament_args, standalone_mode=False)
     finally:
-        tournament_backends.ProgressEstimate = ProgressEstimate
+        backends.ProgressEstimate = ProgressEstimate
         sink.close()
 
 
@@ -78,7 +78,7 @@ class _Clock:
 def score(stream: Path, use_prior: bool = True, points: int = POINTS) -> dict:
     """Replay ``stream`` into a fresh estimate and compare its ETA with the time really left at
     each 1/``points`` of the run."""
-    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate
     events = [json.loads(line) for line in stream.read_text().splitlines() if line.strip()]
     if not events:
         raise SystemExit(f"{stream}: empty (the run had no ETA to record: its bar off, or played on "
@@ -113,7 +113,7 @@ def score(stream: Path, use_prior: bool = True, points: int = POINTS) -> dict:
 
 
 def report(result: dict, label: str) -> None:
-    from socialgym_benchmarks.progress import duration
+    from socialgym_benchmarks.tournament.progress import duration
     print(f"\n{label}: the run played for {duration(result['run_s'])} after its first tick")
     print(f"{'elapsed':>12} {'really left':>12} {'ETA shown':>12}  status line")
     for elapsed, left, eta, status in result["rows"]:

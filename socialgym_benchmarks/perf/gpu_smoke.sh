@@ -2,8 +2,8 @@
 # GPU smoke test (docs/training/gpu.md): does the training and play path run on `cuda`?
 # Each check prints PASS, FAIL (its log named) or SKIP; the script exits 1 when any check failed.
 #
-#   bash socialgym_benchmarks/gpu_smoke.sh [OUT]            # on a machine with a CUDA GPU (about 5 minutes)
-#   DRY_RUN=1 bash socialgym_benchmarks/gpu_smoke.sh OUT    # print each check's command, run nothing (CPU)
+#   bash socialgym_benchmarks/perf/gpu_smoke.sh [OUT]            # on a machine with a CUDA GPU (about 5 minutes)
+#   DRY_RUN=1 bash socialgym_benchmarks/perf/gpu_smoke.sh OUT    # print each check's command, run nothing (CPU)
 #
 # Checks: the GPU is visible; a local policy loads on it; a 2-step multi-turn GRPO with HF
 # generation; the same with vLLM generation (colocated on the training GPU; SKIP without the

@@ -100,7 +100,7 @@ def _run_demo_command(out: str) -> tuple:
 
     from socialgym_benchmarks.cli import app
     from socialgym_benchmarks.perf.demo_cost import demo_commands
-    from socialgym_benchmarks.tournament_backends import failed_ids, logged_ids
+    from socialgym_benchmarks.tournament.backends import failed_ids, logged_ids
     words = shlex.split(demo_commands(out)[0])
     app(words[words.index("socialgym_env.cli") + 1:], standalone_mode=False)
     logs = Path(out, "logs")

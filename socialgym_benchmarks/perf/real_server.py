@@ -14,8 +14,8 @@ repetitions interleaved:
 It prints, per way: decisions/s (median [min-max] over repetitions), the share of decisions
 legal on the first reply, the share played legally at all, and the ladder level the server got.
 
-    python socialgym_benchmarks/real_server.py --python /path/to/venv-with-llama-cpp/bin/python
-    python socialgym_benchmarks/real_server.py --games 2 --reps 1        # smoke
+    python socialgym_benchmarks/perf/real_server.py --python /path/to/venv-with-llama-cpp/bin/python
+    python socialgym_benchmarks/perf/real_server.py --games 2 --reps 1        # smoke
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import socialgym_env  # noqa: E402
 from socialgym_agents.llm.loading import smollm2_gguf  # noqa: E402

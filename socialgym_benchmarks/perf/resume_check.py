@@ -1,7 +1,7 @@
 """Kill a tournament after a few rounds of decisions, resume it, and compare its logs with an
 unbroken run's: how exactly a resume continues the episodes in flight with a real policy.
 
-    PYTHONPATH=$PWD python socialgym_benchmarks/resume_check.py --agent "smollm2?temperature=0.7&context=2048"
+    PYTHONPATH=$PWD python socialgym_benchmarks/perf/resume_check.py --agent "smollm2?temperature=0.7&context=2048"
 
 Prints how many episodes are byte-identical, and for the others the first turn that differs and
 which fields differ there (e.g. a model backend's cache statistics in ``usage``).
@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from socialgym_benchmarks import tournament_backends as backends  # noqa: E402
+from socialgym_benchmarks.tournament import backends  # noqa: E402
 from socialgym_benchmarks.tournament import parse_overrides, plan_tournament, run_tournament  # noqa: E402
 
 
 def killing_after(ticks: int):
-    """A stand-in for ``tournament_backends._tick_callback`` that interrupts the run (as Ctrl-C
+    """A stand-in for ``tournament.backends._tick_callback`` that interrupts the run (as Ctrl-C
     would) after ``ticks`` rounds of decisions."""
     real = backends._tick_callback
 

@@ -16,9 +16,9 @@ the CPU time this process spent per decision (``time.process_time``; the server'
 it): on a machine whose cores are busy with other work, that CPU, not the latency, bounds the
 rate, and ``1 / CPU`` says what one free core would sustain.
 
-    python socialgym_benchmarks/server_throughput.py                        # 200 ms, 64 in flight
-    python socialgym_benchmarks/server_throughput.py --concurrency 8        # the former default
-    python socialgym_benchmarks/server_throughput.py --reps 2 --decisions 128   # smoke
+    python socialgym_benchmarks/perf/server_throughput.py                        # 200 ms, 64 in flight
+    python socialgym_benchmarks/perf/server_throughput.py --concurrency 8        # the former default
+    python socialgym_benchmarks/perf/server_throughput.py --reps 2 --decisions 128   # smoke
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from socialgym_agents.llm.backend import Completion  # noqa: E402
 from socialgym_agents.llm.config import parse_options  # noqa: E402

@@ -24,8 +24,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from . import elo as bt
-from .leaderboard import games_equal_fit, game_info, load_records
+from socialgym_benchmarks import ratings as bt
+
+from .estimate import games_equal_fit
+from .records import game_info, load_records
 
 CHOICES = ("pooled", "pooled_ties_split", "games_equal", "online_elo", "coin")
 

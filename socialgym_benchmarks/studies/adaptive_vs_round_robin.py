@@ -1,12 +1,12 @@
 """Episodes to resolve a ranking: the adaptive tournament against a round robin, with planted
 strengths (simulated two-seat outcomes: no game, no model, seconds a repetition).
 
-Both designs use the same rule (:mod:`socialgym_benchmarks.adaptive`): the same first round
+Both designs use the same rule (:mod:`socialgym_benchmarks.tournament.adaptive`): the same first round
 (every pair ``FIRST_PER_PAIR`` times), looks at the same planned totals, the same Bonferroni-
 corrected level, the same stop (every adjacent pair of the fitted order resolved, or the
 budget). They differ only in where a round's episodes go: the round robin cycles through
 every pair of policies in turn, the adaptive plan shares them among the unresolved adjacent
-pairs by need (:func:`socialgym_benchmarks.adaptive.allocate`). An episode is one battle won
+pairs by need (:func:`socialgym_benchmarks.tournament.adaptive.allocate`). An episode is one battle won
 by the Bradley–Terry probability of the planted Elo gap.
 
 Printed per design, over ``--reps`` repetitions: the median (and mean) episodes at the stop,
@@ -17,7 +17,7 @@ at the corrected levels (and, to show what the correction is for, the same inter
 uncorrected 95%). The null check (``--planted null``: all strengths equal) must stop on budget
 with errors at most 5%.
 
-    python -m socialgym_benchmarks.adaptive_vs_round_robin --reps 100
+    python -m socialgym_benchmarks.studies.adaptive_vs_round_robin --reps 100
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from collections import Counter
 
 import numpy as np
 
-from . import adaptive
-from . import elo as bt
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.tournament import adaptive
 
 PLANTED = {"spread": (1400.0, 1250.0, 1150.0, 1000.0, 850.0, 700.0),
            "null": (1000.0, 1000.0, 1000.0, 1000.0)}

@@ -1,6 +1,6 @@
 """False-pair rate of branching rollouts where every action is worth the same, and their power.
 
-    python -m socialgym_benchmarks.branching_null [--decisions 240] [--candidates 3] [--rollouts 8] [--alpha 0.05] [--draws 4000]
+    python -m socialgym_benchmarks.studies.branching_null [--decisions 240] [--candidates 3] [--rollouts 8] [--alpha 0.05] [--draws 4000]
 
 Null: Rock-Paper-Scissors (``--rounds`` rounds) between two uniformly random players. Every
 action of the learner (player_0) has expected reward 0, so every preference pair a branching
@@ -39,7 +39,7 @@ import numpy as np
 import socialgym_env
 from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, pair_test, request_for
 from socialgym_agents.runner import PolicyPool
-from socialgym_benchmarks.elo import wilson_interval
+from socialgym_benchmarks.ratings import wilson_interval
 
 
 def mann_whitney_p(best: list, worst: list) -> float:

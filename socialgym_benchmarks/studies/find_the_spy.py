@@ -31,8 +31,8 @@ from socialgym_env.socialmaze.spy import (BASELINES, CIVILIAN, DEFAULT_PLAYERS, 
                                           SpyInstance, build_instance, hint_describer, read_instances,
                                           score_spy_answer, spy_perspectives)
 
-from .elo import wilson_interval
-from .tournament import episode_seed
+from socialgym_benchmarks.ratings import wilson_interval
+from socialgym_benchmarks.tournament.plan import episode_seed
 
 HINTS = "hints"
 DESCRIBE_PROMPT = """You are Player {player} in the word game Find the Spy. {n} players each got a secret word: all but one share the same word, one (the Spy) got a different but related word. Nobody knows who the Spy is.

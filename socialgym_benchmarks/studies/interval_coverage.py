@@ -9,7 +9,7 @@ are left out, as ``--ties exclude`` does). Each policy's interval is checked aga
 planted Elo; every (repetition, policy) counts once.
 
 Methods: ``profile`` (the leaderboard's default: profile likelihood, episode design effect,
-:func:`socialgym_benchmarks.elo.profile_elo_intervals`), ``bootstrap-episode`` and
+:func:`socialgym_benchmarks.ratings.profile_elo_intervals`), ``bootstrap-episode`` and
 ``bootstrap-battle`` (the percentile bootstrap around the penalised fit, as the paper).
 
 Role gaps (a second table): a two-team game (two seats of the alt side against three of the
@@ -26,7 +26,7 @@ split evenly over them; the games-equal fit's interval (``profile``: the weighte
 likelihood, the leaderboard's default; ``bootstrap``: by episode within each game) is checked
 against the planted Elo, which is the games-equal estimand when every game has the same strengths.
 
-    python -m socialgym_benchmarks.interval_coverage --reps 200
+    python -m socialgym_benchmarks.studies.interval_coverage --reps 200
 
 prints all three tables (with the median width, and how often a bound is unbounded);
 ``--tables pooled,games-equal,roles`` picks some.
@@ -39,8 +39,8 @@ from typing import Optional
 
 import numpy as np
 
-from . import elo as bt
-from .leaderboard import games_equal_fit
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.ratings import games_equal_fit
 
 PLANTED = {"near": (1075.0, 1025.0, 975.0, 925.0), "spread": (1300.0, 1100.0, 900.0, 700.0)}
 SIZES = (12, 50, 200)

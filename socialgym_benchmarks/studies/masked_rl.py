@@ -1,7 +1,7 @@
 """MaskablePPO (sb3-contrib) on the masked single-seat view of three games, against fixed opponents.
 
-    nice -n 10 python -m socialgym_benchmarks.masked_rl                 # the full run (3 min 26 s of CPU in docs/integrations/masked.md)
-    python -m socialgym_benchmarks.masked_rl --steps 300 --episodes 20  # a smoke run (the test runs this)
+    nice -n 10 python -m socialgym_benchmarks.studies.masked_rl                 # the full run (3 min 26 s of CPU in docs/integrations/masked.md)
+    python -m socialgym_benchmarks.studies.masked_rl --steps 300 --episodes 20  # a smoke run (the test runs this)
 
 For each game in ``GAMES`` (game, learner seat, fixed opponent, config) the script:
 
@@ -35,7 +35,7 @@ from scipy.stats import norm
 from socialgym_agents.base import Request
 from socialgym_agents.registry import make_policy
 from socialgym_agents.single_agent import make_masked_single_agent_env, make_single_agent_env
-from socialgym_benchmarks.elo import wilson_interval
+from socialgym_benchmarks.ratings import wilson_interval
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ random on its main side (planted: its Elo-Alt − Elo-Main is positive). The lea
 role-conditioned fit (:func:`socialgym_benchmarks.leaderboard.summarize`) then gives each policy's gap
 and its 95% interval; the side-split policy should get a positive gap whose interval excludes 0.
 
-    python -m socialgym_benchmarks.role_gap_games --episodes 40
+    python -m socialgym_benchmarks.studies.role_gap_games --episodes 40
 
 prints one row per game (the side-blind policies' gaps beside it).
 """
@@ -22,9 +22,10 @@ from socialgym_agents.jobs import PolicyPool
 from socialgym_agents.registry import make_policy
 from socialgym_agents.runner import run_jobs
 
-from .leaderboard import game_info, is_hidden_role, side_label, summarize
-from .leaderboard_render import GAP_MARKS, gap_status
-from .tournament import demo_config, plan_game
+from socialgym_benchmarks.leaderboard.render import GAP_MARKS, gap_status
+from socialgym_benchmarks.leaderboard.summary import is_hidden_role, side_label, summarize
+from socialgym_benchmarks.ratings import game_info
+from socialgym_benchmarks.tournament.plan import demo_config, plan_game
 
 SPLIT = "side:split"
 AGENTS = ("scripted:heuristic", "scripted:random", SPLIT)

@@ -1,6 +1,6 @@
 """Turn-level credit against RAE on a planted game where one turn of several decides the reward.
 
-    python -m socialgym_benchmarks.selfplay_credit [--turns 4 --deciding 2 --steps 150 --seeds 40] [--out runs/selfplay_credit]
+    python -m socialgym_benchmarks.studies.selfplay_credit [--turns 4 --deciding 2 --steps 150 --seeds 40] [--out runs/selfplay_credit]
 
 The two advantage estimators of ``socialgym_training/selfplay.py`` (``--advantage rae|turn``; the
 functions are :mod:`socialgym_agents.selfplay`'s, the same ones the trainer calls) on a
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from socialgym_agents.selfplay import RoleBaseline, turn_advantages
-from socialgym_benchmarks.selfplay_kuhn import parse
+from socialgym_benchmarks.studies.selfplay_kuhn import parse
 from socialgym_env.atomic import atomic_write_text
 
 ROLE = ("planted", "player")

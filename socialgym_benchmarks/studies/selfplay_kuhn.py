@@ -1,7 +1,7 @@
 """Tabular self-play on Kuhn poker, measured against OpenSpiel's CFR on the same plot.
 
-    python -m socialgym_benchmarks.selfplay_kuhn [--iterations 800] [--episodes 256] [--out runs/selfplay_kuhn]
-    python socialgym_benchmarks/selfplay_kuhn.py --help
+    python -m socialgym_benchmarks.studies.selfplay_kuhn [--iterations 800] [--episodes 256] [--out runs/selfplay_kuhn]
+    python socialgym_benchmarks/studies/selfplay_kuhn.py --help
 
 The algorithm of ``socialgym_training/selfplay.py`` with a table instead of a language model: one softmax
 policy (a logit per information state and legal action word, read from the seat's

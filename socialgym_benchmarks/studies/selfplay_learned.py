@@ -1,7 +1,7 @@
 """What a self-play run learnt, counted from its evaluation logs: each player's choices by role and phase.
 
-    python -m socialgym_benchmarks.selfplay_learned runs/selfplay_resistance/evaluation.jsonl [--players selfplay:step0,selfplay:step40]
-    python -m socialgym_benchmarks.selfplay_learned runs/selfplay_werewolves/evaluation.jsonl --targets   # whom it kills, votes
+    python -m socialgym_benchmarks.studies.selfplay_learned runs/selfplay_resistance/evaluation.jsonl [--players selfplay:step0,selfplay:step40]
+    python -m socialgym_benchmarks.studies.selfplay_learned runs/selfplay_werewolves/evaluation.jsonl --targets   # whom it kills, votes
     ... --against scripted:heuristic     # only the episodes against the heuristic (the same deals before and after)
 
 Reads episode records (``socialgym_training/selfplay.py``'s ``evaluation.jsonl`` or

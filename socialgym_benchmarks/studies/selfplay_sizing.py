@@ -1,6 +1,6 @@
 """Size a hidden-role self-play run: turns per episode by phase, and how often one side wins, with scripted seats.
 
-    python -m socialgym_benchmarks.selfplay_sizing [--episodes 100] [--policy scripted:heuristic]
+    python -m socialgym_benchmarks.studies.selfplay_sizing [--episodes 100] [--policy scripted:heuristic]
         [--side_policy scripted:random]
 
 For each game of ``GAMES`` (its config and the side a run would train), ``--episodes`` seeded
@@ -33,7 +33,7 @@ GAMES = {
 
 
 def size(game: str, config: dict, side: str, episodes: int, policy: str, side_policy: str = "") -> dict:
-    from socialgym_benchmarks.elo import wilson_interval
+    from socialgym_benchmarks.ratings import wilson_interval
     env = socialgym_env.make(game, **config)
     jobs = []
     for seed in range(episodes):

@@ -1,6 +1,6 @@
 """Accuracy of the Hidden Role Deduction baselines per variant and per Player 1 true role.
 
-    python socialgym_benchmarks/socialmaze_baselines.py --n 200 --seed 0 --preset easy
+    python socialgym_benchmarks/studies/socialmaze_baselines.py --n 200 --seed 0 --preset easy
 
 For each variant it generates ``--n`` certified instances and scores two solvers
 through the same answer parser a model would face:
@@ -21,8 +21,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-# Let `python socialgym_benchmarks/socialmaze_baselines.py` work from a checkout without installing.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Let `python socialgym_benchmarks/studies/socialmaze_baselines.py` work from a checkout without installing.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from socialgym_env.socialmaze import VARIANTS, MazeConfig, Role, generate_dataset, score_answer  # noqa: E402
 from socialgym_env.socialmaze.baselines import SOLVERS  # noqa: E402

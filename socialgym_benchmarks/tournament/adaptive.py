@@ -3,9 +3,9 @@ least certain, stop when every adjacent pair of the ranking is resolved or the b
 
 The rule
 --------
-A *look* follows every round: the pooled Bradley–Terry fit (:mod:`socialgym_benchmarks.elo`)
+A *look* follows every round: the pooled Bradley–Terry fit (:mod:`socialgym_benchmarks.ratings`)
 orders the competitors, and each adjacent pair of that order is *resolved* when the profile-
-likelihood interval of its Elo difference excludes 0 (:func:`socialgym_benchmarks.elo.contrast_excludes`).
+likelihood interval of its Elo difference excludes 0 (:func:`socialgym_benchmarks.ratings.contrast_excludes`).
 The run stops at the first look where every adjacent pair is resolved, or when the budget (in
 episodes) is spent.
 
@@ -19,7 +19,7 @@ the pairs, because which pairs are adjacent is read off the data). An interval m
 stop only if it misses at some look, so by the union bound each reported Elo interval covers
 with probability at least ``level`` whatever the stopping time, and all pair intervals cover
 at once with at least ``level`` (so a wrong claimed order has probability at most ``1 - level``);
-:mod:`socialgym_benchmarks.adaptive_vs_round_robin` checks both by simulation. The likelihood
+:mod:`socialgym_benchmarks.studies.adaptive_vs_round_robin` checks both by simulation. The likelihood
 does not depend on how match-ups were chosen from past outcomes, but the intervals' coverage
 rests on every pair's information growing, which the next round's shares see to (below).
 
@@ -31,7 +31,7 @@ information to be resolved, and one episode between them brings ``p (1 - p) (ln 
 of it (``p`` the fitted win probability). Blocks are whole side rotations. By need alone, a
 pair that looks far apart by chance is starved and keeps its overestimate, and the intervals
 lose coverage under the adaptive design even before any correction for the stop
-(``python -m socialgym_benchmarks.adaptive_vs_round_robin --planted null --explore-share 0
+(``python -m socialgym_benchmarks.studies.adaptive_vs_round_robin --planted null --explore-share 0
 --even-share 0`` shows it); the outcome-blind and even shares keep every pair's information
 growing.
 
@@ -54,7 +54,7 @@ from scipy.stats import norm
 
 from socialgym_env.atomic import atomic_write_json
 
-from . import elo as bt
+from socialgym_benchmarks import ratings as bt
 
 LEVEL = 0.95
 GROWTH = 1.5            # each look's planned total over the previous one
@@ -290,7 +290,7 @@ class AdaptivePlan:
 
     def episode_ids(self) -> set:
         """The ids of every planned episode (as :func:`socialgym_benchmarks.tournament.combo_jobs` names them)."""
-        from .tournament import episode_id
+        from .plan import episode_id
         seed = self.data["settings"]["seed"]
         return {episode_id(seed, game, combo, e) for r in self.data["rounds"] for game, combo, indices in r["matchups"]
                 for e in indices}
@@ -317,7 +317,7 @@ def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], b
     import socialgym_env
     from socialgym_agents.specs import AgentSpec
 
-    from . import tournament as tour
+    from . import plan as tour
     bt.check_ties(ties)
     games = tour.available_games(games)
     specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
@@ -394,7 +394,7 @@ def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], b
                "final": intervals_at_stop(battles, assessment, levels)}
     atomic_write_json(out / SUMMARY_FILE, summary, indent=1)
     if leaderboard:
-        from .leaderboard_render import build_leaderboard
+        from socialgym_benchmarks.leaderboard.render import build_leaderboard
         summary["leaderboard"] = build_leaderboard(out / "logs", out, ties=ties)
     return AdaptiveResult(out, plan.planned, played, stop, summary)
 
@@ -402,7 +402,7 @@ def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], b
 def _planned_battles(log_dir: Path, plan: AdaptivePlan, agents, ties: str) -> bt.Battles:
     """The battles of the plan's episodes only (a folder may hold others: they never count),
     over the competitive games (as the leaderboard's overall Elo)."""
-    from .leaderboard import game_info, load_records
+    from socialgym_benchmarks.ratings import game_info, load_records
     ids = plan.episode_ids()
     records, _ = load_records(log_dir) if log_dir.exists() else ([], {})
     records = [r for r in records if r.get("episode_id") in ids and not game_info(r["game"]).get("cooperative")]

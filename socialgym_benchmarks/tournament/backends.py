@@ -118,7 +118,7 @@ class _LineCounter:
         return sum(self.lines.values())
 
 
-# Our own ETA goes in the status line (socialgym_benchmarks.progress): tqdm's, from the gaps
+# Our own ETA goes in the status line (socialgym_benchmarks.tournament.progress): tqdm's, from the gaps
 # between bursts of finished episodes, reads hours on a run of minutes.
 OWN_ETA_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 
@@ -249,7 +249,7 @@ class _RayWorker:
 
 
 def _repo_root() -> str:
-    return str(Path(__file__).resolve().parents[1])
+    return str(Path(__file__).resolve().parents[2])
 
 
 def _module_roots(registrations: dict) -> list:

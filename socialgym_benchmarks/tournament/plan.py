@@ -20,7 +20,7 @@ Seeds are a hash of (tournament seed, game, combination, episode index) and are 
 Running
 -------
 One shard per game, one log file per shard (``OUT/logs/<game>.jsonl``), played by local processes
-or Ray actors (:mod:`socialgym_benchmarks.tournament_backends`); every start plays only the episodes not yet
+or Ray actors (:mod:`socialgym_benchmarks.tournament.backends`); every start plays only the episodes not yet
 logged, so a killed run resumes with no episode lost or duplicated, and (locally) the episodes it
 had in play go on from their journaled turns (``OUT/logs/<game>.journal``).
 """
@@ -42,10 +42,10 @@ from typing import Iterable, Optional, Sequence
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob
 from socialgym_agents.specs import AgentSpec, PolicySpecError, parse_specs
+from socialgym_benchmarks.ratings import check_ties
 from socialgym_env.errors import LogFormatError
 
-from .elo import check_ties
-from .tournament_backends import failed_ids, in_flight_turns, logged_ids, run_local, run_ray
+from .backends import failed_ids, in_flight_turns, logged_ids, run_local, run_ray
 
 DEFAULT_AGENTS = ("smollm2", "scripted:heuristic", "scripted:random")
 DEFAULT_EPISODES = 10
@@ -283,7 +283,7 @@ def combo_jobs(env, layout: GameLayout, combo: Sequence[str], indices: Iterable[
                seed: int = 0, tournament: str = "", combo_index: int = 0) -> list[EpisodeJob]:
     """The jobs of one combination's episodes ``indices`` on the game ``env`` (made with
     ``config``): the hook a planner that picks match-ups round by round
-    (:mod:`socialgym_benchmarks.adaptive`) plans with, so its episodes are the round robin's."""
+    (:mod:`socialgym_benchmarks.tournament.adaptive`) plans with, so its episodes are the round robin's."""
     game, m = layout.game, len(combo)
     jobs = []
     for e in indices:
@@ -378,7 +378,7 @@ def run_tournament(jobs: Sequence[EpisodeJob], out_dir, backend: str = "local", 
     result = TournamentResult(out_dir, log_dir, len(jobs), len(jobs) - len(todo), played,
                               sorted({j.game for j in jobs}), retried=retried, failed=failed)
     if leaderboard:
-        from .leaderboard_render import build_leaderboard
+        from socialgym_benchmarks.leaderboard.render import build_leaderboard
         try:
             result.summary = build_leaderboard(log_dir, out_dir, n_boot=n_boot, ties=ties)
         except LogFormatError:

@@ -1,11 +1,11 @@
 """A frozen reference pool: rate a new policy against shipped reference logs, offline.
 
-The pool (``socialgym_benchmarks/reference/``) is a round robin of cheap offline policies
+The pool (``socialgym_benchmarks/tournament/reference/``) is a round robin of cheap offline policies
 (:data:`POLICIES`) on a few two-seat games (:data:`GAMES`), its logs, and ``manifest.json``:
 the settings, each log's SHA-256, and the references' Elo (the leaderboard's pooled Bradley–
 Terry fit of those logs, mean 1000). It is made by::
 
-    python -m socialgym_benchmarks.reference build
+    python -m socialgym_benchmarks.tournament.reference build
 
 ``socialgym rate SPEC --against reference`` plays SPEC against each reference only (every
 game, ``--episodes`` per reference, sides rotated, the round robin's seeds), then fits SPEC's one
@@ -33,7 +33,7 @@ from scipy.stats import chi2
 from socialgym_env.atomic import atomic_write_json
 from socialgym_env.errors import SocialGymError
 
-from . import elo as bt
+from socialgym_benchmarks import ratings as bt
 
 POOL_DIR = Path(__file__).parent / "reference"
 POLICIES = ("scripted:heuristic", "scripted:random", "scripted:tit_for_tat")
@@ -42,7 +42,7 @@ CONFIGS = {"prisoners_dilemma": {"rounds": 3}, "chicken": {"rounds": 3}}
 EPISODES = 30           # per pair of references and game (the pool); per reference and game (a rating)
 SEED = 0
 MANIFEST = "manifest.json"
-BUILD_COMMAND = "python -m socialgym_benchmarks.reference build"
+BUILD_COMMAND = "python -m socialgym_benchmarks.tournament.reference build"
 REACH = bt.PROFILE_REACH
 
 
@@ -93,8 +93,7 @@ def load_pool(folder=None) -> Pool:
 
 def pool_ratings(log_dir: Path) -> dict:
     """The references' Elo from their logs: the leaderboard's pooled fit (competitive games, ties left out)."""
-    from .leaderboard import load_records
-    records, _ = load_records(log_dir)
+    records, _ = bt.load_records(log_dir)
     battles = bt.collect_battles(records)
     elo = bt.fit_bt(battles.win_matrix())
     return {p: float(elo[i]) for i, p in enumerate(battles.players)}
@@ -102,7 +101,7 @@ def pool_ratings(log_dir: Path) -> dict:
 
 def build_pool(folder=None, episodes: int = EPISODES, seed: int = SEED, workers: Optional[int] = None) -> Pool:
     """Play the references' round robin and write the pool (logs, manifest) to ``folder``."""
-    from . import tournament as tour
+    from . import plan as tour
     folder = Path(folder) if folder is not None else POOL_DIR
     overrides = [f"{g}.{k}={v}" for g, config in CONFIGS.items() for k, v in config.items()]
     with tempfile.TemporaryDirectory() as scratch:
@@ -172,8 +171,7 @@ def rate_against(spec: str, pool: Pool, episodes: int = EPISODES, seed: int = SE
     import socialgym_env
     from socialgym_agents.registry import check_spec
 
-    from . import tournament as tour
-    from .leaderboard import load_records
+    from . import plan as tour
     games, references = pool.manifest["games"], pool.manifest["policies"]
     check_spec(spec, games)
     if spec in references:
@@ -191,7 +189,7 @@ def rate_against(spec: str, pool: Pool, episodes: int = EPISODES, seed: int = SE
     out = Path(out) if out is not None else Path("runs") / "rate"
     tour.run_tournament(jobs, out, workers=workers or 1, progress=progress, pool_seed=seed, leaderboard=False)
     wanted = {job.episode_id for job in jobs}
-    records = [r for r in load_records(out / "logs")[0] if r.get("episode_id") in wanted]
+    records = [r for r in bt.load_records(out / "logs")[0] if r.get("episode_id") in wanted]
     battles = bt.collect_battles(records, players=[spec] + list(references))
     result = anchored_fit(battles, spec, pool.ratings, level)
     result.update(episodes=len(records), planned=len(jobs), logs=str(out / "logs"))
@@ -202,8 +200,7 @@ def full_round_robin_elo(pool: Pool, log_dir, spec: str) -> float:
     """``spec``'s Elo from the round robin the pool and its rating logs make together (every
     pair played), all fitted jointly as the leaderboard does, on the pool's scale (the
     references' mean at the anchors' mean): what the anchored rating should agree with."""
-    from .leaderboard import load_records
-    records = load_records(pool.log_dir)[0] + load_records(log_dir)[0]
+    records = bt.load_records(pool.log_dir)[0] + bt.load_records(log_dir)[0]
     battles = bt.collect_battles(records)
     elo = bt.fit_bt(battles.win_matrix())
     refs = [i for i, p in enumerate(battles.players) if p in pool.ratings]

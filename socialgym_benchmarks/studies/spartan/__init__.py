@@ -9,4 +9,7 @@ McNemar/sign-flip test and bootstrap, the two-proportion test), ``parroting`` (A
 for the planted-effect and null checks), ``report`` (CSV/JSON/Markdown/PNG), ``cli``
 (``socialgym spartan ...``).
 """
-from . import planted  # noqa: F401  (registers the planted:... student specs)
+from . import planted
+
+# imported for its side effect: it registers the planted:... student specs
+__all__ = ["planted"]

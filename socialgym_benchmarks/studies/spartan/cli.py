@@ -1,7 +1,7 @@
 """``socialgym spartan ...``: reflect, evaluate, and the four protocols.
 
 Mounted by the root CLI through the ``socialgym.commands`` entry point (``register``); runnable
-alone as ``python -m socialgym_benchmarks.spartan.cli``.
+alone as ``python -m socialgym_benchmarks.studies.spartan.cli``.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _split(values: Optional[List[str]]) -> Optional[list]:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-CONFIG = typer.Argument(None, help="experiment file (.toml, .yaml, .json); keys as in socialgym_benchmarks/spartan/experiment.py")
+CONFIG = typer.Argument(None, help="experiment file (.toml, .yaml, .json); keys as in socialgym_benchmarks/studies/spartan/experiment.py")
 OUT = typer.Option(None, "--out", help="run folder (default runs/spartan-<protocol>); rerun to resume")
 SET = typer.Option(None, "--set", "-s", help="key=value over the experiment file (repeatable)")
 
@@ -135,4 +135,4 @@ if __name__ == "__main__":
     import sys
 
     from socialgym_env.cli_errors import invoke_typer, main_of
-    main_of(lambda: invoke_typer(app, sys.argv[1:], "socialgym_benchmarks.spartan.cli"), "socialgym_benchmarks.spartan.cli")
+    main_of(lambda: invoke_typer(app, sys.argv[1:], "socialgym_benchmarks.studies.spartan.cli"), "socialgym_benchmarks.studies.spartan.cli")

@@ -15,7 +15,7 @@ randomness (scripted draws, LLM sampling seeds) comes from (game, seed, seat) on
 (:func:`socialgym_agents.base.seat_seed`), never from the episode id that names the arm. These are
 common random numbers: the playbook is the only difference between a baseline, a playbook and
 a placebo game, so a playbook-blind policy replays them identically, and arms are compared
-paired by seed (:func:`socialgym_benchmarks.spartan.stats.paired_delta`). Self-play games use a separate
+paired by seed (:func:`socialgym_benchmarks.studies.spartan.stats.paired_delta`). Self-play games use a separate
 seed stream per round.
 
 Counting: :meth:`Experiment.evaluate` plays each distinct condition once, however many
@@ -37,7 +37,7 @@ from socialgym_agents.runner import EpisodeJob
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import iter_log_dir
 
-from .. import tournament as tour
+from socialgym_benchmarks.tournament import plan as tour
 from .parroting import parroting
 from .playbook import Playbook, load_playbook, placebo_of, save_playbook
 from .reflect import Reflector, make_reflector, reflect

@@ -1,6 +1,6 @@
 """How often SPaRTan's paired test calls a playbook effect significant, over repeated seeds.
 
-    python -m socialgym_benchmarks.spartan.null_rate --repeats 100 --eval-games 20
+    python -m socialgym_benchmarks.studies.spartan.null_rate --repeats 100 --eval-games 20
 
 Each repeat is one ``distill`` evaluation (no reflection: a fixed playbook file holding the
 planted keyword) with its own experiment seed, so new evaluation seeds, for each student:
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from socialgym_env.logs import iter_log_dir
 
-from ..elo import wilson_interval
+from socialgym_benchmarks.ratings import wilson_interval
 from .experiment import Experiment, SpartanConfig, arm_of
 from .planted import KEYWORD
 from .protocols import run_distill

@@ -1,6 +1,6 @@
 """Scripted students for the planted-effect and null checks of SPaRTan's statistics.
 
-Registered as policy specs (importing :mod:`socialgym_benchmarks.spartan` registers them):
+Registered as policy specs (importing :mod:`socialgym_benchmarks.studies.spartan` registers them):
 
 | spec                | what it does with its playbook                                              |
 |---------------------|-----------------------------------------------------------------------------|

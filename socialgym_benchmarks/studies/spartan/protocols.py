@@ -2,7 +2,7 @@
 
 Each returns ``{"rows": [...], ...}``: one row per evaluation condition (see
 :meth:`Experiment.evaluate`) tagged with what the protocol varies (round, source, set, student),
-which :mod:`socialgym_benchmarks.spartan.report` turns into tables and figures.
+which :mod:`socialgym_benchmarks.studies.spartan.report` turns into tables and figures.
 
 * ``within``: per game, R1..R4 from self-play (round t armed with R(t-1) on every seat); each
   R(t) on the alt side and on the main side vs the unarmed model (Table 1 / Table 10 shape).

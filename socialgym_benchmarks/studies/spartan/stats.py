@@ -11,7 +11,7 @@ from scipy.stats import norm
 
 from socialgym_agents.paired import MCNEMAR, PAIRED_BOOTSTRAP, SIGN_FLIP, PairedDelta, paired_delta, sign_flip_p  # noqa: F401
 
-from ..elo import wilson_interval
+from socialgym_benchmarks.ratings import wilson_interval
 
 # the paired comparison lives in socialgym_agents.paired (training compares checkpoints with it too)
 __all__ = ["Rate", "rate", "two_proportion_test", "Delta", "delta", "wilson_interval", "sign_flip_p",

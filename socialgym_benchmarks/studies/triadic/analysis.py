@@ -33,7 +33,7 @@ from typing import Iterable, Optional
 from socialgym_env.atomic import atomic_file, atomic_savefig
 from socialgym_env.logs import iter_log_dir
 
-from ..elo import wilson_interval
+from socialgym_benchmarks.ratings import wilson_interval
 from .lessons import LESSON_KEYS
 from .tom import CATEGORIES, tag_categories, tom_order
 

@@ -1,5 +1,5 @@
 """``socialgym analyze`` and ``socialgym jester run`` (joined to the root app through the
-``socialgym.commands`` entry point ``triadic = socialgym_benchmarks.triadic.cli:register``)."""
+``socialgym.commands`` entry point ``triadic = socialgym_benchmarks.studies.triadic.cli:register``)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,7 +1,7 @@
 """The Jester self-learning study (seed 002 §3.2 and §4): models x {OFF, ON}, K games per cell,
 one model plays every role.
 
-    python -m socialgym_benchmarks.triadic.study --models smollm2 --games 10 --out runs/jester
+    python -m socialgym_benchmarks.studies.triadic.study --models smollm2 --games 10 --out runs/jester
     (or: socialgym jester run --models smollm2 --games 10 --out runs/jester)
 
 Protocol. Cells run one after another (model by model, OFF then ON), and so do a cell's games.
@@ -45,7 +45,7 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import read_episodes
 
-from ..tournament import episode_seed
+from socialgym_benchmarks.tournament.plan import episode_seed
 from .lessons import (DEFAULT_THRESHOLD, LessonBook, MiniLMEncoder, format_playbook, parse_lessons,
                       reflection_prompt)
 
@@ -265,7 +265,7 @@ def parse_args(argv=None) -> StudyConfig:
 
 
 def parse_overrides(items) -> dict:
-    from ..tournament import parse_value
+    from socialgym_benchmarks.tournament.plan import parse_value
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -277,4 +277,4 @@ def parse_overrides(items) -> dict:
 
 if __name__ == "__main__":
     from socialgym_env.cli_errors import main_of
-    main_of(lambda: run_study(parse_args()), "socialgym_benchmarks.triadic.study")
+    main_of(lambda: run_study(parse_args()), "socialgym_benchmarks.studies.triadic.study")
