@@ -121,7 +121,7 @@ def _profile_quantile(battles: Battles, level: float) -> float:
     over the G episodes that made battles, the small-sample reference of a cluster-sandwich
     statistic: a weighted likelihood's scale comes only from the sandwich, and with few
     episodes chi2_1 fell short (games-equal coverage 91.2% at 12 episodes, 95.9% with F;
-    ``socialgym_benchmarks.interval_coverage``)."""
+    ``socialgym_benchmarks.studies.interval_coverage``)."""
     if battles.weight is None:
         return float(chi2.ppf(level, 1))
     clusters = np.unique(battles.episode).size

@@ -111,7 +111,7 @@ def simulate_games(planted: np.ndarray, episodes: int, rng: np.random.Generator)
 
 def games_equal_coverage(planted, episodes: int, reps: int, methods=GAMES_EQUAL_METHODS, n_boot: int = 200,
                          seed: int = 0) -> dict:
-    """As :func:`coverage`, for the games-equal fit (:func:`socialgym_benchmarks.leaderboard.games_equal_fit`)
+    """As :func:`coverage`, for the games-equal fit (:func:`socialgym_benchmarks.ratings.games_equal_fit`)
     over the games of :func:`simulate_games`; a policy without battles (possible at 12
     episodes) counts as not covered."""
     planted = np.asarray(planted, dtype=float)

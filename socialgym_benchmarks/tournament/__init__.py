@@ -2,14 +2,13 @@
 (:mod:`.plan`), the local-process and Ray runners (:mod:`.backends`) and their progress line
 (:mod:`.progress`), adaptive tournaments that stop when the ranking is settled
 (:mod:`.adaptive`), and rating a newcomer against the shipped reference pool (:mod:`.reference`,
-rebuilt by ``python -m socialgym_benchmarks.tournament.reference build``)."""
+rebuilt by ``python -m socialgym_benchmarks.tournament.reference build``; not imported here, so
+that command runs it as a script without a second copy of the module)."""
 from .adaptive import AdaptiveResult, adaptive_tournament
 from .plan import (DEFAULT_AGENTS, PRESETS, TournamentResult, available_games, episode_id, episode_seed, game_configs,
                    parse_game_episodes, parse_overrides, parse_rosters, plan_game, plan_tournament, run_tournament,
                    tournament)
-from .reference import ReferencePoolError, load_pool, rate_against
 
-__all__ = ["AdaptiveResult", "DEFAULT_AGENTS", "PRESETS", "ReferencePoolError", "TournamentResult",
-           "adaptive_tournament", "available_games", "episode_id", "episode_seed", "game_configs", "load_pool",
-           "parse_game_episodes", "parse_overrides", "parse_rosters", "plan_game", "plan_tournament", "rate_against",
-           "run_tournament", "tournament"]
+__all__ = ["AdaptiveResult", "DEFAULT_AGENTS", "PRESETS", "TournamentResult", "adaptive_tournament",
+           "available_games", "episode_id", "episode_seed", "game_configs", "parse_game_episodes", "parse_overrides",
+           "parse_rosters", "plan_game", "plan_tournament", "run_tournament", "tournament"]

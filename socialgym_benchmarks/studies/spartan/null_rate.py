@@ -27,9 +27,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from socialgym_benchmarks.ratings import wilson_interval
 from socialgym_env.logs import iter_log_dir
 
-from socialgym_benchmarks.ratings import wilson_interval
 from .experiment import Experiment, SpartanConfig, arm_of
 from .planted import KEYWORD
 from .protocols import run_distill

@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass
 from scipy.stats import norm
 
 from socialgym_agents.paired import MCNEMAR, PAIRED_BOOTSTRAP, SIGN_FLIP, PairedDelta, paired_delta, sign_flip_p  # noqa: F401
-
 from socialgym_benchmarks.ratings import wilson_interval
 
 # the paired comparison lives in socialgym_agents.paired (training compares checkpoints with it too)
