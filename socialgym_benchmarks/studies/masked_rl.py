@@ -29,7 +29,6 @@ import statistics
 import time
 from dataclasses import dataclass
 
-import numpy as np
 from scipy.stats import norm
 
 from socialgym_agents.base import Request
