@@ -249,8 +249,8 @@ def combinations(agents: Sequence[str], units: int) -> list[tuple]:
     return list(itertools.combinations(agents, m))
 
 
-def is_scripted(spec: str) -> bool:
-    return spec.startswith("scripted:")
+def is_scripted(spec) -> bool:
+    return AgentSpec.of(spec).kind == "scripted"
 
 
 # The most episodes one plan may hold: a plan is built whole before the first episode, so a

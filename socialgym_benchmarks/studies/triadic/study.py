@@ -42,10 +42,11 @@ from typing import Callable, Optional
 
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
+from socialgym_agents.specs import AgentSpec
+from socialgym_benchmarks.tournament.plan import episode_seed
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import read_episodes
 
-from socialgym_benchmarks.tournament.plan import episode_seed
 from .lessons import (DEFAULT_THRESHOLD, LessonBook, MiniLMEncoder, format_playbook, parse_lessons,
                       reflection_prompt)
 
@@ -161,7 +162,7 @@ def scripted_reflector(prompt: str, sample_seed: int) -> str:
 
 
 def default_reflector(pool: PolicyPool, spec: str, cfg: StudyConfig) -> Reflector:
-    if spec.startswith("scripted"):
+    if AgentSpec.of(spec).kind == "scripted":
         return scripted_reflector
     return model_reflector(pool, spec, cfg.reflect_tokens)
 
@@ -223,7 +224,7 @@ def run_study(cfg: StudyConfig, pool: Optional[PolicyPool] = None, encoder=None,
     pool = pool or PolicyPool(seed=cfg.seed)
     for spec in cfg.models:                     # before anything is played or written
         pool.check(spec, games=[GAME])
-    if cfg.reflector and reflector is None and not cfg.reflector.startswith("scripted"):
+    if cfg.reflector and reflector is None and AgentSpec.of(cfg.reflector).kind != "scripted":
         pool.check(reflection_spec(cfg.reflector, cfg.reflect_tokens))
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
