@@ -161,14 +161,8 @@ def tournament_cmd(
         raise typer.BadParameter(str(err), param_hint="--agents") from None
     check_output_folder(out, "--out")
     if until_resolved or budget is not None:
-        if not until_resolved or budget is None:
-            typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
-                       err=True)
-            raise typer.Exit(2)
-        if episodes is not None or scripted_episodes is not None or backend != "local" or game_roster or game_episodes:
-            typer.echo("error: --until-resolved plans its own episodes and match-ups on the local backend: drop "
-                       "--episodes, --scripted-episodes, --game-episodes, --roster and --backend", err=True)
-            raise typer.Exit(2)
+        _check_adaptive_options(until_resolved, budget, episodes is not None or scripted_episodes is not None
+                                or backend != "local" or bool(game_roster) or bool(game_episodes))
         run_adaptive_command(games=_split(games), agents=roster, budget=budget, seed=seed, out=out, workers=workers,
                              resume=resume, config_override=config_override or (), quick=quick, preset=preset,
                              retry_failed=retry_failed, ties=ties)
@@ -180,6 +174,18 @@ def tournament_cmd(
                            game_episodes=game_episodes)
     if result.failed:                  # not all that was asked was done: the exit code says so too
         raise typer.Exit(1)
+
+
+def _check_adaptive_options(until_resolved: bool, budget: Optional[int], fixed_plan_options: bool) -> None:
+    """--until-resolved needs --budget, and plans its own episodes and match-ups (exit 2 otherwise)."""
+    if not until_resolved or budget is None:
+        typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
+                   err=True)
+        raise typer.Exit(2)
+    if fixed_plan_options:
+        typer.echo("error: --until-resolved plans its own episodes and match-ups on the local backend: drop "
+                   "--episodes, --scripted-episodes, --game-episodes, --roster and --backend", err=True)
+        raise typer.Exit(2)
 
 
 def run_adaptive_command(games, agents, budget, seed=0, out="runs/tournament", workers=None, resume=True,

@@ -55,8 +55,27 @@ def validity(records: list, folds: int = 5, seed: int = 0, C: float = bt.C_DEFAU
     records = [r for r in records if not game_info(r["game"]).get("cooperative")]
     if len(records) < folds or folds < 2:
         raise ValueError(f"need at least {max(folds, 2)} competitive episodes for {folds} folds, got {len(records)}")
-    fold_of = np.random.default_rng(seed).permutation(len(records)) % folds
-    opts = {"seed": seed, "C": C, "by": "episode"}
+    losses, briers, episode_ids = _held_out_scores(records, folds, {"seed": seed, "C": C, "by": "episode"})
+    if not episode_ids:
+        raise ValueError(f"no decisive battle in the held-out folds of {len(records)} episodes (all draws?): "
+                         "nothing to score")
+    episode_ids = np.asarray(episode_ids)
+    out = {}
+    for c in CHOICES:
+        loss, brier = np.asarray(losses[c]), np.asarray(briers[c])
+        row = {"battles": int(loss.size), "log_loss": float(loss.mean()) if loss.size else None,
+               "brier": float(brier.mean()) if brier.size else None}
+        for name, values in (("log_loss", loss), ("brier", brier)):
+            diff = values - np.asarray(losses["pooled"] if name == "log_loss" else briers["pooled"])
+            row[f"{name}_vs_pooled"], row[f"{name}_se_vs_pooled"] = _clustered_mean(diff, episode_ids)
+        out[c] = row
+    return out
+
+
+def _held_out_scores(records: list, folds: int, opts: dict) -> tuple:
+    """Per choice, the log-loss and Brier score of every decisive battle of every held-out
+    fold (rated on the other folds), and the episode each battle came from."""
+    fold_of = np.random.default_rng(opts["seed"]).permutation(len(records)) % folds
     losses = {c: [] for c in CHOICES}
     briers = {c: [] for c in CHOICES}
     episode_ids = []
@@ -72,20 +91,7 @@ def validity(records: list, folds: int = 5, seed: int = 0, C: float = bt.C_DEFAU
                     p = 1.0 / (1.0 + bt.BASE ** (-gap / bt.SCALE))
                     losses[c].append(-math.log(max(p, 1e-15)))
                     briers[c].append((1.0 - p) ** 2)
-    if not episode_ids:
-        raise ValueError(f"no decisive battle in the held-out folds of {len(records)} episodes (all draws?): "
-                         "nothing to score")
-    episode_ids = np.asarray(episode_ids)
-    out = {}
-    for c in CHOICES:
-        loss, brier = np.asarray(losses[c]), np.asarray(briers[c])
-        row = {"battles": int(loss.size), "log_loss": float(loss.mean()) if loss.size else None,
-               "brier": float(brier.mean()) if brier.size else None}
-        for name, values in (("log_loss", loss), ("brier", brier)):
-            diff = values - np.asarray(losses["pooled"] if name == "log_loss" else briers["pooled"])
-            row[f"{name}_vs_pooled"], row[f"{name}_se_vs_pooled"] = _clustered_mean(diff, episode_ids)
-        out[c] = row
-    return out
+    return losses, briers, episode_ids
 
 
 def _clustered_mean(values: np.ndarray, cluster: np.ndarray):

@@ -56,6 +56,8 @@ from socialgym_env.atomic import atomic_write_json
 
 from socialgym_benchmarks import ratings as bt
 
+from . import plan as tour
+
 LEVEL = 0.95
 GROWTH = 1.5            # each look's planned total over the previous one
 FIRST_PER_PAIR = 2      # episodes of every pair in the first round (one side rotation of a two-seat game)
@@ -289,10 +291,9 @@ class AdaptivePlan:
         return sum(len(indices) for r in self.data["rounds"] for _, _, indices in r["matchups"])
 
     def episode_ids(self) -> set:
-        """The ids of every planned episode (as :func:`socialgym_benchmarks.tournament.combo_jobs` names them)."""
-        from .plan import episode_id
+        """The ids of every planned episode (as :func:`socialgym_benchmarks.tournament.plan.combo_jobs` names them)."""
         seed = self.data["settings"]["seed"]
-        return {episode_id(seed, game, combo, e) for r in self.data["rounds"] for game, combo, indices in r["matchups"]
+        return {tour.episode_id(seed, game, combo, e) for r in self.data["rounds"] for game, combo, indices in r["matchups"]
                 for e in indices}
 
     def add_round(self, blocks: list, sizes: dict) -> None:
@@ -306,6 +307,50 @@ class AdaptivePlan:
         self.data["rounds"].append({"matchups": [[g, list(c), ix] for (g, c), ix in matchups.items()]})
 
 
+@dataclass
+class _Field:
+    """What every round is played on: the games, the policies (specs as text), and per game
+    its config, an env and its seat layout; ``sizes``: episodes of one block per game (a whole
+    rotation of its units)."""
+
+    games: list
+    agents: list
+    configs: dict
+    envs: dict
+    layouts: dict
+    seed: int
+
+    @property
+    def sizes(self) -> dict:
+        return {g: min(len(self.agents), len(self.layouts[g].units)) for g in self.games}
+
+    def jobs(self, round_: dict) -> list:
+        jobs = []
+        for game, combo, indices in round_["matchups"]:
+            jobs += tour.combo_jobs(self.envs[game], self.layouts[game], tuple(combo), indices, self.configs[game],
+                                    self.seed)
+        return jobs
+
+
+def _field(games, agents, seed: int, config_overrides, quick: bool, preset: Optional[str]) -> _Field:
+    """The games and policies checked (at least two distinct policies), each game's env made."""
+    import socialgym_env
+    from socialgym_agents.specs import AgentSpec
+
+    games = tour.available_games(games)
+    specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
+    tour._check_policies(specs, games)
+    agents = [str(s) for s in specs]
+    if len(agents) < 2:
+        raise ValueError("an adaptive tournament needs at least two policies")
+    configs = tour.game_configs(games, tour.parse_overrides(config_overrides), quick=quick, preset=preset)
+    envs, layouts = {}, {}
+    for game in games:
+        envs[game] = socialgym_env.make(game, **configs[game])
+        layouts[game] = tour.game_layout(envs[game])
+    return _Field(games, agents, configs, envs, layouts, seed)
+
+
 def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], budget: int, seed: int = 0,
                         out="runs/tournament", level: float = LEVEL, growth: float = GROWTH,
                         first_per_pair: int = FIRST_PER_PAIR, workers: Optional[int] = None,
@@ -314,89 +359,93 @@ def adaptive_tournament(games: Optional[Sequence[str]], agents: Sequence[str], b
                         retry_failed: bool = True, leaderboard: bool = True) -> AdaptiveResult:
     """``socialgym tournament --until-resolved``: rounds of match-ups chosen by :func:`allocate`,
     each played (resumably) by the round robin's runner, until resolved or ``budget`` episodes."""
-    import socialgym_env
-    from socialgym_agents.specs import AgentSpec
-
-    from . import plan as tour
     bt.check_ties(ties)
-    games = tour.available_games(games)
-    specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
-    tour._check_policies(specs, games)
-    agents = [str(s) for s in specs]
-    if len(agents) < 2:
-        raise ValueError("an adaptive tournament needs at least two policies")
-    configs = tour.game_configs(games, tour.parse_overrides(config_overrides), quick=quick, preset=preset)
-    layouts, envs = {}, {}
-    for game in games:
-        envs[game] = socialgym_env.make(game, **configs[game])
-        layouts[game] = tour.game_layout(envs[game])
-    sizes = {g: min(len(agents), len(layouts[g].units)) for g in games}
-    n_pairs = len(agents) * (len(agents) - 1) // 2
-    first = max(n_pairs * first_per_pair, 1)
-    schedule = look_schedule(first, budget, growth)
-    levels = Levels.of(level, len(schedule), len(agents))
+    field = _field(games, agents, seed, config_overrides, quick, preset)
+    n_pairs = len(field.agents) * (len(field.agents) - 1) // 2
+    schedule = look_schedule(max(n_pairs * first_per_pair, 1), budget, growth)
+    levels = Levels.of(level, len(schedule), len(field.agents))
     out = Path(out)
-    settings = {"games": list(games), "agents": agents, "budget": budget, "seed": seed, "level": level,
-                "growth": growth, "first_per_pair": first_per_pair, "configs": configs, "ties": ties}
+    settings = {"games": list(field.games), "agents": field.agents, "budget": budget, "seed": seed, "level": level,
+                "growth": growth, "first_per_pair": first_per_pair, "configs": field.configs, "ties": ties}
     plan_path = out / PLAN_FILE
     if not resume and plan_path.exists():
         plan_path.replace(out / f"{PLAN_FILE}.previous-{time.strftime('%Y%m%d-%H%M%S')}")
     plan = AdaptivePlan.load_or_new(plan_path, settings)
-    workers = workers or tour.default_workers(agents, games)
+    run = {"workers": workers or tour.default_workers(field.agents, field.games), "resume": resume,
+           "progress": progress, "retry_failed": retry_failed, "ties": ties}
+    played, stop = 0, None
+    while stop is None:
+        played += _play_rounds(plan, field, out, run, levels)
+        stop = _stop(plan, budget, schedule) or _plan_next_round(plan, field, out, budget, schedule, levels,
+                                                                 first_per_pair, ties)
+    summary = _summary(plan, field, out, stop, schedule, level, budget, ties)
+    if leaderboard:
+        from socialgym_benchmarks.leaderboard.render import build_leaderboard
+        summary["leaderboard"] = build_leaderboard(out / "logs", out, ties=ties)
+    return AdaptiveResult(out, plan.planned, played, stop, summary)
 
-    def jobs_of(round_: dict) -> list:
-        jobs = []
-        for game, combo, indices in round_["matchups"]:
-            jobs += tour.combo_jobs(envs[game], layouts[game], tuple(combo), indices, configs[game], seed)
-        return jobs
 
-    played, first_call, stop = 0, True, None
-    while True:
-        for round_ in plan.data["rounds"][len(plan.data["looks"]):]:
-            jobs = jobs_of(round_)
-            result = tour.run_tournament(jobs, out, workers=workers, resume=resume or not first_call,
-                                         progress=progress, pool_seed=seed, leaderboard=False,
-                                         retry_failed=retry_failed, ties=ties)
-            first_call = False
-            played += result.played
-            assessment = assess(_planned_battles(out / "logs", plan, agents, ties), levels.pairs)
-            plan.data["looks"].append({"planned": plan.planned, "order": assessment.order,
-                                       "resolved": [p.resolved for p in assessment.pairs]})
-            plan.save()
-        last = plan.data["looks"][-1] if plan.data["looks"] else None
-        if last and last["resolved"] and all(last["resolved"]):
-            stop = "resolved"
-        elif plan.planned >= budget or len(plan.data["rounds"]) >= len(schedule):
-            stop = "budget"
-        else:
-            if not plan.data["rounds"]:
-                blocks = _first_round(agents, games, sizes, first_per_pair, plan)
-            else:
-                battles = _planned_battles(out / "logs", plan, agents, ties)
-                target = schedule[len(plan.data["rounds"])]
-                room = min(budget - plan.planned, max(target - plan.planned, max(sizes.values())))
-                blocks = _next_round(assess(battles, levels.pairs), agents, games, layouts, sizes, room, plan)
-                if not blocks:          # no block fits in what is left of the budget: it is spent
-                    stop = "budget"
-            if blocks and not stop:
-                plan.add_round(blocks, sizes)
-                if plan.planned > budget:
-                    raise ValueError(f"--budget {budget} is below the first round ({plan.planned} episodes: every "
-                                     f"pair of policies {first_per_pair} times, whole side rotations)")
-                plan.save()
-                continue
-        break
-    battles = _planned_battles(out / "logs", plan, agents, ties)
+def _play_rounds(plan: AdaptivePlan, field: _Field, out: Path, run: dict, levels: Levels) -> int:
+    """Play the plan's rounds not looked at yet, each followed by its look (saved in the plan);
+    returns the episodes played."""
+    played = 0
+    for round_ in plan.data["rounds"][len(plan.data["looks"]):]:
+        result = tour.run_tournament(field.jobs(round_), out, pool_seed=field.seed, leaderboard=False, **run)
+        run["resume"] = True            # only the first call may set old logs aside
+        played += result.played
+        assessment = assess(_planned_battles(out / "logs", plan, field.agents, run["ties"]), levels.pairs)
+        plan.data["looks"].append({"planned": plan.planned, "order": assessment.order,
+                                   "resolved": [p.resolved for p in assessment.pairs]})
+        plan.save()
+    return played
+
+
+def _stop(plan: AdaptivePlan, budget: int, schedule: list) -> Optional[str]:
+    """Why the run stops after its last look: every adjacent pair resolved, or no look left in
+    the budget or the schedule; None to go on."""
+    last = plan.data["looks"][-1] if plan.data["looks"] else None
+    if last and last["resolved"] and all(last["resolved"]):
+        return "resolved"
+    if plan.planned >= budget or len(plan.data["rounds"]) >= len(schedule):
+        return "budget"
+    return None
+
+
+def _plan_next_round(plan: AdaptivePlan, field: _Field, out: Path, budget: int, schedule: list, levels: Levels,
+                     first_per_pair: int, ties: str) -> Optional[str]:
+    """Add the next round to the plan (saved); "budget" when no block fits in what is left."""
+    sizes = field.sizes
+    if not plan.data["rounds"]:
+        blocks = _first_round(field.agents, field.games, sizes, first_per_pair, plan)
+    else:
+        battles = _planned_battles(out / "logs", plan, field.agents, ties)
+        target = schedule[len(plan.data["rounds"])]
+        room = min(budget - plan.planned, max(target - plan.planned, max(sizes.values())))
+        blocks = _next_round(assess(battles, levels.pairs), field.agents, field.games, field.layouts, sizes, room,
+                             plan)
+    if not blocks:
+        return "budget"
+    plan.add_round(blocks, sizes)
+    if plan.planned > budget:
+        raise ValueError(f"--budget {budget} is below the first round ({plan.planned} episodes: every "
+                         f"pair of policies {first_per_pair} times, whole side rotations)")
+    plan.save()
+    return None
+
+
+def _summary(plan: AdaptivePlan, field: _Field, out: Path, stop: str, schedule: list, level: float,
+             budget: int, ties: str) -> dict:
+    """The run's summary, written to ``out/adaptive.json``: why it stopped, the looks, and the
+    final intervals."""
+    levels = Levels.of(level, len(schedule), len(field.agents))
+    battles = _planned_battles(out / "logs", plan, field.agents, ties)
     assessment = assess(battles, levels.pairs)
     summary = {"stop": stop, "planned_looks": len(schedule), "schedule": schedule, "level": level,
                "correction": "Bonferroni over the planned looks (and, for pair differences, over every pair)",
                "budget": budget, "planned": plan.planned, "looks": plan.data["looks"],
                "final": intervals_at_stop(battles, assessment, levels)}
     atomic_write_json(out / SUMMARY_FILE, summary, indent=1)
-    if leaderboard:
-        from socialgym_benchmarks.leaderboard.render import build_leaderboard
-        summary["leaderboard"] = build_leaderboard(out / "logs", out, ties=ties)
-    return AdaptiveResult(out, plan.planned, played, stop, summary)
+    return summary
 
 
 def _planned_battles(log_dir: Path, plan: AdaptivePlan, agents, ties: str) -> bt.Battles:

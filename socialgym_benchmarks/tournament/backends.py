@@ -192,50 +192,69 @@ def run_local(shards: dict, log_dir: Path, workers: int = 1, pool_seed: int = 0,
     total = sum(len(j) for j in shards.values())
     paths = [shard_log(log_dir, g) for g in shards]
     counter = _LineCounter(paths)
-    ep_bar, game_bar = _bars(total, len(shards), progress, already, own_eta=workers == 1)
+    bars = _bars(total, len(shards), progress, already, own_eta=workers == 1)
     order = sorted(shards, key=lambda game: _expected_length(game, len(shards[game])))
     if workers == 1:
-        # One process, one batched runner over every game: all pending LLM decisions of all
-        # games share each forward pass (the fastest way to run a local model).
-        jobs = [job for game in order for job in shards[game]]
-        estimate = ProgressEstimate(planned_episodes(jobs), prior_turns=random_play_turns(shards) if progress else None)
-        records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
-                           log_path=lambda record: shard_log(log_dir, record["game"]),
-                           on_record=_progress_callback(ep_bar, game_bar, shards, estimate),
-                           on_tick=_tick_callback(ep_bar, estimate),
-                           journal=_journal_of(log_dir), on_timing=_timing_to(log_dir))
-        for bar in (ep_bar, game_bar):
-            if bar:
-                bar.close()
-        return len(records)
+        played = _run_in_process(shards, order, log_dir, pool_seed, progress, bars)
+        _close(bars)
+        return played
+    executor = _executor(workers, start_method, registrations)
+    try:
+        return _run_on_pool(executor, shards, order, log_dir, pool_seed, bars, counter, total, already)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        _close(bars)
+
+
+def _run_in_process(shards: dict, order: list, log_dir: Path, pool_seed: int, progress: bool, bars) -> int:
+    """One process, one batched runner over every game: all pending LLM decisions of all games
+    share each forward pass (the fastest way to run a local model)."""
+    ep_bar, game_bar = bars
+    jobs = [job for game in order for job in shards[game]]
+    estimate = ProgressEstimate(planned_episodes(jobs), prior_turns=random_play_turns(shards) if progress else None)
+    records = run_jobs(jobs, pool=PolicyPool(seed=pool_seed), resume=False, progress=False,
+                       log_path=lambda record: shard_log(log_dir, record["game"]),
+                       on_record=_progress_callback(ep_bar, game_bar, shards, estimate),
+                       on_tick=_tick_callback(ep_bar, estimate),
+                       journal=_journal_of(log_dir), on_timing=_timing_to(log_dir))
+    return len(records)
+
+
+def _executor(workers: int, start_method: Optional[str], registrations: dict) -> cf.Executor:
+    """A process pool of ``workers`` (``workers`` > 1), else one thread."""
     if workers > 1:
         import multiprocessing
         # fork is quick; once torch (threads) is loaded in this process, spawn is the safe choice
         method = start_method or ("spawn" if "torch" in sys.modules else "fork")
-        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                                          initializer=_start_worker, initargs=(registrations,))
-    else:
-        executor = cf.ThreadPoolExecutor(max_workers=1)
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                                      initializer=_start_worker, initargs=(registrations,))
+    return cf.ThreadPoolExecutor(max_workers=1)
+
+
+def _run_on_pool(executor: cf.Executor, shards: dict, order: list, log_dir: Path, pool_seed: int, bars,
+                 counter: "_LineCounter", total: int, already: int) -> int:
+    """One shard a task, longest first; the bars follow the logs' line counts meanwhile."""
+    ep_bar, game_bar = bars
     played = 0
-    try:
-        futures = {executor.submit(_run_shard, shards[g], str(shard_log(log_dir, g)), pool_seed): g for g in order}
-        pending = set(futures)
-        while pending:
-            done, pending = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
-            for future in done:
-                played += future.result()
-                if game_bar:
-                    game_bar.update(1)
-            if ep_bar:
-                ep_bar.n = already + min(counter.poll(), total)
-                ep_bar.set_postfix_str(f"not finished: {in_play(futures[f] for f in pending) or '-'}", refresh=False)
-                ep_bar.refresh()
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        for bar in (ep_bar, game_bar):
-            if bar:
-                bar.close()
+    futures = {executor.submit(_run_shard, shards[g], str(shard_log(log_dir, g)), pool_seed): g for g in order}
+    pending = set(futures)
+    while pending:
+        done, pending = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+        for future in done:
+            played += future.result()
+            if game_bar:
+                game_bar.update(1)
+        if ep_bar:
+            ep_bar.n = already + min(counter.poll(), total)
+            ep_bar.set_postfix_str(f"not finished: {in_play(futures[f] for f in pending) or '-'}", refresh=False)
+            ep_bar.refresh()
     return played
+
+
+def _close(bars) -> None:
+    for bar in bars:
+        if bar:
+            bar.close()
 
 
 class _RayWorker:

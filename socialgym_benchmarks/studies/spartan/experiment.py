@@ -34,10 +34,10 @@ from typing import Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.runner import EpisodeJob
+from socialgym_benchmarks.tournament import plan as tour
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.logs import iter_log_dir
 
-from socialgym_benchmarks.tournament import plan as tour
 from .parroting import parroting
 from .playbook import Playbook, load_playbook, placebo_of, save_playbook
 from .reflect import Reflector, make_reflector, reflect
@@ -390,37 +390,44 @@ class Experiment:
         cells = defaultdict(lambda: {"outcomes": {}, "failed": 0, "records": {}})
         for cond, js in jobs:
             sides = self.sides(cond.game)
-            key = _row_key(cond, sides)
-            entry = cells[key]
-            for job, record in zip(js, self.records([j.episode_id for j in js])):
-                entry["records"][record["episode_id"]] = record
-                if record.get("failed") or record.get("rewards") is None:
-                    entry["failed"] += 1
-                    continue
-                # one observation per (evaluation seed, side): the pairing unit with the baseline
-                entry["outcomes"][(job.tags["eval_index"], cond.side)] = int(sides.won(record, cond.side))
-        rows = []
-        for key, entry in cells.items():
-            game, side, armed, opponent, kind, playbook_id = key
-            outcomes = entry["outcomes"]
-            r = rate(sum(outcomes.values()), len(outcomes))
-            base = cells.get((game, side, armed, opponent, "baseline", None))
-            b = rate(sum(base["outcomes"].values()), len(base["outcomes"])) if base else None
-            d = paired_delta(paired_by_seed(outcomes, base["outcomes"]), seed=self.config.seed) \
-                if base is not None and kind != "baseline" else None
-            talk = parroting(list(entry["records"].values()))
-            rows.append({"game": game, "side": side, "armed_model": armed, "opponent_model": opponent,
-                         "condition": kind, "playbook_id": playbook_id, "wins": r.wins, "n": r.n,
-                         "win_rate": r.p, "ci_low": r.lo, "ci_high": r.hi, "ci_method": "Wilson 95%",
-                         "failed": entry["failed"], "baseline_win_rate": b.p if b else None,
-                         "delta_points": d.points if d else None, "delta_ci_low": d.lo if d else None,
-                         "delta_ci_high": d.hi if d else None, "delta_ci_method": d.interval if d else None,
-                         "p_value": d.p_value if d else None, "test": d.test if d else None,
-                         "pairs": d.pairs if d else None, "significant": d.significant if d else None,
-                         "outcomes": {f"{k}|{s}": v for (k, s), v in sorted(outcomes.items(), key=str)},
-                         "consecutive_jaccard": talk["consecutive_jaccard"], "copy_share": talk["copy_share"],
-                         "utterances": talk["utterances"]})
-        return rows
+            self._count(cells[_row_key(cond, sides)], cond, sides, js)
+        return [_evaluation_row(key, entry, cells, self.config.seed) for key, entry in cells.items()]
+
+    def _count(self, entry: dict, cond: Condition, sides: Sides, jobs: list) -> None:
+        """Add a condition's played games to its cell: the records, the failed count, and one
+        outcome per (evaluation seed, side), the pairing unit with the baseline."""
+        for job, record in zip(jobs, self.records([j.episode_id for j in jobs])):
+            entry["records"][record["episode_id"]] = record
+            if record.get("failed") or record.get("rewards") is None:
+                entry["failed"] += 1
+                continue
+            entry["outcomes"][(job.tags["eval_index"], cond.side)] = int(sides.won(record, cond.side))
+
+
+# the paired difference's columns of an evaluation row: column -> PairedDelta attribute
+DELTA_COLUMNS = {"delta_points": "points", "delta_ci_low": "lo", "delta_ci_high": "hi", "delta_ci_method": "interval",
+                 "p_value": "p_value", "test": "test", "pairs": "pairs", "significant": "significant"}
+
+
+def _evaluation_row(key: tuple, entry: dict, cells: dict, seed: int) -> dict:
+    """One condition's row: its win rate, and against the baseline of the same game, side,
+    armed model and opponent (when there is one) the paired difference; empty columns None."""
+    game, side, armed, opponent, kind, playbook_id = key
+    outcomes = entry["outcomes"]
+    r = rate(sum(outcomes.values()), len(outcomes))
+    base = cells.get((game, side, armed, opponent, "baseline", None))
+    b = rate(sum(base["outcomes"].values()), len(base["outcomes"])) if base else None
+    d = paired_delta(paired_by_seed(outcomes, base["outcomes"]), seed=seed) \
+        if base is not None and kind != "baseline" else None
+    talk = parroting(list(entry["records"].values()))
+    return {"game": game, "side": side, "armed_model": armed, "opponent_model": opponent,
+            "condition": kind, "playbook_id": playbook_id, "wins": r.wins, "n": r.n,
+            "win_rate": r.p, "ci_low": r.lo, "ci_high": r.hi, "ci_method": "Wilson 95%",
+            "failed": entry["failed"], "baseline_win_rate": b.p if b else None,
+            **{column: getattr(d, attribute) if d else None for column, attribute in DELTA_COLUMNS.items()},
+            "outcomes": {f"{k}|{s}": v for (k, s), v in sorted(outcomes.items(), key=str)},
+            "consecutive_jaccard": talk["consecutive_jaccard"], "copy_share": talk["copy_share"],
+            "utterances": talk["utterances"]}
 
 
 def arm_of(record: dict) -> str:

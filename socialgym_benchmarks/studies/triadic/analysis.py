@@ -30,11 +30,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Optional
 
+from socialgym_benchmarks.ratings import wilson_interval
 from socialgym_env.atomic import atomic_file, atomic_savefig
 from socialgym_env.logs import iter_log_dir
 
-from socialgym_benchmarks.ratings import wilson_interval
-from .lessons import LESSON_KEYS
 from .tom import CATEGORIES, tag_categories, tom_order
 
 GAME = "triadic_werewolf"
@@ -420,6 +419,14 @@ def analyze(path, out, lessons_dir=None) -> dict:
               "calibration": calibration(episodes)}
     tables["suspicion_diff"] = suspicion_diff(tables["suspicion_matrix"])
     files = [write_csv(rows, out / f"{name}.csv") for name, rows in tables.items()]
+    files += _figures(tables, out)
+    return {"episodes": len(episodes), "skipped": info["skipped"], "lessons": len(lessons),
+            "files": [str(f) for f in files], "tables": tables}
+
+
+def _figures(tables: dict, out: Path) -> list:
+    """The figures of the tables that have rows (a figure of nothing is not drawn)."""
+    files = []
     if tables["win_rates"]:
         files.append(plot_win_rates(tables["win_rates"], out / "win_rates.png"))
     if tables["suspicion_matrix"]:
@@ -440,5 +447,4 @@ def analyze(path, out, lessons_dir=None) -> dict:
                                   "share of ToM order"))
     if any(r["calib_gap"] is not None for r in tables["calibration"]):
         files.append(plot_calibration(tables["calibration"], out / "calibration.png"))
-    return {"episodes": len(episodes), "skipped": info["skipped"], "lessons": len(lessons),
-            "files": [str(f) for f in files], "tables": tables}
+    return files
