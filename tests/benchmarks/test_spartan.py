@@ -333,13 +333,13 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_example_experiment_files_load():
-    examples = sorted((ROOT / "socialgym_benchmarks" / "spartan" / "examples").glob("*.toml"))
+    examples = sorted((ROOT / "socialgym_benchmarks" / "studies" / "spartan" / "examples").glob("*.toml"))
     assert {p.stem for p in examples} == {"within", "cross", "multigame", "distill"}
     for path in examples:
         config = load_config(path, protocol=path.stem)
         assert config.protocol == path.stem and config.model.startswith("smollm2")
     with pytest.raises(ValueError, match="run `socialgym spartan cross`"):
-        load_config(ROOT / "socialgym_benchmarks" / "spartan" / "examples" / "cross.toml", protocol="within")
+        load_config(ROOT / "socialgym_benchmarks" / "studies" / "spartan" / "examples" / "cross.toml", protocol="within")
 
 
 def test_smollm2_reflector_writes_a_playbook_from_the_prompt(smollm2_available):
