@@ -14,7 +14,7 @@ action is worth the same, so :func:`pair_test` tests every candidate pair's pair
 kept when the best-worst pair's adjusted p is below alpha. It assumes only that a pair's
 differences are symmetric under the null, not that the K values of a rollout are exchangeable
 (what :func:`max_gap_test`, the rule it replaced, assumed: two actions of equal value and
-unequal risk made it keep too many pairs). ``socialgym_benchmarks/branching_null.py`` measures
+unequal risk made it keep too many pairs). ``socialgym_benchmarks/studies/branching_null.py`` measures
 the false-pair rate where every action is worth the same (Rock-Paper-Scissors against a uniform
 random opponent; two safe actions and a fair gamble) and the power where one is better. The
 smallest p of M rollouts is 2^(1-M) per pair before Holm, so M >= 6 for K = 2 and M >= 8 for

@@ -1,6 +1,6 @@
 """The paired comparison of two arms played on the same seeds: treated minus baseline win rate
 with an exact McNemar / sign-flip test and a paired bootstrap interval over seeds. SPaRTan's
-tables (:mod:`socialgym_benchmarks.spartan.stats`) and self-play's before/after evaluation
+tables (:mod:`socialgym_benchmarks.studies.spartan.stats`) and self-play's before/after evaluation
 (:mod:`socialgym_training.selfplay`) both use it: with common seeds (the same deals, the same seats) a
 paired test sees an effect that two unpaired intervals hide."""
 from __future__ import annotations

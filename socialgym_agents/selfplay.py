@@ -1,5 +1,5 @@
 """Self-play bookkeeping shared by the LLM trainer (``socialgym_training/selfplay.py``) and the tabular
-benchmark (``socialgym_benchmarks/selfplay_kuhn.py``): who plays which seat, the role-conditioned
+benchmark (``socialgym_benchmarks/studies/selfplay_kuhn.py``): who plays which seat, the role-conditioned
 baseline, zero-advantage filtering and the pool of past checkpoints. Pure Python, no model.
 
 SPIRAL-style self-play (Liu et al., 2025): one shared policy plays every seat of a game; each

@@ -15,10 +15,10 @@ import typer
 from socialgym_agents.registry import PolicySpecError, parse_specs
 from socialgym_env.cli_errors import check_output_file, check_output_folder, one_line
 
-from . import tournament as tour
-from .elo import check_ties
-from .leaderboard_render import build_leaderboard, print_leaderboard
-from .replay import write_replay
+from .leaderboard.render import build_leaderboard, print_leaderboard
+from .leaderboard.replay import write_replay
+from .ratings import check_ties
+from .tournament import plan as tour
 
 app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,
                   add_completion=False)
@@ -44,13 +44,13 @@ def _split(values: Optional[List[str]], option: str = "--games") -> Optional[lis
 
 
 class BootstrapBy(str, Enum):
-    """What a bootstrap resample draws (socialgym_benchmarks.elo)."""
+    """What a bootstrap resample draws (socialgym_benchmarks.ratings)."""
     episode = "episode"
     battle = "battle"
 
 
 class Interval(str, Enum):
-    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.elo.rate)."""
+    """How the leaderboard's Elo intervals are made (socialgym_benchmarks.ratings.rate)."""
     profile = "profile"
     bootstrap = "bootstrap"
 
@@ -161,14 +161,8 @@ def tournament_cmd(
         raise typer.BadParameter(str(err), param_hint="--agents") from None
     check_output_folder(out, "--out")
     if until_resolved or budget is not None:
-        if not until_resolved or budget is None:
-            typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
-                       err=True)
-            raise typer.Exit(2)
-        if episodes is not None or scripted_episodes is not None or backend != "local" or game_roster or game_episodes:
-            typer.echo("error: --until-resolved plans its own episodes and match-ups on the local backend: drop "
-                       "--episodes, --scripted-episodes, --game-episodes, --roster and --backend", err=True)
-            raise typer.Exit(2)
+        _check_adaptive_options(until_resolved, budget, episodes is not None or scripted_episodes is not None
+                                or backend != "local" or bool(game_roster) or bool(game_episodes))
         run_adaptive_command(games=_split(games), agents=roster, budget=budget, seed=seed, out=out, workers=workers,
                              resume=resume, config_override=config_override or (), quick=quick, preset=preset,
                              retry_failed=retry_failed, ties=ties)
@@ -182,12 +176,24 @@ def tournament_cmd(
         raise typer.Exit(1)
 
 
+def _check_adaptive_options(until_resolved: bool, budget: Optional[int], fixed_plan_options: bool) -> None:
+    """--until-resolved needs --budget, and plans its own episodes and match-ups (exit 2 otherwise)."""
+    if not until_resolved or budget is None:
+        typer.echo("error: --until-resolved and --budget go together (an adaptive run needs its budget in episodes)",
+                   err=True)
+        raise typer.Exit(2)
+    if fixed_plan_options:
+        typer.echo("error: --until-resolved plans its own episodes and match-ups on the local backend: drop "
+                   "--episodes, --scripted-episodes, --game-episodes, --roster and --backend", err=True)
+        raise typer.Exit(2)
+
+
 def run_adaptive_command(games, agents, budget, seed=0, out="runs/tournament", workers=None, resume=True,
                          config_override=(), quick=False, preset=None, retry_failed=True, ties="exclude",
                          progress=True):
     """Typer-free body of ``tournament --until-resolved``: run, print the leaderboard, the stop
     and the corrected intervals."""
-    from .adaptive import adaptive_tournament
+    from .tournament.adaptive import adaptive_tournament
     try:
         result = adaptive_tournament(games, agents, budget, seed=seed, out=out, workers=workers, resume=resume,
                                      config_overrides=config_override, quick=quick, preset=preset,
@@ -246,7 +252,7 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
                          seed: int = typer.Option(0, "--seed")):
     """Held-out log-loss and Brier score of each rating choice (pooled vs games-equal, ties left out vs
     split, Bradley–Terry vs online Elo), split by episode: which predicts outcomes best on these logs."""
-    from .validity import format_table, validity_from_logs
+    from .ratings.validity import format_table, validity_from_logs
     try:
         table = validity_from_logs(logdir, folds, seed)
     except ValueError as err:
@@ -261,7 +267,7 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
 def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scripted:win_stay_lose_shift or llm:..."),
              against: str = typer.Option("reference", "--against",
                                          help="reference (the shipped pool) or a pool folder made by "
-                                              "python -m socialgym_benchmarks.reference build --out DIR"),
+                                              "python -m socialgym_benchmarks.tournament.reference build --out DIR"),
              episodes: Optional[int] = typer.Option(None, "--episodes", min=1, max=MAX_EPISODES,
                                                     help="episodes per reference and game (default: the pool's)"),
              seed: int = typer.Option(0, "--seed"),
@@ -269,7 +275,7 @@ def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scri
              workers: Optional[int] = typer.Option(None, "--workers", min=1)):
     """Rate one policy offline against a frozen reference pool: it plays the references only, and its
     Elo is fitted with the references' ratings held fixed (docs/tournament.md)."""
-    from .reference import ReferencePoolError, load_pool, rate_against
+    from .tournament.reference import ReferencePoolError, load_pool, rate_against
     check_output_folder(out, "--out")
     try:
         pool = load_pool(None if against == "reference" else against)

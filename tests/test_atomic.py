@@ -104,7 +104,7 @@ def test_a_torn_tail_is_cut_and_a_resumed_spy_dataset_is_whole(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"b": ')
     assert drop_torn_tail(path) == 6 and path.read_bytes() == b'{"a": 1}\n'
     assert drop_torn_tail(path) == 0 and drop_torn_tail(tmp_path / "absent") == 0
-    from socialgym_benchmarks.find_the_spy import generate
+    from socialgym_benchmarks.studies.find_the_spy import generate
     from socialgym_env.socialmaze.spy import read_instances
     out = tmp_path / "spy.jsonl"
     first = generate(out, 3, seed=1)
@@ -200,7 +200,7 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     import datasets
     from datasets import Dataset, DatasetDict
-    from socialgym_benchmarks.leaderboard_render import build_leaderboard
+    from socialgym_benchmarks.leaderboard.render import build_leaderboard
     from socialgym_training.export import save_dataset
     datasets.disable_progress_bars()
     out, logs = sys.argv[1], sys.argv[2:]
@@ -288,7 +288,7 @@ def test_sigkill_at_random_moments_never_leaves_a_half_written_output(tmp_path, 
     assert set(seen["export"]) <= {"complete", "absent"} and "complete" in seen["export"], seen
     assert set(seen["board"]) <= {"complete", "absent"} and "complete" in seen["board"], seen
     # the next run removes what the killed writers left (hidden .tmp files, .tmp/.old folders)
-    from socialgym_benchmarks.leaderboard_render import build_leaderboard
+    from socialgym_benchmarks.leaderboard.render import build_leaderboard
     build_leaderboard(two_logs[0], tmp_path / "out" / "board", n_boot=20)
     with atomic_dir(tmp_path / "out" / "export", marker="export.json") as folder:
         (folder / "export.json").write_text("{}")

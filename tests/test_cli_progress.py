@@ -9,7 +9,7 @@ import signal
 import pytest
 
 import socialgym_env
-from socialgym_benchmarks import tournament_backends as backends
+from socialgym_benchmarks.tournament import backends
 from socialgym_env import cli
 from socialgym_env.cli_errors import explain_os_error, run_command
 
@@ -70,7 +70,7 @@ def test_the_bar_counts_what_is_logged_and_an_interrupted_run_resumes(tmp_path, 
 
 def test_the_status_line_shows_decisions_and_the_games_in_play():
     from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
-    from socialgym_benchmarks.progress import ProgressEstimate, in_play
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate, in_play
     ticks = []
     jobs = [EpisodeJob(game, seed, ["scripted:random"] * n) for game, n in (("prisoners_dilemma", 2), ("stag_hunt", 4))
             for seed in (0, 1)]
@@ -189,8 +189,8 @@ def test_model_loading_shows_one_line_not_transformers_bar(monkeypatch, capfd, t
 def test_the_bar_estimate_gets_every_planned_episode_and_a_prior_for_every_game(tmp_path, monkeypatch):
     """run_local's wiring of the ETA (issue 45 item 5): the plan's episode ids and weights, a prior
     length per game from random play, and each finished record matched to its planned episode."""
-    from socialgym_benchmarks import tournament_backends as backends
-    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament import backends
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate
     from socialgym_benchmarks.tournament import tournament
     made = []
 

@@ -117,7 +117,7 @@ def example_registered(monkeypatch):
 
 def test_a_game_registered_here_reaches_spawned_workers(example_registered, tmp_path):
     from socialgym_agents.runner import EpisodeJob
-    from socialgym_benchmarks.tournament_backends import run_local
+    from socialgym_benchmarks.tournament.backends import run_local
     shards = {GAME: [EpisodeJob(GAME, seed, ["scripted:random"] * 3) for seed in range(2)],
               "prisoners_dilemma": [EpisodeJob("prisoners_dilemma", 0, ["scripted:random"] * 2)]}
     played = run_local(shards, tmp_path, workers=2, progress=False, start_method="spawn")
@@ -128,7 +128,7 @@ def test_a_game_registered_here_reaches_spawned_workers(example_registered, tmp_
 
 def test_a_registration_workers_cannot_import_is_an_error_before_play(tmp_path):
     from socialgym_agents.runner import EpisodeJob
-    from socialgym_benchmarks.tournament_backends import run_local
+    from socialgym_benchmarks.tournament.backends import run_local
     from socialgym_env.games.prisoners_dilemma import PrisonersDilemma
 
     class LocalGame(PrisonersDilemma):          # exists only inside this function
@@ -150,7 +150,7 @@ def test_a_registration_workers_cannot_import_is_an_error_before_play(tmp_path):
 def test_a_game_registered_here_reaches_ray_actors(example_registered, tmp_path):
     import ray                                           # .ci/run installs ray: a missing one fails
     from socialgym_agents.runner import EpisodeJob
-    from socialgym_benchmarks.tournament_backends import run_ray
+    from socialgym_benchmarks.tournament.backends import run_ray
     assert not ray.is_initialized()      # run_ray starts the local instance, with the game's package on its path
     shards = {GAME: [EpisodeJob(GAME, seed, ["scripted:random"] * 3) for seed in range(4)]}
     try:
@@ -166,7 +166,7 @@ def test_failed_episodes_are_counted_apart_from_played(tmp_path, monkeypatch, ca
     """Whatever makes episodes fail inside the workers, the command says how many failed."""
     from socialgym_agents.runner import failed_record
     from socialgym_benchmarks import cli as bench_cli
-    from socialgym_benchmarks import tournament as tour
+    from socialgym_benchmarks.tournament import plan as tour
     from socialgym_env.logs import append_episode
 
     real_run_local = tour.run_local

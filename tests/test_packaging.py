@@ -64,6 +64,8 @@ def test_the_wheel_holds_only_socialgym_packages_and_all_their_data(wheel):
         (entry_points,) = [p for p in paths if p.endswith(".dist-info/entry_points.txt")]
         targets = re.findall(r"^\S+ = ([\w.]+):", archive.read(entry_points).decode(), re.M)
     assert foreign_top_level(paths) == set()
+    # the benchmark scripts are run from a checkout and kept out of the wheel on purpose
+    assert not [p for p in paths if p.startswith("socialgym_benchmarks/perf/")], "socialgym_benchmarks/perf/ is shipped"
     assert declared and all(name.startswith(PREFIX) for name in declared), declared
     assert targets and all(target.startswith(PREFIX) for target in targets), targets
     config = configparser.ConfigParser()

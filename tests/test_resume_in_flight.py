@@ -9,7 +9,7 @@ from socialgym_agents.llm.backend import Reply
 from socialgym_agents.llm.config import LLMConfig
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
-from socialgym_benchmarks.resume_check import killing_after
+from socialgym_benchmarks.perf.resume_check import killing_after
 from socialgym_env.journal import journal_path, read_journal
 
 from helpers import SeededChoiceBackend
@@ -153,7 +153,7 @@ def test_a_journal_that_does_not_replay_restarts_the_episode_and_says_so(tmp_pat
 
 
 def test_an_interrupted_tournament_says_what_it_keeps_and_resumes_in_flight_episodes(tmp_path, monkeypatch, capsys):
-    from socialgym_benchmarks import tournament_backends as backends
+    from socialgym_benchmarks.tournament import backends
     from socialgym_benchmarks.tournament import plan_tournament, run_tournament
     jobs = plan_tournament(["prisoners_dilemma", "liars_dice"], ["fake-llm", "scripted:random"], episodes=2, seed=3,
                            configs={"prisoners_dilemma": {"rounds": 5}})

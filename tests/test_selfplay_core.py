@@ -111,12 +111,12 @@ def test_returns_to_go_and_turn_advantages_on_fixed_rewards():
 
 
 def test_turn_credit_lands_on_the_deciding_turn_and_learns_it_better_than_rae():
-    """The planted game (socialgym_benchmarks/selfplay_credit.py): of 8 turns only turn 5's choice
+    """The planted game (socialgym_benchmarks/studies/selfplay_credit.py): of 8 turns only turn 5's choice
     decides its reward, the others' are coins. Both estimators' credit (corr(advantage, choice))
     is at turn 5 only; the turn-level one's is larger (it leaves out the coins dealt before the
     turn). Learning, each estimator at its own best rate (tuned on other seeds), over the same
     seeds: turn ends nearer P(a) = 1. The null game (no deciding turn) gives no credit anywhere."""
-    from socialgym_benchmarks.selfplay_credit import Config, compare, credit
+    from socialgym_benchmarks.studies.selfplay_credit import Config, compare, credit
     config = Config(credit_episodes=3000, seeds=12, steps=60)
     rae, turn = credit(config, "rae"), credit(config, "turn")
     for values in (rae, turn):
@@ -131,7 +131,7 @@ def test_turn_credit_lands_on_the_deciding_turn_and_learns_it_better_than_rae():
 
 @pytest.mark.parametrize("argv", [["--deciding", "8"], ["--learning_rates", "fast"], ["--seeds", "0"]])
 def test_credit_benchmark_bad_options_are_one_line_and_exit_2(argv, capsys):
-    from socialgym_benchmarks import selfplay_credit
+    from socialgym_benchmarks.studies import selfplay_credit
     with pytest.raises(SystemExit) as stopped:
         selfplay_credit.main(argv)
     err = capsys.readouterr().err

@@ -233,7 +233,7 @@ def _load_script(rel: str):
 
 
 def test_baselines_benchmark_table(capsys):
-    assert _load_script("socialgym_benchmarks/socialmaze_baselines.py").main(["--n", "12", "--seed", "4"]) == 0
+    assert _load_script("socialgym_benchmarks/studies/socialmaze_baselines.py").main(["--n", "12", "--seed", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [ln for ln in lines if ln.split()[:1] and ln.split()[0] in sm.VARIANTS]
     assert [r.split()[:2] for r in rows if r.split()[1] == "all"] == [

@@ -2,7 +2,7 @@
 
     python -m socialgym_benchmarks.perf.elo_fit [--sizes 10000 100000 1000000] [--policies 7 50] [--boot 1000] [--by episode]
 
-Ours (``socialgym_benchmarks.elo.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
+Ours (``socialgym_benchmarks.ratings.rate``): the point fit, then ``bootstrap_wins`` (one multinomial draw
 per resample over the win-count cells, ``multinomial_counts``: Poisson counts read from CDF
 tables, ``poisson_counts``, topped up to the exact multinomial) and ``fit_bt_batch`` (all
 resamples at once: float32 chord steps from the point fit, float64 Newton where those do not
@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from socialgym_benchmarks import elo as bt
+from socialgym_benchmarks import ratings as bt
 
 
 def make_battles(n: int, k: int, seed: int = 0, per_episode: int = 1) -> bt.Battles:

@@ -111,16 +111,14 @@ def socialgym_job(game: str, mode: str, seconds: float, seed: int) -> dict:
 FLOOR_STEPS = 10     # decisions an episode of the floor env (Prisoner's Dilemma has 10)
 
 
-def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
-    """The PettingZoo AEC protocol alone, in the same loop as ours: an env with the game's
-    seats that keeps the AEC bookkeeping (rewards, cumulative rewards, terminations,
-    truncations, infos, agent selection), returns a constant observation and ends after
-    FLOOR_STEPS random actions. No engine can be faster than this and stay an AEC env."""
+def _floor_env_class():
+    """The floor env: the game's seats, the AEC bookkeeping (rewards, cumulative rewards,
+    terminations, truncations, infos, agent selection), a constant observation, and the end
+    after FLOOR_STEPS actions."""
     from gymnasium import spaces
     from pettingzoo import AECEnv
     from pettingzoo.utils import AgentSelector
 
-    import socialgym_env
     from socialgym_env.aec import begin_aec_step, start_aec_episode
 
     class FloorEnv(AECEnv):
@@ -156,6 +154,17 @@ def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
             self.agent_selection = self._selector.next()
             self._accumulate_rewards()
 
+    return FloorEnv
+
+
+def floor_job(game: str, mode: str, seconds: float, seed: int) -> dict:
+    """The PettingZoo AEC protocol alone, in the same loop as ours: an env with the game's
+    seats that keeps the AEC bookkeeping, returns a constant observation and ends after
+    FLOOR_STEPS random actions (:func:`_floor_env_class`). No engine can be faster than this
+    and stay an AEC env."""
+    import socialgym_env
+
+    FloorEnv = _floor_env_class()
     players = socialgym_env.game_class(game).info.num_players
     observe = mode == "render"      # index: a constant action, like the text modes
     steps = episodes = 0

@@ -7,7 +7,7 @@ the run then took (issue 45 item 5).
 
 ``--record`` runs make demo's tournament line (``demo_cost.demo_commands``, so it cannot drift from
 the Makefile) or the tournament arguments after ``--``, in this process, and writes what the bar's
-:class:`~socialgym_benchmarks.progress.ProgressEstimate` was given -- the plan, the prior lengths,
+:class:`~socialgym_benchmarks.tournament.progress.ProgressEstimate` was given -- the plan, the prior lengths,
 every tick and every finished episode, each with its clock time -- to a JSON-lines stream.
 ``--stream`` (or the end of ``--record``) feeds that stream to a fresh estimate on a simulated
 clock and prints, at every twentieth of the run from its first tick to its last episode (or every
@@ -34,9 +34,9 @@ WITHIN = (0.25, 0.5)       # an ETA within this share of the time really left co
 def record(stream: Path, tournament_args: list) -> None:
     """Run a tournament with its bar's estimate wrapped so that every call it gets is written
     to ``stream`` with its clock time."""
-    from socialgym_benchmarks import tournament_backends
+    from socialgym_benchmarks.tournament import backends
     from socialgym_benchmarks.cli import app
-    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate
 
     stream.parent.mkdir(parents=True, exist_ok=True)
     sink = stream.open("w")
@@ -59,11 +59,11 @@ def record(stream: Path, tournament_args: list) -> None:
             write({"t": self.clock(), "finished": [game, turns, episode_id]})
             super().finished(game, turns, episode_id)
 
-    tournament_backends.ProgressEstimate = Recorded
+    backends.ProgressEstimate = Recorded
     try:
         app(tournament_args, standalone_mode=False)
     finally:
-        tournament_backends.ProgressEstimate = ProgressEstimate
+        backends.ProgressEstimate = ProgressEstimate
         sink.close()
 
 
@@ -78,19 +78,37 @@ class _Clock:
 def score(stream: Path, use_prior: bool = True, points: int = POINTS) -> dict:
     """Replay ``stream`` into a fresh estimate and compare its ETA with the time really left at
     each 1/``points`` of the run."""
-    from socialgym_benchmarks.progress import ProgressEstimate
+    from socialgym_benchmarks.tournament.progress import ProgressEstimate
+    head, events = _read_stream(stream)
+    start, end = next(e["t"] for e in events if "tick" in e), events[-1]["t"]
+    clock = _Clock()
+    estimate = ProgressEstimate({k: tuple(v) for k, v in head["planned"].items()}, clock=clock,
+                                prior_turns=head["prior_turns"] if use_prior else None)
+    rows = _replay(events, estimate, clock, start, end, points)
+    shown = [(left, eta) for _, left, eta, _ in rows if eta is not None]
+    errors = [abs(math.log(eta / left)) for left, eta in shown if eta > 0 and left > 0]
+    return {"run_s": end - start, "rows": rows, "shown": len(shown), "points": len(rows),
+            "within": {share: sum(abs(eta - left) <= share * left for left, eta in shown) for share in WITHIN},
+            "median_factor": math.exp(statistics.median(errors)) if errors else None,
+            "worst_factor": math.exp(max(errors)) if errors else None}
+
+
+def _read_stream(stream: Path) -> tuple:
+    """The stream's head (what the estimate was made with) and its events; SystemExit when it
+    holds none or no tick."""
     events = [json.loads(line) for line in stream.read_text().splitlines() if line.strip()]
     if not events:
         raise SystemExit(f"{stream}: empty (the run had no ETA to record: its bar off, or played on "
                          "a worker pool, whose bar gives none: --workers 1)")
     head, events = events[0], events[1:]
-    ticks = [e["t"] for e in events if "tick" in e]
-    if not ticks:
+    if not any("tick" in e for e in events):
         raise SystemExit(f"{stream}: no tick recorded (was the bar on?)")
-    start, end = ticks[0], events[-1]["t"]
-    clock = _Clock()
-    estimate = ProgressEstimate({k: tuple(v) for k, v in head["planned"].items()}, clock=clock,
-                                prior_turns=head["prior_turns"] if use_prior else None)
+    return head, events
+
+
+def _replay(events: list, estimate, clock: "_Clock", start: float, end: float, points: int) -> list:
+    """(elapsed, really left, ETA, status line) at each 1/``points`` of the run, the events fed
+    to ``estimate`` on ``clock`` in their order."""
     marks = [start + (end - start) * k / points for k in range(1, points)]
     rows, index = [], 0
     for event in events:
@@ -104,16 +122,11 @@ def score(stream: Path, use_prior: bool = True, points: int = POINTS) -> dict:
             estimate.tick([tuple(entry) for entry in event["tick"]], event["decisions"])
         else:
             estimate.finished(*event["finished"])
-    shown = [(left, eta) for _, left, eta, _ in rows if eta is not None]
-    errors = [abs(math.log(eta / left)) for left, eta in shown if eta > 0 and left > 0]
-    return {"run_s": end - start, "rows": rows, "shown": len(shown), "points": len(rows),
-            "within": {share: sum(abs(eta - left) <= share * left for left, eta in shown) for share in WITHIN},
-            "median_factor": math.exp(statistics.median(errors)) if errors else None,
-            "worst_factor": math.exp(max(errors)) if errors else None}
+    return rows
 
 
 def report(result: dict, label: str) -> None:
-    from socialgym_benchmarks.progress import duration
+    from socialgym_benchmarks.tournament.progress import duration
     print(f"\n{label}: the run played for {duration(result['run_s'])} after its first tick")
     print(f"{'elapsed':>12} {'really left':>12} {'ETA shown':>12}  status line")
     for elapsed, left, eta, status in result["rows"]:

@@ -21,6 +21,7 @@ Prints wall time and process CPU time too (CPU time is the figure to compare on 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import resource
 import sys
@@ -100,7 +101,7 @@ def _run_demo_command(out: str) -> tuple:
 
     from socialgym_benchmarks.cli import app
     from socialgym_benchmarks.perf.demo_cost import demo_commands
-    from socialgym_benchmarks.tournament_backends import failed_ids, logged_ids
+    from socialgym_benchmarks.tournament.backends import failed_ids, logged_ids
     words = shlex.split(demo_commands(out)[0])
     app(words[words.index("socialgym_env.cli") + 1:], standalone_mode=False)
     logs = Path(out, "logs")
@@ -108,7 +109,8 @@ def _run_demo_command(out: str) -> tuple:
 
 
 def run(args) -> dict:
-    import torch  # noqa: F401  (imported before the baseline is read: it is part of "the rest")
+    # torch is imported before the baseline is read: its memory is part of "the rest"
+    importlib.import_module("torch")
 
     from socialgym_agents.llm import kv_cache, loading
     from socialgym_agents.llm.hf_backend import SEAT_CACHES

@@ -489,7 +489,7 @@ class TriadicWerewolf(Game):
                 "exiles": sum(1 for e in g.exiles if e["agent"]),
                 "jester_killed_at_night": any(d["agent"] and state.role(d["agent"]) == JESTER for d in g.deaths),
                 # Who voted for whom (first vote and revote of each day), night deaths and exiles by
-                # day: the study's behavioural fingerprints (socialgym_benchmarks.triadic.analysis) read these.
+                # day: the study's behavioural fingerprints (socialgym_benchmarks.studies.triadic.analysis) read these.
                 "vote_log": [dict(v, votes=dict(v["votes"])) for v in g.votes],
                 "death_log": [dict(d) for d in g.deaths],
                 "exile_log": [dict(e) for e in g.exiles]}

@@ -10,7 +10,7 @@ civilian word in 75%; when it is a Civilian the Spy is uniform over Players 2..n
 
 Descriptions come from a *describer*, ``(player, word, round, history) -> text``. This module
 owns the rule-based one (:func:`hint_describer`: hint words of the pair bank, so instances
-need no model); ``socialgym_benchmarks.find_the_spy`` adds language-model describers and the data-set CLI.
+need no model); ``socialgym_benchmarks.studies.find_the_spy`` adds language-model describers and the data-set CLI.
 
 Scoring is exact: reward 1.0 iff the named Spy is right and the stated role is right (the two
 claims are tied: Player 1 is the Spy iff its role is Spy). Accepted answers, case-insensitive:

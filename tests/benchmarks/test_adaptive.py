@@ -1,4 +1,4 @@
-"""Adaptive tournaments (socialgym_benchmarks.adaptive): the look schedule and its corrected
+"""Adaptive tournaments (socialgym_benchmarks.tournament.adaptive): the look schedule and its corrected
 levels, the stop test on planted and null strengths, the allocation, the benchmark against a
 round robin, and the CLI's run, resume and bad input."""
 import json
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from socialgym_benchmarks import adaptive
-from socialgym_benchmarks import adaptive_vs_round_robin as bench
-from socialgym_benchmarks import elo as bt
-from socialgym_benchmarks import tournament as tour
+from socialgym_benchmarks.tournament import adaptive
+from socialgym_benchmarks.studies import adaptive_vs_round_robin as bench
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.tournament import plan as tour
 from socialgym_benchmarks.cli import app
 
 DECISIVE = ["scripted:constant:defect", "scripted:random", "scripted:constant:cooperate"]
@@ -73,7 +73,7 @@ def test_allocate_spreads_half_evenly_follows_need_and_skips_resolved_pairs():
 
 
 def test_benchmark_adaptive_needs_far_fewer_episodes_than_the_round_robin():
-    """The small version of ``python -m socialgym_benchmarks.adaptive_vs_round_robin`` (3 runs
+    """The small version of ``python -m socialgym_benchmarks.studies.adaptive_vs_round_robin`` (3 runs
     per design: a clear gain is asserted; the documented 60-run figures are the half)."""
     table = bench.compare(bench.PLANTED["spread"], reps=3, budget=bench.BUDGETS["spread"], seed=0)
     adaptive_row, robin = table["adaptive"], table["round-robin"]

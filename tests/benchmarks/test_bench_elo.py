@@ -1,9 +1,10 @@
-"""Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (socialgym_benchmarks.elo)."""
+"""Bradley–Terry fit, pair extraction, bootstrap and Wilson intervals (socialgym_benchmarks.ratings)."""
 
 import numpy as np
 import pytest
 
-from socialgym_benchmarks import elo as bt
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.ratings import bootstrap
 from socialgym_benchmarks.perf.elo_fit import sklearn_aggregated_fit
 
 
@@ -229,7 +230,7 @@ def test_episode_bootstrap_in_blocks_of_resamples(monkeypatch):
     resamples keep their sums of whole episodes and are centred on the win matrix."""
     battles = _episodes_with_repeats_and_empties()
     patterns, _ = bt.episode_patterns(battles)
-    monkeypatch.setattr(bt, "EPISODE_DRAW_ENTRIES", 3 * patterns.shape[0])   # 3 resamples a block
+    monkeypatch.setattr(bootstrap, "EPISODE_DRAW_ENTRIES", 3 * patterns.shape[0])   # 3 resamples a block
     blocks = bt.bootstrap_wins(battles, 3000, by="episode", seed=4)
     assert np.array_equal(blocks, bt.bootstrap_wins(battles, 3000, by="episode", seed=4))
     assert len({w.tobytes() for w in blocks[:30]}) == 30               # blocks are not repeats
@@ -354,7 +355,7 @@ def test_huge_means_or_too_many_tables_use_numpy_poisson(monkeypatch):
     rng = _CountingGenerator(0)
     draws = bt.poisson_counts(rng, np.arange(0, 400_000, 7), 1.0, 2)      # split in two: ~1,260 tables
     assert rng.calls == {"poisson": 1} and draws.shape == (2, 57_143)
-    monkeypatch.setattr(bt, "MAX_CDF_ENTRIES", 1000)
+    monkeypatch.setattr(bootstrap, "MAX_CDF_ENTRIES", 1000)
     rng = _CountingGenerator(0)
     draws = bt.poisson_counts(rng, np.array([2, 150, 5_000]), 1.0, 10)
     assert rng.calls == {"poisson": 1} and draws.shape == (10, 3)

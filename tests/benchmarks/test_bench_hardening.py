@@ -6,8 +6,8 @@ import re
 import pytest
 
 from socialgym_agents.runner import EpisodeJob, run_jobs
-from socialgym_benchmarks.leaderboard_render import build_leaderboard
-from socialgym_benchmarks.replay import render_replay
+from socialgym_benchmarks.leaderboard.render import build_leaderboard
+from socialgym_benchmarks.leaderboard.replay import render_replay
 from socialgym_env.logs import append_episode
 
 ODD = "evil|<b>bold</b>"
@@ -48,7 +48,7 @@ def test_replay_page_script_cannot_be_broken_by_message_text(tmp_path):
 
 def test_resume_retries_failed_episodes_by_default(tmp_path):
     from socialgym_agents.runner import failed_record
-    from socialgym_benchmarks import tournament as tour
+    from socialgym_benchmarks.tournament import plan as tour
 
     agents = ["scripted:random", "scripted:heuristic"]
     jobs = tour.plan_tournament(["prisoners_dilemma"], agents, episodes=2, seed=0)
@@ -74,7 +74,7 @@ def test_a_leaderboard_says_why_an_elo_cell_is_empty(tmp_path, policies, why):
 
     from rich.console import Console
 
-    from socialgym_benchmarks.leaderboard_render import print_leaderboard
+    from socialgym_benchmarks.leaderboard.render import print_leaderboard
     jobs = [EpisodeJob("prisoners_dilemma", seed, list(order), config={"rounds": 2})
             for seed in range(3) for order in (policies, policies[::-1])]
     run_jobs(jobs, log_path=tmp_path / "logs" / "pd.jsonl")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from socialgym_agents.runner import EpisodeJob, run_jobs
-from socialgym_benchmarks.replay import write_replay
+from socialgym_benchmarks.leaderboard.replay import write_replay
 from socialgym_env.errors import LogFormatError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"

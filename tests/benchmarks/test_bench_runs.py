@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from socialgym_benchmarks import tournament as tour
-from socialgym_benchmarks.leaderboard_render import build_leaderboard, print_leaderboard
+from socialgym_benchmarks.tournament import plan as tour
+from socialgym_benchmarks.leaderboard.render import build_leaderboard, print_leaderboard
 from socialgym_env.logs import append_episode, iter_log_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def clean_run(tmp_path_factory):
 SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
-from socialgym_benchmarks import tournament as tour
+from socialgym_benchmarks.tournament import plan as tour
 sys.path.insert(0, {here!r})
 from test_bench_runs import plan
 tour.run_tournament(plan(), {out!r}, workers=2, progress=False, leaderboard=False)

@@ -4,7 +4,7 @@ from collections import Counter, defaultdict
 import pytest
 
 import socialgym_env
-from socialgym_benchmarks import tournament as tour
+from socialgym_benchmarks.tournament import plan as tour
 
 AGENTS = ["scripted:heuristic", "scripted:random", "scripted:tit_for_tat"]
 
@@ -168,7 +168,7 @@ def test_demo_preset_finishes_every_game_without_truncation():
     """The main job's configs (``--preset demo``) end every episode by the game's own rules."""
     import socialgym_env
     from socialgym_agents.runner import PolicyPool, run_jobs
-    from socialgym_benchmarks.tournament import DEMO_CONFIGS, game_configs, plan_tournament
+    from socialgym_benchmarks.tournament.plan import DEMO_CONFIGS, game_configs, plan_tournament
     games = socialgym_env.game_ids()
     configs = game_configs(games, preset="demo")
     assert configs["chess"] == DEMO_CONFIGS["chess"] and "max_steps" not in configs["coup"]
@@ -182,7 +182,7 @@ def test_demo_preset_finishes_every_game_without_truncation():
 def test_one_process_runs_start_the_longest_games_first(tmp_path, monkeypatch):
     """run_local (one process) queues open-ended games with many seats before fixed-round ones,
     so a long hidden-role game does not start last and run on alone."""
-    from socialgym_benchmarks import tournament_backends as backends
+    from socialgym_benchmarks.tournament import backends
     started = []
     monkeypatch.setattr(backends, "run_jobs", lambda jobs, **kw: started.extend(j.game for j in jobs) or [])
     games = ["prisoners_dilemma", "chameleon", "triadic_werewolf", "coup", "resistance"]

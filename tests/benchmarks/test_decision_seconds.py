@@ -8,9 +8,9 @@ import pytest
 
 from socialgym_agents.base import BasePolicy, Decision
 from socialgym_agents.runner import PolicyPool
-from socialgym_benchmarks import tournament_backends as backends
-from socialgym_benchmarks.leaderboard import decision_stats
-from socialgym_benchmarks.leaderboard_render import print_leaderboard
+from socialgym_benchmarks.tournament import backends
+from socialgym_benchmarks.leaderboard.summary import decision_stats
+from socialgym_benchmarks.leaderboard.render import print_leaderboard
 from socialgym_benchmarks.tournament import plan_tournament, run_tournament
 from socialgym_env.journal import read_timing
 

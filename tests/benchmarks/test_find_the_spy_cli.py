@@ -9,7 +9,7 @@ from socialgym_agents.llm.backend import Reply
 from socialgym_agents.llm.config import LLMConfig
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.runner import PolicyPool
-from socialgym_benchmarks import find_the_spy as F
+from socialgym_benchmarks.studies import find_the_spy as F
 from socialgym_env.socialmaze.spy import always_civilian_answer, read_instances
 
 

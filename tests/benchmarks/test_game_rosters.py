@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from socialgym_benchmarks.leaderboard_render import build_leaderboard, print_leaderboard
+from socialgym_benchmarks.leaderboard.render import build_leaderboard, print_leaderboard
 from socialgym_env import cli
 from socialgym_env.env import LOG_SCHEMA
 from socialgym_env.logs import append_episode, iter_log_dir

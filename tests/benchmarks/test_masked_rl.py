@@ -1,12 +1,12 @@
-"""socialgym_benchmarks/masked_rl.py: a tiny run trains and evaluates every game; its estimators."""
+"""socialgym_benchmarks/studies/masked_rl.py: a tiny run trains and evaluates every game; its estimators."""
 import random
 
 import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from socialgym_benchmarks.masked_rl import GAMES, paired_difference, win_rate  # noqa: E402
-from socialgym_benchmarks import masked_rl  # noqa: E402
+from socialgym_benchmarks.studies.masked_rl import GAMES, paired_difference, win_rate  # noqa: E402
+from socialgym_benchmarks.studies import masked_rl  # noqa: E402
 
 
 def test_a_tiny_run_trains_and_evaluates_every_game(capsys):

@@ -2,7 +2,7 @@
 ticks (a fake clock: nothing here is timed)."""
 import pytest
 
-from socialgym_benchmarks.progress import ProgressEstimate, duration
+from socialgym_benchmarks.tournament.progress import ProgressEstimate, duration
 
 
 class Clock:
@@ -252,7 +252,7 @@ def test_a_prior_length_gives_an_eta_before_a_game_has_ended_an_episode():
 
 def test_random_play_sets_each_games_prior_length():
     from socialgym_agents.runner import EpisodeJob
-    from socialgym_benchmarks.progress import random_play_turns
+    from socialgym_benchmarks.tournament.progress import random_play_turns
     shards = {"prisoners_dilemma": [EpisodeJob("prisoners_dilemma", seed, ["smollm2", "scripted:random"],
                                                config={"rounds": rounds}) for seed, rounds in ((0, 3), (1, 3))],
               "rock_paper_scissors": [EpisodeJob("rock_paper_scissors", 0, ["smollm2", "scripted:random"],
@@ -263,7 +263,7 @@ def test_random_play_sets_each_games_prior_length():
 
 def test_a_jobs_weight_is_its_share_of_seats_that_are_not_scripted():
     from socialgym_agents.runner import EpisodeJob
-    from socialgym_benchmarks.progress import planned_episodes
+    from socialgym_benchmarks.tournament.progress import planned_episodes
     jobs = [EpisodeJob("coup", 0, ["smollm2", "scripted:random", "scripted:random", "scripted:heuristic"]),
             EpisodeJob("coup", 1, ["scripted:random"] * 4)]
     assert list(planned_episodes(jobs).values()) == [("coup", 0.25), ("coup", 0.0)]

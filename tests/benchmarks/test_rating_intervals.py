@@ -1,5 +1,5 @@
 """Profile-likelihood Elo intervals, estimability, role-gap intervals, the games-equal overall,
-decision columns, separated pairs and held-out validity (socialgym_benchmarks.elo, .leaderboard,
+decision columns, separated pairs and held-out validity (socialgym_benchmarks.ratings, .leaderboard,
 .interval_coverage, .validity): planted effects are found, nulls are covered or not flagged,
 separation does not collapse the interval."""
 
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from socialgym_benchmarks import elo as bt
-from socialgym_benchmarks import interval_coverage as ic
-from socialgym_benchmarks.leaderboard import summarize
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.studies import interval_coverage as ic
+from socialgym_benchmarks.leaderboard.summary import summarize
 
 
 def battles_of(pairs, episodes=None):
@@ -167,7 +167,7 @@ def test_weighted_design_effect_scales_with_the_weights():
 # ----------------------------------------------------------------------------- decisions
 def test_decision_stats_count_first_tries_reasks_fallbacks_tokens_and_cost():
     from socialgym_benchmarks.cli import parse_prices
-    from socialgym_benchmarks.leaderboard import decision_stats
+    from socialgym_benchmarks.leaderboard.summary import decision_stats
     ok = {"reply": "a", "action": "a", "usage": {"prompt_tokens": 100, "new_tokens": 10}}
     bad = {"reply": "?", "error": "no action", "usage": {"prompt_tokens": 120, "new_tokens": 20}}
     turns = [{"agent": "x", "valid": True, "agent_meta": {"attempts": [ok]}},          # right first time
@@ -208,7 +208,7 @@ def test_separated_pairs_find_a_planted_difference_and_not_a_null_one():
 
 # ----------------------------------------------------------------------------- validity
 def test_validity_beats_the_coin_on_a_planted_effect_and_not_on_a_null():
-    from socialgym_benchmarks.validity import CHOICES, validity
+    from socialgym_benchmarks.ratings.validity import CHOICES, validity
     rng = np.random.default_rng(7)
     planted = validity([duel("chess", rng.random() < 0.85, i) for i in range(80)], folds=4)
     assert set(planted) == set(CHOICES) and all(row["battles"] == 80 for row in planted.values())
@@ -226,7 +226,7 @@ def test_validity_beats_the_coin_on_a_planted_effect_and_not_on_a_null():
 
 
 def test_side_split_policy_on_real_werewolves_games_gets_a_positive_gap_excluding_zero():
-    from socialgym_benchmarks.role_gap_games import SPLIT, hidden_role_games, play_game
+    from socialgym_benchmarks.studies.role_gap_games import SPLIT, hidden_role_games, play_game
     assert "werewolves" in hidden_role_games() and "chess" not in hidden_role_games()
     row = play_game("werewolves", episodes=10)[SPLIT]
     assert row["gap_identified"] and row["gap"] > 0 and row["gap_lo"] > 0

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from socialgym_benchmarks import elo as bt
+from socialgym_benchmarks import ratings as bt
 from socialgym_benchmarks.cli import app
-from socialgym_benchmarks.leaderboard import summarize
-from socialgym_benchmarks.leaderboard_render import build_leaderboard, plot_role_gap
+from socialgym_benchmarks.leaderboard.summary import summarize
+from socialgym_benchmarks.leaderboard.render import build_leaderboard, plot_role_gap
 from socialgym_env.env import LOG_SCHEMA
 from socialgym_env.logs import append_episode
 
@@ -151,7 +151,7 @@ def _assert_every_output_marks(board, summary, status, table_mark, figure_mark, 
 
     from rich.console import Console
 
-    from socialgym_benchmarks.leaderboard_render import print_leaderboard
+    from socialgym_benchmarks.leaderboard.render import print_leaderboard
 
     rows = json.loads((board / "leaderboard.json").read_text())["roles"]["werewolves"]
     assert {row["gap_status"] for row in rows.values()} == {status}

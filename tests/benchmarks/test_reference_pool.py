@@ -1,4 +1,4 @@
-"""The reference pool (socialgym_benchmarks.reference): the shipped pool matches its manifest,
+"""The reference pool (socialgym_benchmarks.tournament.reference): the shipped pool matches its manifest,
 the anchored fit covers planted strengths (and a null), agrees with a full round robin, and
 ``socialgym rate`` refuses bad input with one line and exit 2."""
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from socialgym_benchmarks import elo as bt
-from socialgym_benchmarks import reference as ref
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.tournament import reference as ref
 from socialgym_benchmarks.cli import app
 
 NEWCOMER = "scripted:win_stay_lose_shift"

@@ -1,10 +1,10 @@
-"""socialgym_benchmarks/selfplay_kuhn.py: a short seeded run learns (exploitability falls well below the
+"""socialgym_benchmarks/studies/selfplay_kuhn.py: a short seeded run learns (exploitability falls well below the
 uniform policy's 0.4583), reproduces itself, writes its curve and plot, and refuses bad options."""
 import dataclasses
 
 import pytest
 
-from socialgym_benchmarks import selfplay_kuhn
+from socialgym_benchmarks.studies import selfplay_kuhn
 from socialgym_env.docgen import field_help
 
 

@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 import socialgym_env
 import spartan_helpers  # noqa: F401  (registers the follower and spartanfake policy kinds)
 from socialgym_agents.runner import EpisodeJob, run_jobs
-from socialgym_benchmarks.spartan import parroting as parrot
-from socialgym_benchmarks.spartan.cli import register, run_protocol
-from socialgym_benchmarks.spartan.experiment import Experiment, load_config
-from socialgym_benchmarks.spartan.playbook import (PLACEBO_WORDS, Playbook, load_playbook, placebo_of, placebo_text,
+from socialgym_benchmarks.studies.spartan import parroting as parrot
+from socialgym_benchmarks.studies.spartan.cli import register, run_protocol
+from socialgym_benchmarks.studies.spartan.experiment import Experiment, load_config
+from socialgym_benchmarks.studies.spartan.playbook import (PLACEBO_WORDS, Playbook, load_playbook, placebo_of, placebo_text,
                                          save_playbook)
-from socialgym_benchmarks.spartan.protocols import StopRule
-from socialgym_benchmarks.spartan.reflect import FunctionReflector, reflection_prompt
-from socialgym_benchmarks.spartan.sides import game_sides
-from socialgym_benchmarks.spartan.stats import delta, rate, two_proportion_test, wilson_interval
+from socialgym_benchmarks.studies.spartan.protocols import StopRule
+from socialgym_benchmarks.studies.spartan.reflect import FunctionReflector, reflection_prompt
+from socialgym_benchmarks.studies.spartan.sides import game_sides
+from socialgym_benchmarks.studies.spartan.stats import delta, rate, two_proportion_test, wilson_interval
 from socialgym_env.logs import iter_log_dir
 from spartan_helpers import PLANTED, RecordingBackend
 
@@ -290,8 +290,8 @@ import sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 import spartan_helpers
 from spartan_helpers import PLANTED
-from socialgym_benchmarks.spartan.cli import run_protocol
-from socialgym_benchmarks.spartan.reflect import FunctionReflector
+from socialgym_benchmarks.studies.spartan.cli import run_protocol
+from socialgym_benchmarks.studies.spartan.reflect import FunctionReflector
 run_protocol("within", out={out!r}, reflector_fn=FunctionReflector(lambda p: PLANTED, "scripted:planted"),
              progress=False, **{kwargs!r})
 """
@@ -333,17 +333,17 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_example_experiment_files_load():
-    examples = sorted((ROOT / "socialgym_benchmarks" / "spartan" / "examples").glob("*.toml"))
+    examples = sorted((ROOT / "socialgym_benchmarks" / "studies" / "spartan" / "examples").glob("*.toml"))
     assert {p.stem for p in examples} == {"within", "cross", "multigame", "distill"}
     for path in examples:
         config = load_config(path, protocol=path.stem)
         assert config.protocol == path.stem and config.model.startswith("smollm2")
     with pytest.raises(ValueError, match="run `socialgym spartan cross`"):
-        load_config(ROOT / "socialgym_benchmarks" / "spartan" / "examples" / "cross.toml", protocol="within")
+        load_config(ROOT / "socialgym_benchmarks" / "studies" / "spartan" / "examples" / "cross.toml", protocol="within")
 
 
 def test_smollm2_reflector_writes_a_playbook_from_the_prompt(smollm2_available):
-    from socialgym_benchmarks.spartan.reflect import make_reflector, reflect
+    from socialgym_benchmarks.studies.spartan.reflect import make_reflector, reflect
     reflector = make_reflector("smollm2?max_new_tokens=12")
     assert reflector.backend.config.max_new_tokens == 12 and reflector.backend.config.stop_at_json is False
     one_round = run_jobs([EpisodeJob("prisoners_dilemma", 1, ["scripted:random"] * 2, {"rounds": 1})])

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from socialgym_benchmarks.spartan import report
-from socialgym_benchmarks.spartan.cli import run_protocol
-from socialgym_benchmarks.spartan.experiment import arm_of
-from socialgym_benchmarks.spartan.planted import KEYWORD
-from socialgym_benchmarks.spartan.protocols import StopRule
-from socialgym_benchmarks.spartan.reflect import FunctionReflector
-from socialgym_benchmarks.spartan.sides import game_sides
-from socialgym_benchmarks.spartan.stats import MCNEMAR, SIGN_FLIP, paired_delta, sign_flip_p
+from socialgym_benchmarks.studies.spartan import report
+from socialgym_benchmarks.studies.spartan.cli import run_protocol
+from socialgym_benchmarks.studies.spartan.experiment import arm_of
+from socialgym_benchmarks.studies.spartan.planted import KEYWORD
+from socialgym_benchmarks.studies.spartan.protocols import StopRule
+from socialgym_benchmarks.studies.spartan.reflect import FunctionReflector
+from socialgym_benchmarks.studies.spartan.sides import game_sides
+from socialgym_benchmarks.studies.spartan.stats import MCNEMAR, SIGN_FLIP, paired_delta, sign_flip_p
 from socialgym_env.logs import iter_log_dir
 
 keyword_reflector = FunctionReflector(lambda prompt: f"A pattern I noticed: cooperate early and {KEYWORD}.",
@@ -231,7 +231,7 @@ def test_a_blind_student_shows_no_effect_in_the_self_play_protocols(tmp_path, pr
 
 
 def test_a_run_folder_from_before_seat_seeds_is_not_resumed(tmp_path):
-    from socialgym_benchmarks.spartan.experiment import Experiment, load_config
+    from socialgym_benchmarks.studies.spartan.experiment import Experiment, load_config
     config = load_config(None, (), protocol="within", model="planted:keyword")
     (tmp_path / "experiment.json").write_text(json.dumps(config.to_dict()))     # no seat_seeds marker
     with pytest.raises(ValueError, match="seat_seeds"):

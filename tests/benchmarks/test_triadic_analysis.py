@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from socialgym_benchmarks.elo import wilson_interval
-from socialgym_benchmarks.triadic import analysis
-from socialgym_benchmarks.triadic.tom import tag_categories, tom_order
+from socialgym_benchmarks.ratings import wilson_interval
+from socialgym_benchmarks.studies.triadic import analysis
+from socialgym_benchmarks.studies.triadic.tom import tag_categories, tom_order
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "triadic_study"
 

@@ -11,9 +11,9 @@ from socialgym_agents.llm.backend import Reply
 from socialgym_agents.llm.config import LLMConfig
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.runner import PolicyPool
-from socialgym_benchmarks.triadic import lessons as L
-from socialgym_benchmarks.triadic.study import StudyConfig, cell_name, run_study
-from socialgym_benchmarks.triadic.cli import register
+from socialgym_benchmarks.studies.triadic import lessons as L
+from socialgym_benchmarks.studies.triadic.study import StudyConfig, cell_name, run_study
+from socialgym_benchmarks.studies.triadic.cli import register
 from socialgym_env.logs import read_episodes
 
 TINY = {"max_debate_turns": 1, "max_explanation_turns": 0, "max_days": 2, "measure": False}
@@ -246,7 +246,7 @@ def test_reflection_prompt_is_seed_002_verbatim():
 
 def test_fixed_regime_keeps_the_jesters_seat_and_name_and_shuffled_deals_afresh():
     import socialgym_env
-    from socialgym_benchmarks.triadic.study import GAME, game_config, game_seeds, jester_deal
+    from socialgym_benchmarks.studies.triadic.study import GAME, game_config, game_seeds, jester_deal
     env = socialgym_env.make(GAME, **TINY)
     deals = {}
     for roles in ("fixed", "shuffled"):

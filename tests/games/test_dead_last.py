@@ -137,7 +137,7 @@ def test_final_after_ten_point_rounds_with_all_six():
 
 
 def test_tied_largest_shares_both_win_and_elo_compares_shares():
-    from socialgym_benchmarks.elo import episode_pairs
+    from socialgym_benchmarks.ratings import episode_pairs
 
     env = play(GAME, TO_FINAL + NEGOTIATE + ["offer 40 40 20"] * 3)
     assert env.state.result.rewards == {"player_0": 1.0, "player_1": 1.0, "player_2": 0.0,

@@ -98,7 +98,7 @@ def test_rollouts_share_their_random_numbers():
 
 
 def test_the_null_benchmark_runs_and_prints_every_setting(capsys):
-    from socialgym_benchmarks.branching_null import main
+    from socialgym_benchmarks.studies.branching_null import main
     assert main(["--decisions", "24", "--permutations", "200", "--rounds", "1", "--draws", "300"]) == 0
     out = capsys.readouterr().out
     for setting in ("null: RPS vs uniform random", "planted: RPS vs constant rock", "null: 2 safe + fair gamble",

@@ -1,9 +1,9 @@
-"""socialgym_benchmarks/selfplay_learned.py: choices by player, role and phase, counted from logs."""
+"""socialgym_benchmarks/studies/selfplay_learned.py: choices by player, role and phase, counted from logs."""
 import json
 
 import pytest
 
-from socialgym_benchmarks import selfplay_learned
+from socialgym_benchmarks.studies import selfplay_learned
 
 
 def record(spy_policy: str, spy_action: str) -> dict:
@@ -73,10 +73,10 @@ def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_sizing_counts_turns_by_phase_and_the_side_s_wins():
-    """socialgym_benchmarks/selfplay_sizing.py on 6 Spyfall episodes: the phases add up to the
+    """socialgym_benchmarks/studies/selfplay_sizing.py on 6 Spyfall episodes: the phases add up to the
     turns, the side's wins are the episodes whose spy was rewarded (counted again here)."""
     from socialgym_agents.runner import EpisodeJob, run_jobs
-    from socialgym_benchmarks import selfplay_sizing
+    from socialgym_benchmarks.studies import selfplay_sizing
     out = selfplay_sizing.size("spyfall", {"rounds": 2}, "spy", 6, "scripted:heuristic")
     records = run_jobs([EpisodeJob("spyfall", seed, ["scripted:heuristic"] * 4, config={"rounds": 2})
                         for seed in range(6)], log_path=None)
@@ -92,7 +92,7 @@ def test_sizing_with_a_side_policy_counts_the_side_s_turns_and_talk():
     its talk turns (the phases whose only actions are say and pass) are counted again here."""
     import socialgym_env
     from socialgym_agents.runner import EpisodeJob, run_jobs
-    from socialgym_benchmarks import selfplay_sizing
+    from socialgym_benchmarks.studies import selfplay_sizing
     config = {"max_cycles": 3}
     out = selfplay_sizing.size("werewolves", config, "werewolves", 5, "scripted:heuristic", "scripted:random")
     env, jobs = socialgym_env.make("werewolves", **config), []

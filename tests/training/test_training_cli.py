@@ -322,7 +322,7 @@ def test_gpu_smoke_script_dry_run_parses_on_the_cpu(tmp_path, monkeypatch):
     from socialgym_agents.llm.config import parse_options
     from socialgym_agents.registry import check_spec
     from socialgym_training.common import parse_config
-    done = subprocess.run(["bash", "socialgym_benchmarks/gpu_smoke.sh", str(tmp_path)], cwd=ROOT, capture_output=True,
+    done = subprocess.run(["bash", "socialgym_benchmarks/perf/gpu_smoke.sh", str(tmp_path)], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "DRY_RUN": "1"}, timeout=60)
     assert done.returncode == 0, done.stderr
     commands = {}

@@ -1,0 +1,683 @@
+"""The leaderboard's files, rebuilt from episode logs alone (the numbers: :mod:`socialgym_benchmarks.leaderboard.summary`).
+
+``build_leaderboard(logdir, outdir)`` reads every ``*.jsonl`` under ``logdir``
+(``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and
+writes to ``outdir``:
+
+| file                 | what it holds                                                          |
+|----------------------|------------------------------------------------------------------------|
+| ``leaderboard.csv``  | overall Elo over the competitive games pooled and with games equal,    |
+|                      | 95% CIs, win rate (Wilson CI)                                          |
+| ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
+| ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
+|                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
+| ``separated_pairs.csv`` | every pair of policies, overall and per game: Elo difference, its     |
+|                      | profile interval (Bonferroni-corrected) and whether it excludes 0      |
+| ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
+| ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
+| ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
+| ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
+| ``profiles.csv``     | capability profiles: Elo refit per category, skill tag, information,   |
+|                      | communication, player count and horizon group (paper Appendix C)       |
+| ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
+|                      | ``gap_identified`` (False: the data cannot tell this policy's gap) and |
+|                      | ``gap_status`` (identified / separated / not identified; see           |
+|                      | :mod:`socialgym_benchmarks.leaderboard.summary`)                                         |
+| ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
+|                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
+|                      | and per game                                                           |
+| ``leaderboard.md``   | Markdown tables                                                        |
+| ``leaderboard.html`` | one self-contained page: the tables and both figures inlined           |
+| ``elo_heatmap.png``  | per-game Elo heatmap + overall Elo with CI bars (paper Figure 2)       |
+| ``role_gap.png``     | Elo-Alt − Elo-Main per policy × hidden-role game (paper Table 6)       |
+
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import math
+import textwrap
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from socialgym_agents.specs import short_names
+from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
+from socialgym_env.errors import LogFormatError, UnknownGameError
+from socialgym_env.journal import read_timing
+from socialgym_env.registry import game_ids
+
+from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.ratings import load_records, skipped_note
+
+from .summary import AXES, summarize
+
+
+# ----------------------------------------------------------------------------- files
+def _fmt(value, digits=0):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def _pct(value):
+    return "" if value is None else f"{100 * value:.1f}%"
+
+
+def write_csvs(summary: dict, outdir: Path) -> dict:
+    files = {}
+
+    def write(name, header, rows):
+        path = outdir / name
+        with atomic_file(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(header)
+            writer.writerows(rows)
+        files[name] = str(path)
+
+    overall_cols = ("elo", "lo", "hi", "elo_games_equal", "games_equal_lo", "games_equal_hi", "battles", "win_rate",
+                    "win_lo", "win_hi", "seats", "wins", "episodes")
+    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "elo_games_equal", "games_equal_lo",
+                              "games_equal_hi", "battles", "win_rate", "win_lo", "win_hi", "seats", "wins", "episodes"],
+          [[i + 1, p, *(summary["overall"][p].get(k) for k in overall_cols)]
+           for i, p in enumerate(summary["policies"])])
+    weighted = summary["game_weighted"]
+    write("games_equal.csv", ["group", "policy", "elo", "elo_lo", "elo_hi"],
+          [[group, p, v["elo"], v["lo"], v["hi"]]
+           for group, table in [("overall", weighted["overall"])] + sorted(weighted["per_category"].items())
+           for p, v in table.items()])
+    decision_cols = ["decisions", "invalid_first_rate", "invalid_rate", "fallbacks", "prompt_tokens",
+                     "completion_tokens", "cost", "seconds", "batch"]
+    decisions = summary["decisions"]
+    write("decisions.csv", ["game", "policy", *decision_cols],
+          [[g, p, *(v[c] for c in decision_cols)]
+           for g, table in [("ALL", decisions["overall"])] + list(decisions["per_game"].items())
+           for p, v in sorted(table.items())])
+    separated = summary["separated"]
+    write("separated_pairs.csv", ["game", "higher", "lower", "difference", "lo", "hi", "separated", "level"],
+          [[g, r["higher"], r["lower"], r["difference"], r["lo"], r["hi"], r["separated"], level]
+           for g, table, level in [("ALL", separated["overall"], separated["level_overall"])]
+           + [(g, t, separated["level_per_game"]) for g, t in separated["per_game"].items()] for r in table])
+    write("battle_share.csv", ["game", "category", "battles", "share_of_pooled_battles"],
+          [[g, summary["game_info"][g]["category"], weighted["battles"][g], weighted["battle_share"][g]]
+           for g in summary["competitive_games"]])
+    write("per_game_elo.csv", ["game", "category", "policy", "elo", "elo_lo", "elo_hi", "battles"],
+          [[g, summary["game_info"][g]["category"], p, v["elo"], v["lo"], v["hi"], v["battles"]]
+           for g, table in summary["per_game"].items() for p, v in table.items()])
+    write("win_rates.csv", ["game", "policy", "seats", "wins", "draws", "losses", "win_rate", "win_lo", "win_hi"],
+          [[g, p, v["seats"], v["wins"], v["draws"], v["losses"], v["rate"], v["lo"], v["hi"]]
+           for g, table in summary["win_rates"].items() for p, v in sorted(table.items())])
+    write("cooperative.csv", ["game", "policy", "seats", "wins", "win_rate", "win_lo", "win_hi", "coordination",
+                              "coordination_episodes"],
+          [[g, p, v["seats"], v["wins"], v["rate"], v["lo"], v["hi"], v["coordination"], v["coordination_episodes"]]
+           for g, table in summary["cooperative"].items() for p, v in sorted(table.items())])
+    write("profiles.csv", ["axis", "group", "policy", "elo", "elo_lo", "elo_hi", "battles"],
+          [[axis, group, p, v["elo"], v["lo"], v["hi"], v["battles"]]
+           for axis, groups in summary["profiles"].items() for group, table in groups.items()
+           for p, v in table.items()])
+    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_lo", "gap_hi",
+                 "gap_boot_lo", "gap_boot_hi", "gap_identified", "gap_status"]
+    write("role_elo.csv", ["game", "policy", *role_cols],
+          [[g, p, *(v.get(c) for c in role_cols)] for g, table in
+           list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
+           for p, v in sorted(table.items())])
+    return files
+
+
+def _heatmap_matrix(summary):
+    games, policies = summary["competitive_games"], summary["policies"]
+    m = np.full((len(policies), len(games)), np.nan)
+    for j, g in enumerate(games):
+        for i, p in enumerate(policies):
+            v = summary["per_game"].get(g, {}).get(p)
+            if v:
+                m[i, j] = v["elo"]
+    return m
+
+
+UNBOUNDED_BAR = 600.0
+
+
+def plot_elo_heatmap(summary: dict, path: Path) -> None:
+    """Per-game Elo heatmap (rows sorted by overall Elo, columns grouped by category) with
+    the overall Elo and its 95% CI on the right (paper Figure 2)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games, policies = summary["competitive_games"], summary["policies"]
+    m = _heatmap_matrix(summary)
+    fig_w = max(8.0, 1.0 + 0.7 * len(games) + 4.0)
+    fig_h = max(3.0, 1.6 + 0.5 * len(policies))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(fig_w, fig_h),
+                                  gridspec_kw={"width_ratios": [max(1, len(games)), 4]})
+    if games and policies:
+        span = np.nanmax(np.abs(m - 1000)) if np.isfinite(m).any() else 100
+        span = max(50.0, float(span))
+        ax.imshow(m, cmap="RdBu_r", vmin=1000 - span, vmax=1000 + span, aspect="auto")
+        for i in range(len(policies)):
+            for j in range(len(games)):
+                if np.isfinite(m[i, j]):
+                    ax.text(j, i, f"{m[i, j]:.0f}", ha="center", va="center", fontsize=7)
+        cats = [summary["game_info"][g]["category"] for g in games]
+        for j in range(1, len(games)):
+            if cats[j] != cats[j - 1]:
+                ax.axvline(j - 0.5, color="black", linewidth=1.5)
+        ax.set_xticks(range(len(games)))
+        ax.set_xticklabels([summary["game_info"][g].get("name") or g for g in games], rotation=60,
+                           ha="right", fontsize=7)
+        ax.set_yticks(range(len(policies)))
+        ax.set_yticklabels(list(short_names(policies).values()), fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no competitive games", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_title("Per-game Elo")
+    ys = np.arange(len(policies))
+    elos = [summary["overall"][p]["elo"] for p in policies]
+    ok = [i for i, e in enumerate(elos) if e is not None]
+    if ok:
+        e = np.array([elos[i] for i in ok])
+        # an unbounded side (None) is drawn UNBOUNDED_BAR long: past every finite bar of a usual board
+        lo = np.array([_or(summary["overall"][policies[i]]["lo"], v - UNBOUNDED_BAR) for i, v in zip(ok, e)])
+        hi = np.array([_or(summary["overall"][policies[i]]["hi"], v + UNBOUNDED_BAR) for i, v in zip(ok, e)])
+        # A policy that wins everything can sit outside its own bootstrap interval (the fit is
+        # penalised, the resamples saturate): clip the bar ends instead of failing the plot.
+        xerr = [np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]
+        ax2.errorbar(e, ys[ok], xerr=xerr, fmt="o", color="tab:blue", capsize=3)
+        for i, v in zip(ok, e):
+            ax2.annotate(f"{v:.0f}", (v, ys[i]), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
+    ax2.axvline(1000, color="grey", linestyle=":")
+    ax2.set_ylim(len(policies) - 0.5, -0.5)
+    ax2.set_yticks(ys)
+    ax2.set_yticklabels([])
+    ax2.set_xlabel("Overall Elo (95% CI)")
+    ax2.set_title("Overall")
+    fig.tight_layout()
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+
+
+def plot_role_gap(summary: dict, path: Path) -> None:
+    """Elo-Alt − Elo-Main per policy × hidden-role game, with row means (paper Table 6)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = list(summary["roles"])
+    policies = summary["policies"]
+    fig_w = max(5.0, 2.5 + 1.0 * (len(games) + 1))
+    fig, ax = plt.subplots(figsize=(fig_w, max(2.5, 1.5 + 0.5 * len(policies))))
+    if not games:
+        ax.text(0.5, 0.5, "no hidden-role games in these logs", ha="center", va="center")
+        ax.set_axis_off()
+    else:
+        m = np.full((len(policies), len(games) + 1), np.nan)
+        marks = np.full(m.shape, "", dtype=object)
+        for j, g in enumerate(games):
+            for i, p in enumerate(policies):
+                row = summary["roles"][g].get(p, {})
+                if row.get("gap") is not None:
+                    m[i, j] = row["gap"]
+                    marks[i, j] = GAP_MARKS["figure"].get(gap_status(row), "")
+        for i in range(len(policies)):
+            marks[i, -1] = _worst_mark(marks[i, :-1], GAP_MARKS["figure"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m[:, -1] = np.nanmean(m[:, :-1], axis=1)
+        span = max(50.0, float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 50.0)
+        ax.imshow(m, cmap="PuOr", vmin=-span, vmax=span, aspect="auto")
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                if np.isfinite(m[i, j]):
+                    mark = f"\n{marks[i, j]}" if marks[i, j] else ""
+                    ax.text(j, i, f"{m[i, j]:+.0f}{mark}", ha="center", va="center", fontsize=7)
+        ax.axvline(len(games) - 0.5, color="black", linewidth=1.5)
+        ax.set_xticks(range(len(games) + 1))
+        ax.set_xticklabels([summary["game_info"][g].get("name") or g for g in games] + ["Mean"],
+                           rotation=45, ha="right", fontsize=8)
+        ax.set_yticks(range(len(policies)))
+        ax.set_yticklabels(list(short_names(policies).values()), fontsize=8)
+    # Wrapped to the figure's width (one line was clipped on narrow figures).
+    title = "Role gap: Elo-Alt − Elo-Main\n(positive = minority/deceptive side stronger)"
+    if games and (marks == GAP_MARKS["figure"]["not identified"]).any():
+        title += "\nnot id. = the data cannot tell this policy's gap (e.g. two policies: only their mean gap)"
+    if games and (marks == GAP_MARKS["figure"]["separated"]).any():
+        title += "\nsep. = outcomes separated: the gap's interval is unbounded, the data do not pin its size"
+    width = int(13 * fig_w)         # characters of 8-pt text per line of the figure's width
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
+    fig.tight_layout()
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+
+
+# how each output marks a gap the data do not pin (leaderboard.gap_status); the worst mark first
+GAP_MARKS = {"table": {"not identified": "(n.i.)", "separated": "(sep.)"},
+             "figure": {"not identified": "not id.", "separated": "sep."}}
+
+
+def gap_status(row: dict) -> Optional[str]:
+    """A role row's ``gap_status`` (rows written before it existed: from ``gap_identified``)."""
+    if row.get("gap") is None:
+        return None
+    return row.get("gap_status") or ("identified" if row.get("gap_identified") else "not identified")
+
+
+def _worst_mark(marks, style: dict) -> str:
+    """The mark of a mean over gaps: the worst of its parts' marks."""
+    return next((mark for mark in style.values() if mark in set(marks)), "")
+
+
+def _gap(row: dict) -> str:
+    if row.get("gap") is None:
+        return ""
+    mark = GAP_MARKS["table"].get(gap_status(row))
+    return f"{row['gap']:+.0f}" + (f" {mark}" if mark else "")
+
+
+def role_gap_note(summary: dict, names: Optional[dict] = None) -> str:
+    """One line per kind of gap the data do not pin, naming the games and policies ('' if none):
+    the console shows no role tables, so it says this much. ``names``: policy -> shown name."""
+    names = names or {}
+    lines = []
+    for status, why in (("not identified", "not identified by these rosters (no interval)"),
+                        ("separated", "separated outcomes (the interval is unbounded on one side)")):
+        where = [f"{g} ({', '.join(names.get(p, p) for p, row in table.items() if gap_status(row) == status)})"
+                 for g, table in list(summary.get("roles", {}).items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
+                 if any(gap_status(row) == status for row in table.values())]
+        if where:
+            lines.append(f"Role gaps {why}: {'; '.join(where)}.")
+    return "\n".join(lines)
+
+
+def _bound(value, sign: str) -> str:
+    """An interval end; None is an unbounded side."""
+    return f"{sign}∞" if value is None else f"{value:.0f}"
+
+
+def _ci(row: dict, lo: str = "lo", hi: str = "hi") -> str:
+    return f"[{_bound(row.get(lo), '−')}, {_bound(row.get(hi), '+')}]"
+
+
+def _gap_ci(row: dict) -> str:
+    if row.get("gap") is None or not row.get("gap_identified"):
+        return ""
+    return _ci(row, "gap_lo", "gap_hi")
+
+
+def _overall_tables(summary: dict) -> list[tuple[str, list, list]]:
+    """The overall table (pooled and games equal), the games-equal categories, the battle shares."""
+    out = []
+    rows = []
+    for i, p in enumerate(summary["policies"]):
+        v = summary["overall"][p]
+        ci = _ci(v) if v["elo"] is not None else ""
+        wci = f"[{_pct(v['win_lo'])}, {_pct(v['win_hi'])}]" if v["win_rate"] is not None else ""
+        equal = _ci(v, "games_equal_lo", "games_equal_hi") if v.get("elo_games_equal") is not None else ""
+        rows.append([i + 1, p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), equal, _pct(v["win_rate"]), wci,
+                     v["episodes"], v["battles"]])
+    out.append(("Overall (competitive games)", ["#", "policy", "Elo (pooled)", "95% CI", "Elo (games equal)",
+                                                 "95% CI (games equal)", "win rate", "Wilson 95% CI", "episodes",
+                                                 "pairwise outcomes"], rows))
+    weighted = summary["game_weighted"]
+    if weighted["per_category"]:
+        names = sorted(weighted["per_category"])
+        rows = [[p] + [_fmt(weighted["per_category"][c].get(p, {}).get("elo")) for c in names]
+                for p in summary["policies"]]
+        out.append(("Per category, games equal", ["policy"] + names, rows))
+    rows = [[g, weighted["battles"][g], _pct(weighted["battle_share"][g])] for g in summary["competitive_games"]]
+    out.append(("Each game's share of the pooled battles (games equal: each 1/"
+                f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
+    return out
+
+
+def _separated_table(summary: dict) -> tuple:
+    separated = summary["separated"]
+    rows = [[g, r["higher"], r["lower"], _fmt(r["difference"]), _ci(r), "yes" if r["separated"] else "no"]
+            for g, table in [("ALL", separated["overall"])] + list(separated["per_game"].items()) for r in table]
+    return ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
+            f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
+            "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows)
+
+
+def _tables(summary: dict) -> list[tuple[str, list, list]]:
+    """(title, header, rows) of every table, shared by Markdown and HTML."""
+    out = _overall_tables(summary)
+    out.append(_separated_table(summary))
+    out.append(_decision_table(summary))
+    games = summary["competitive_games"]
+    if games:
+        rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
+        out.append(("Per-game Elo", ["policy"] + games, rows))
+    if summary["cooperative"]:
+        rows = []
+        for g, table in summary["cooperative"].items():
+            for p in summary["policies"]:
+                if p in table:
+                    v = table[p]
+                    rows.append([g, p, _pct(v["rate"]), f"[{_pct(v['lo'])}, {_pct(v['hi'])}]",
+                                 _fmt(v["coordination"], 2), v["seats"]])
+        out.append(("Cooperative games", ["game", "policy", "win rate", "Wilson 95% CI", "coordination", "seats"], rows))
+    if summary["roles"]:
+        hidden = list(summary["roles"])
+        rows = []
+        for p in summary["policies"]:
+            cells = [summary["roles"][g].get(p, {}) for g in hidden]
+            known = [c for c in cells if c.get("gap") is not None]
+            mean = ""
+            if known:
+                mark = _worst_mark([GAP_MARKS["table"].get(gap_status(c), "") for c in known], GAP_MARKS["table"])
+                mean = f"{np.mean([c['gap'] for c in known]):+.0f}" + (f" {mark}" if mark else "")
+            rows.append([p] + [_gap(c) for c in cells] + [mean])
+        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
+                    "sep. = outcomes separated, the interval is unbounded on one side)",
+                    ["policy"] + hidden + ["mean"], rows))
+        rows = []
+        for g in hidden + ["ALL"]:
+            table = summary["roles"][g] if g != "ALL" else summary.get("roles_overall", {})
+            for p in summary["policies"]:
+                v = table.get(p)
+                if v:
+                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v), _gap_ci(v)])
+        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap", "gap 95% CI"], rows))
+    for axis in AXES:
+        groups = summary["profiles"].get(axis, {})
+        if groups:
+            names = list(groups)
+            rows = [[p] + [_fmt(groups[g].get(p, {}).get("elo")) for g in names] for p in summary["policies"]]
+            out.append((f"Profile by {axis}", ["policy"] + names, rows))
+    return out
+
+
+DECISION_HEADER = ["policy", "decisions", "invalid 1st try", "invalid after re-asks", "fallbacks",
+                   "prompt tok/decision", "completion tok/decision", "cost", "s/decision", "batch"]
+
+
+def _decision_rows(summary: dict) -> list:
+    table = summary["decisions"]["overall"]
+    return [[p, v["decisions"], _pct(v["invalid_first_rate"]), _pct(v["invalid_rate"]), v["fallbacks"],
+             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4),
+             _seconds(v.get("seconds")), _fmt(v.get("batch"), 1)]
+            for p in summary["policies"] if (v := table.get(p))]
+
+
+def _seconds(value) -> str:
+    """Seconds with 3 significant digits (a scripted decision takes microseconds, a model's seconds)."""
+    return "" if value is None else f"{value:.3g}"
+
+
+def _decision_table(summary: dict) -> tuple:
+    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens; "
+            "s/decision: wall time from request to reply, a batched call's time shared by its `batch` decisions)",
+            DECISION_HEADER, _decision_rows(summary))
+
+
+def separation_note(separated: dict, names: Optional[dict] = None) -> str:
+    """The main job's verdict: which pairs are told apart, overall and per game, and which pairs
+    share no game to be compared in. ``names``: policy -> shown name."""
+    names = names or {}
+
+    def pair(row, sign):
+        return f"{names.get(row['higher'], row['higher'])} {sign} {names.get(row['lower'], row['lower'])}"
+
+    def verdict(rows):
+        apart = [pair(r, ">") for r in rows if r["separated"]]
+        close = [pair(r, "~") for r in rows if not r["separated"]]
+        return ("separated: " + ", ".join(apart) if apart else "no pair separated") + \
+            ("; not separated: " + ", ".join(close) if close and apart else "")
+    lines = [f"Overall ({separated['level_overall']:.2%} interval per pair, Bonferroni): {verdict(separated['overall'])}"]
+    apart = separated.get("no_common_game") or []
+    if apart:
+        lines[0] += ("; not compared (no game in common): "
+                     + ", ".join(f"{names.get(a, a)} / {names.get(b, b)}" for a, b in apart))
+    per_game = {g: rows for g, rows in separated["per_game"].items() if any(r["separated"] for r in rows)}
+    lines.append(f"Per game ({separated['level_per_game']:.2%} per pair): "
+                 + ("; ".join(f"{g}: " + ", ".join(pair(r, ">") for r in rows if r["separated"])
+                              for g, rows in per_game.items())
+                    if per_game else "no pair separated in any game") + ".")
+    return "\n".join(lines)
+
+
+def some_games_note(summary: dict, names: Optional[dict] = None) -> str:
+    """One line on the policies that played only some of the competitive games ('' if none): their
+    overall Elo rests on those games alone."""
+    names = names or {}
+    games = summary["competitive_games"]
+    played = summary.get("games_played") or {}
+    groups: dict = {}
+    for p in summary["policies"]:
+        if 0 < len(played.get(p, games)) < len(games):
+            groups.setdefault(tuple(played[p]), []).append(names.get(p, p))
+    if not groups:
+        return ""
+    parts = [f"{', '.join(who)} ({', '.join(where) if len(where) <= 3 else f'{len(where)} games'})"
+             for where, who in groups.items()]
+    return (f"Played only some of the {len(games)} competitive games, so their overall Elo rests on those "
+            f"alone and meets the others' only through the opponents they share: {'; '.join(parts)}.")
+
+
+def names_note(names: dict, intro: str = "Shown by shorter names (the files give the whole specs):") -> str:
+    """The whole spec of every policy shown by a shorter name, one a line ('' if none is)."""
+    longer = [f"  {name} = {spec}" for spec, name in names.items() if name != spec]
+    return "\n".join([intro, *longer]) if longer else ""
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def md_cell(value) -> str:
+    """A table cell safe in Markdown: no column break, no raw HTML, one line."""
+    return (str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", " "))
+
+
+def interval_note(settings: dict) -> str:
+    """How the 95% intervals were made, for the page headers."""
+    if settings.get("interval", "bootstrap") == "profile":
+        return ("95% profile-likelihood CIs (Firth-penalised, widened for the episodes' clustering; "
+                "±∞: the data bound that side not at all)")
+    return f"95% bootstrap CIs ({settings['bootstrap']} resamples by {settings['bootstrap_by']})"
+
+
+def write_markdown(summary: dict, path: Path, notes: list) -> None:
+    lines = ["# Social Gym leaderboard", "",
+             f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
+             f"{interval_note(summary['settings'])}.", ""]
+    for note in notes:                # each its own paragraph, its lines kept (hard breaks)
+        lines += [note.replace("\n", "  \n"), ""]
+    for title, header, rows in _tables(summary):
+        lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
+                  "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
+        lines.append("")
+    lines += ["![per-game Elo](elo_heatmap.png)", "", "![role gap](role_gap.png)", ""]
+    atomic_write_text(path, "\n".join(lines))
+
+
+def write_game_replays(records: list, outdir: Path) -> dict:
+    """One replay page per game (its first logged episode, by episode id) under
+    ``outdir/replays/<game>.html``; returns {game: path relative to outdir}."""
+    from .replay import write_record_replay
+    first: dict = {}
+    for record in sorted(records, key=lambda r: str(r.get("episode_id"))):
+        first.setdefault(record.get("game"), record)
+    pages = {}
+    for game in sorted(first, key=str):
+        name = f"replays/{game}.html"
+        write_record_replay(first[game], outdir / name)
+        pages[game] = name
+    return pages
+
+
+def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Social Gym leaderboard</title>",
+             "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+             "text-align:right}th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}"
+             "img{max-width:100%}</style></head><body>",
+             "<h1>Social Gym leaderboard</h1>",
+             f"<p>{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
+             f"{html.escape(interval_note(summary['settings']))}.</p>"]
+    parts += [f"<p>{'<br>'.join(html.escape(line) for line in n.splitlines())}</p>" for n in notes]
+    replays = summary.get("replays") or {}
+    if replays:
+        parts.append("<h2>Replays</h2><p>One episode of each game: "
+                     + " · ".join(f"<a href='{html.escape(page)}'>{html.escape(game)}</a>"
+                                  for game, page in replays.items()) + "</p>")
+    for name, data in images.items():
+        parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
+                     f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
+    for title, header, rows in _tables(summary):
+        parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
+                     + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>")
+        for r in rows:
+            parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    atomic_write_text(path, "\n".join(parts))
+
+
+def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", seed: int = 0,
+                      compare: str = "reward", ties: str = "exclude", interval: str = "profile",
+                      prices: Optional[dict] = None) -> dict:
+    """Rebuild every leaderboard file in ``outdir`` from the logs under ``logdir``; return the
+    summary (also written as ``leaderboard.json``)."""
+    outdir = Path(outdir)
+    records, skipped = load_records(logdir)
+    timing = read_timing(logdir)
+    if not records:
+        raise LogFormatError(f"no usable episode records in {logdir}. {skipped_note(skipped)}".strip())
+    unknown = sorted({str(r.get("game")) for r in records} - set(game_ids()))
+    if unknown:                        # rated and drawn without its rules: a silent wrong board
+        raise UnknownGameError(f"{logdir} holds episodes of games not registered here: {', '.join(unknown)} "
+                               f"(--game-module PKG.MOD registers an outside game; valid: {', '.join(sorted(game_ids()))})")
+    summary = summarize(records, n_boot=n_boot, by=by, seed=seed, compare=compare, ties=ties, interval=interval,
+                        prices=prices, timing=timing)
+    outdir.mkdir(parents=True, exist_ok=True)        # only once the input proved good
+    summary["skipped"] = skipped
+    summary["logdir"] = str(logdir)
+    # Each file is written atomically; leaderboard.json, which lists them, goes first and comes
+    # back last, so a rebuild killed half-way leaves no leaderboard.json, never one that
+    # describes files of another build.
+    (outdir / "leaderboard.json").unlink(missing_ok=True)
+    # the figures name policies by their short names; the tables by their whole specs
+    notes = [note for note in (skipped_note(skipped),
+                               names_note(short_names(summary["policies"]), "The figures show shorter names:"),
+                               some_games_note(summary)) if note]
+    summary["replays"] = write_game_replays(records, outdir)
+    files = write_csvs(summary, outdir)
+    plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
+    plot_role_gap(summary, outdir / "role_gap.png")
+    files["elo_heatmap.png"] = str(outdir / "elo_heatmap.png")
+    files["role_gap.png"] = str(outdir / "role_gap.png")
+    write_markdown(summary, outdir / "leaderboard.md", notes)
+    images = {"Per-game and overall Elo": (outdir / "elo_heatmap.png").read_bytes(),
+              "Role gap": (outdir / "role_gap.png").read_bytes()}
+    write_html(summary, outdir / "leaderboard.html", images, notes)
+    files["leaderboard.md"] = str(outdir / "leaderboard.md")
+    files["leaderboard.html"] = str(outdir / "leaderboard.html")
+    files["leaderboard.json"] = str(outdir / "leaderboard.json")
+    summary["files"] = files
+    atomic_write_text(outdir / "leaderboard.json", json.dumps(summary, indent=1, default=_json_default))
+    return summary
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(f"not JSON serializable: {type(value)}")
+
+
+def print_leaderboard(summary: dict, console=None) -> None:
+    """The overall table, the per-game Elo, what was separated and the decisions, as rich tables;
+    policies by their short names (socialgym_agents.specs.short_names), their whole specs said under
+    the first table."""
+    from rich.console import Console
+
+    console = console or Console()
+    names = short_names(summary["policies"])
+
+    def say(text: str) -> None:
+        if text:
+            console.print(text, markup=False, highlight=False)
+    console.print(_overall_console_table(summary, names))
+    say(names_note(names))
+    say(some_games_note(summary, names))
+    unrated = [names[p] for p in summary["policies"] if summary["overall"][p]["elo"] is None]
+    if unrated:
+        why = ("a rating compares policies, and these logs hold one" if len(summary["policies"]) < 2 else
+               "no game between two different policies ended with a winner (all draws, which "
+               "--ties exclude leaves out, or no games between them)")
+        say(f"Elo is empty for {', '.join(unrated)}: {why}.")
+    if summary["competitive_games"]:
+        console.print(_per_game_console_table(summary, names))
+    say(separation_note(summary["separated"], names))
+    say(role_gap_note(summary, names))
+    console.print(_decisions_console_table(summary, names))
+    say(skipped_note(summary.get("skipped") or {}))
+
+
+NAME_WIDTH = 30     # the narrowest a console column of policy names gets before the numbers' give way
+
+
+def _name_column(table, names: dict) -> None:
+    """The policy column: names are never cut (one too long for the line folds) and keep up to
+    NAME_WIDTH characters a line before the numbers' columns give way."""
+    table.add_column("policy", justify="left", overflow="fold",
+                     min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
+
+
+def _cell(text: str):
+    """A name as literal text: ``smollm2 [mode=score]`` is not rich markup."""
+    from rich.text import Text
+    return Text(text)
+
+
+def _overall_console_table(summary: dict, names: dict):
+    from rich.table import Table
+    table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
+                        f"{len(summary['competitive_games'])} competitive games")
+    table.add_column("#", justify="right")
+    _name_column(table, names)
+    for col in ("Elo", "95% CI", "games equal", "win rate", "episodes"):
+        table.add_column(col, justify="right")
+    for i, p in enumerate(summary["policies"]):
+        v = summary["overall"][p]
+        ci = _ci(v) if v["elo"] is not None else ""
+        table.add_row(str(i + 1), _cell(names[p]), _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")),
+                      _pct(v["win_rate"]), str(v["episodes"]))
+    return table
+
+
+def _per_game_console_table(summary: dict, names: dict):
+    from rich.table import Table
+    per_game = Table(title="Per-game Elo")
+    per_game.add_column("game")
+    for p in summary["policies"]:        # a narrow column folds its name, never cuts it
+        per_game.add_column(_cell(names[p]), justify="right", overflow="fold")
+    per_game.add_column("share of battles", justify="right")
+    share = summary["game_weighted"]["battle_share"]
+    for g in summary["competitive_games"]:
+        per_game.add_row(g, *(_fmt(summary["per_game"][g].get(p, {}).get("elo")) for p in summary["policies"]),
+                         _pct(share.get(g)))
+    for g, t in summary["cooperative"].items():
+        per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
+    return per_game
+
+
+def _decisions_console_table(summary: dict, names: dict):
+    from rich.table import Table
+    decisions = Table(title="Decisions")
+    _name_column(decisions, names)
+    for col in DECISION_HEADER[1:]:
+        decisions.add_column(col, justify="right")
+    for row in _decision_rows(summary):
+        decisions.add_row(_cell(names.get(row[0], row[0])), *map(str, row[1:]))
+    return decisions
