@@ -1,36 +1,11 @@
 """The leaderboard's files, rebuilt from episode logs alone (the numbers: :mod:`socialgym_benchmarks.leaderboard`).
 
 ``build_leaderboard(logdir, outdir)`` reads every ``*.jsonl`` under ``logdir``
-(``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and
-writes to ``outdir``:
-
-| file                 | what it holds                                                          |
-|----------------------|------------------------------------------------------------------------|
-| ``leaderboard.csv``  | overall Elo over the competitive games pooled and with games equal,    |
-|                      | 95% CIs, win rate (Wilson CI)                                          |
-| ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
-| ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
-|                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
-| ``separated_pairs.csv`` | every pair of policies, overall and per game: Elo difference, its     |
-|                      | profile interval (Bonferroni-corrected) and whether it excludes 0      |
-| ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
-| ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
-| ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
-| ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
-| ``profiles.csv``     | capability profiles: Elo refit per category, skill tag, information,   |
-|                      | communication, player count and horizon group (paper Appendix C)       |
-| ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
-|                      | ``gap_identified`` (False: the data cannot tell this policy's gap) and |
-|                      | ``gap_status`` (identified / separated / not identified; see           |
-|                      | :mod:`socialgym_benchmarks.leaderboard`)                                         |
-| ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
-|                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
-|                      | and per game                                                           |
-| ``leaderboard.md``   | Markdown tables                                                        |
-| ``leaderboard.html`` | one self-contained page: the tables and both figures inlined           |
-| ``elo_heatmap.png``  | per-game Elo heatmap + overall Elo with CI bars (paper Figure 2)       |
-| ``role_gap.png``     | Elo-Alt − Elo-Main per policy × hidden-role game (paper Table 6)       |
-
+(``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and writes
+to ``outdir`` a CSV per declared table below (``Table.file``), ``leaderboard.json`` (the summary
+it returns, with ``online_elo``: the released code's online Elo), ``leaderboard.md`` and a
+self-contained ``leaderboard.html``, the figures ``elo_heatmap.png`` (paper Figure 2) and
+``role_gap.png`` (paper Table 6). What each file holds: docs/tournament.md, "Outputs".
 """
 from __future__ import annotations
 
@@ -43,7 +18,6 @@ import textwrap
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 from typing import Optional
 
@@ -267,19 +241,16 @@ def _seconds(value) -> str:
 
 
 def _mean_gap(cells) -> str:
-    """The mean of a policy's known gaps, with the worst of their marks ('' if none is known)."""
+    """The mean of a policy's known gaps, marked as the worst of them ('' if none is known)."""
     known = [c for c in cells if c.get("gap") is not None]
-    if not known:
-        return ""
-    mark = _worst_mark([GAP_MARKS["table"].get(gap_status(c), "") for c in known], GAP_MARKS["table"])
-    return f"{np.mean([c['gap'] for c in known]):+.0f}" + (f" {mark}" if mark else "")
+    worst = next((status for status in GAP_MARKS["table"] if status in map(gap_status, known)), "identified")
+    return _gap({"gap": np.mean([c["gap"] for c in known]), "gap_status": worst}) if known else ""
 
 
 # ----------------------------------------------------------------------------- the tables
-# Every table the leaderboard writes is declared once below, as a Table of Columns; the CSV,
-# Markdown, HTML and console writers only walk the declarations, so a new column is one entry.
-# A row is a dict: an entry of the summary with its game, policy or rank added.
-Text = Callable[[dict], object]
+# Every table the leaderboard writes is declared once below, a Table of Columns (a row: a dict, an entry of
+# the summary with its game, policy or rank); the CSV, Markdown, HTML and console writers only walk them.
+Getter = Callable[[dict], object]
 
 
 @dataclass(frozen=True)
@@ -290,14 +261,10 @@ class Column:
     ``console``: the console header (None: left out). ``policy``: the cells are policy specs,
     which the console shows by their short names in a column that never cuts them."""
     title: Optional[str]
-    text: Optional[Text] = None
+    text: Optional[Getter] = None
     csv: tuple = ()
     console: Optional[str] = None
     policy: bool = False
-
-    def fields(self) -> list[tuple[str, str]]:
-        """(field name, row key) of each of the column's CSV fields."""
-        return [(field, field) if isinstance(field, str) else field for field in self.csv]
 
 
 @dataclass(frozen=True)
@@ -315,7 +282,7 @@ class Table:
 
     def file_cells(self, summary: dict) -> list[list]:
         """The CSV's header and rows: each column's raw values."""
-        fields = [field for column in self.columns for field in column.fields()]
+        fields = [(f, f) if isinstance(f, str) else f for column in self.columns for f in column.csv]
         rows = (self.file_rows or self.rows)(summary)
         return [[name for name, _ in fields], *([row.get(key) for _, key in fields] for row in rows)]
 
@@ -330,24 +297,15 @@ def _heading(title, summary: dict) -> str:
     return title(summary) if callable(title) else title
 
 
-def _number(key: str, digits: int = 0) -> Text:
-    return lambda row: _fmt(row.get(key), digits)
+def _shown(key: str, fmt: Callable = str, *args) -> Getter:
+    """The cell ``fmt(row[key], *args)`` (None where the row lacks the key)."""
+    return lambda row: fmt(row.get(key), *args)
 
 
-def _percent(key: str) -> Text:
-    return lambda row: _pct(row.get(key))
-
-
-def _elo_interval(lo: str, hi: str, elo: str) -> Text:
-    return lambda row: _ci(row, lo, hi) if row.get(elo) is not None else ""
-
-
-def _rate_interval(lo: str, hi: str, rate: str) -> Text:
-    return lambda row: f"[{_pct(row[lo])}, {_pct(row[hi])}]" if row.get(rate) is not None else ""
-
-
-def _elo_of(entry: dict) -> str:
-    return _fmt(entry.get("elo"))
+def _interval(lo: str, hi: str, of: str, percent: bool = False) -> Getter:
+    """The interval of ``of`` ('' where it is None): Elo ends (None: unbounded), or percentages."""
+    return lambda row: ("" if row.get(of) is None else f"[{_pct(row[lo])}, {_pct(row[hi])}]" if percent
+                        else _ci(row, lo, hi))
 
 
 def _policy_rows(groups, label: str = "game", by_name: bool = True) -> list[dict]:
@@ -362,7 +320,7 @@ def _ranked_rows(groups, summary: dict) -> list[dict]:
     return [dict(table[p], game=g, policy=p) for g, table in groups for p in summary["policies"] if table.get(p)]
 
 
-def _by_policy(title: str, groups: dict, cell: Text, *extra: Column) -> Table:
+def _by_policy(title: str, groups: dict, cell: Getter, *extra: Column) -> Table:
     """A page table with a row per policy and a column per group (``groups``: {group: {policy:
     entry}}), each cell ``cell`` of the policy's entry there ({} if none); ``extra`` columns last."""
     def rows(summary):
@@ -371,37 +329,30 @@ def _by_policy(title: str, groups: dict, cell: Text, *extra: Column) -> Table:
     return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows)
 
 
-def _separated_rows(summary: dict) -> list[dict]:
-    separated = summary["separated"]
-    return [dict(r, game=g, level=level) for g, rows, level in
-            [("ALL", separated["overall"], separated["level_overall"]),
-             *((g, rows, separated["level_per_game"]) for g, rows in separated["per_game"].items())] for r in rows]
-
-
-POLICY = Column("policy", itemgetter("policy"), ("policy",), "policy", policy=True)
-GAME = Column("game", itemgetter("game"), ("game",))
+POLICY = Column("policy", _shown("policy"), ("policy",), "policy", policy=True)
+GAME = Column("game", _shown("game"), ("game",))
 ELO = Column(None, csv=("elo", ("elo_lo", "lo"), ("elo_hi", "hi")))
-WIN_RATE = Column("win rate", _percent("rate"), (("win_rate", "rate"),))
-WILSON = Column("Wilson 95% CI", _rate_interval("lo", "hi", "rate"), (("win_lo", "lo"), ("win_hi", "hi")))
+WIN_RATE = Column("win rate", _shown("rate", _pct), (("win_rate", "rate"),))
+WILSON = Column("Wilson 95% CI", _interval("lo", "hi", "rate", percent=True), (("win_lo", "lo"), ("win_hi", "hi")))
 
 OVERALL = Table(
     "Overall (competitive games)", file="leaderboard.csv",
     rows=lambda s: [dict(s["overall"][p], rank=i + 1, policy=p) for i, p in enumerate(s["policies"])],
     console_title=lambda s: (f"Social Gym leaderboard — {s['episodes']} episodes, "
                              f"{len(s['competitive_games'])} competitive games"),
-    columns=(Column("#", itemgetter("rank"), ("rank",), "#"),
+    columns=(Column("#", _shown("rank"), ("rank",), "#"),
              POLICY,
-             Column("Elo (pooled)", _number("elo"), ("elo",), "Elo"),
-             Column("95% CI", _elo_interval("lo", "hi", "elo"), (("elo_lo", "lo"), ("elo_hi", "hi")), "95% CI"),
-             Column("Elo (games equal)", _number("elo_games_equal"), ("elo_games_equal",), "games equal"),
-             Column("95% CI (games equal)", _elo_interval("games_equal_lo", "games_equal_hi", "elo_games_equal"),
+             Column("Elo (pooled)", _shown("elo", _fmt), ("elo",), "Elo"),
+             Column("95% CI", _interval("lo", "hi", "elo"), (("elo_lo", "lo"), ("elo_hi", "hi")), "95% CI"),
+             Column("Elo (games equal)", _shown("elo_games_equal", _fmt), ("elo_games_equal",), "games equal"),
+             Column("95% CI (games equal)", _interval("games_equal_lo", "games_equal_hi", "elo_games_equal"),
                     ("games_equal_lo", "games_equal_hi")),
              Column(None, csv=("battles",)),                  # the page shows them last: pairwise outcomes
-             Column("win rate", _percent("win_rate"), ("win_rate",), "win rate"),
-             Column("Wilson 95% CI", _rate_interval("win_lo", "win_hi", "win_rate"), ("win_lo", "win_hi")),
+             Column("win rate", _shown("win_rate", _pct), ("win_rate",), "win rate"),
+             Column("Wilson 95% CI", _interval("win_lo", "win_hi", "win_rate", percent=True), ("win_lo", "win_hi")),
              Column(None, csv=("seats", "wins")),
-             Column("episodes", itemgetter("episodes"), ("episodes",), "episodes"),
-             Column("pairwise outcomes", itemgetter("battles"))))
+             Column("episodes", _shown("episodes"), ("episodes",), "episodes"),
+             Column("pairwise outcomes", _shown("battles"))))
 GAMES_EQUAL = Table(
     None, file="games_equal.csv", columns=(Column(None, csv=("group",)), POLICY, ELO),
     rows=lambda s: _policy_rows([("overall", s["game_weighted"]["overall"]),
@@ -415,23 +366,27 @@ DECISIONS = Table(
     file_rows=lambda s: _policy_rows([("ALL", s["decisions"]["overall"]), *s["decisions"]["per_game"].items()]),
     columns=(Column(None, csv=("game",)),
              POLICY,
-             Column("decisions", itemgetter("decisions"), ("decisions",), "decisions"),
-             Column("invalid 1st try", _percent("invalid_first_rate"), ("invalid_first_rate",), "invalid 1st try"),
-             Column("invalid after re-asks", _percent("invalid_rate"), ("invalid_rate",), "invalid after re-asks"),
-             Column("fallbacks", itemgetter("fallbacks"), ("fallbacks",), "fallbacks"),
-             Column("prompt tok/decision", _number("prompt_tokens", 1), ("prompt_tokens",), "prompt tok/decision"),
-             Column("completion tok/decision", _number("completion_tokens", 1), ("completion_tokens",),
+             Column("decisions", _shown("decisions"), ("decisions",), "decisions"),
+             Column("invalid 1st try", _shown("invalid_first_rate", _pct), ("invalid_first_rate",), "invalid 1st try"),
+             Column("invalid after re-asks", _shown("invalid_rate", _pct), ("invalid_rate",), "invalid after re-asks"),
+             Column("fallbacks", _shown("fallbacks"), ("fallbacks",), "fallbacks"),
+             Column("prompt tok/decision", _shown("prompt_tokens", _fmt, 1), ("prompt_tokens",), "prompt tok/decision"),
+             Column("completion tok/decision", _shown("completion_tokens", _fmt, 1), ("completion_tokens",),
                     "completion tok/decision"),
-             Column("cost", _number("cost", 4), ("cost",), "cost"),
-             Column("s/decision", lambda row: _seconds(row.get("seconds")), ("seconds",), "s/decision"),
-             Column("batch", _number("batch", 1), ("batch",), "batch")))
+             Column("cost", _shown("cost", _fmt, 4), ("cost",), "cost"),
+             Column("s/decision", _shown("seconds", _seconds), ("seconds",), "s/decision"),
+             Column("batch", _shown("batch", _fmt, 1), ("batch",), "batch")))
 SEPARATED = Table(
     lambda s: ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
                f"{s['separated']['level_overall']:.2%} per pair overall, {s['separated']['level_per_game']:.2%} "
                "per pair per game)"),
-    file="separated_pairs.csv", rows=_separated_rows,
-    columns=(GAME, Column("higher", itemgetter("higher"), ("higher",)), Column("lower", itemgetter("lower"), ("lower",)),
-             Column("difference", _number("difference"), ("difference",)), Column("interval", _ci, ("lo", "hi")),
+    file="separated_pairs.csv",
+    rows=lambda s: [dict(r, game=g, level=level) for g, rows, level in
+                    [("ALL", s["separated"]["overall"], s["separated"]["level_overall"]),
+                     *((g, rows, s["separated"]["level_per_game"]) for g, rows in s["separated"]["per_game"].items())]
+                    for r in rows],
+    columns=(GAME, Column("higher", _shown("higher"), ("higher",)), Column("lower", _shown("lower"), ("lower",)),
+             Column("difference", _shown("difference", _fmt), ("difference",)), Column("interval", _ci, ("lo", "hi")),
              Column("separated", lambda row: "yes" if row["separated"] else "no", ("separated",)),
              Column(None, csv=("level",))))
 BATTLE_SHARE = Table(
@@ -439,8 +394,8 @@ BATTLE_SHARE = Table(
     file="battle_share.csv",
     rows=lambda s: [{"game": g, "category": s["game_info"][g]["category"], "battles": s["game_weighted"]["battles"][g],
                      "share": s["game_weighted"]["battle_share"][g]} for g in s["competitive_games"]],
-    columns=(GAME, Column(None, csv=("category",)), Column("battles", itemgetter("battles"), ("battles",)),
-             Column("share", _percent("share"), (("share_of_pooled_battles", "share"),))))
+    columns=(GAME, Column(None, csv=("category",)), Column("battles", _shown("battles"), ("battles",)),
+             Column("share", _shown("share", _pct), (("share_of_pooled_battles", "share"),))))
 PER_GAME_ELO = Table(
     None, file="per_game_elo.csv",
     rows=lambda s: [dict(row, category=s["game_info"][row["game"]]["category"])
@@ -454,8 +409,8 @@ COOPERATIVE = Table(
     rows=lambda s: _ranked_rows(s["cooperative"].items(), s),
     file_rows=lambda s: _policy_rows(s["cooperative"].items()),
     columns=(GAME, POLICY, Column(None, csv=("seats", "wins")), WIN_RATE, WILSON,   # the page shows seats last
-             Column("coordination", _number("coordination", 2), ("coordination",)),
-             Column(None, csv=("coordination_episodes",)), Column("seats", itemgetter("seats"))))
+             Column("coordination", _shown("coordination", _fmt, 2), ("coordination",)),
+             Column(None, csv=("coordination_episodes",)), Column("seats", _shown("seats"))))
 PROFILES = Table(
     None, file="profiles.csv",
     rows=lambda s: [dict(row, axis=axis) for axis, groups in s["profiles"].items()
@@ -465,12 +420,10 @@ ROLES = Table(
     "Elo-Main / Elo-Alt", file="role_elo.csv",
     rows=lambda s: _ranked_rows([*s["roles"].items(), ("ALL", s.get("roles_overall", {}))], s),
     file_rows=lambda s: _policy_rows([*s["roles"].items(), ("ALL_HIDDEN_ROLE", s.get("roles_overall", {}))]),
-    columns=(GAME, POLICY, Column("Elo-Main", _number("elo_main"), ("elo_main", "main_lo", "main_hi")),
-             Column("Elo-Alt", _number("elo_alt"), ("elo_alt", "alt_lo", "alt_hi")), Column("gap", _gap, ("gap",)),
+    columns=(GAME, POLICY, Column("Elo-Main", _shown("elo_main", _fmt), ("elo_main", "main_lo", "main_hi")),
+             Column("Elo-Alt", _shown("elo_alt", _fmt), ("elo_alt", "alt_lo", "alt_hi")), Column("gap", _gap, ("gap",)),
              Column("gap 95% CI", _gap_ci, ("gap_lo", "gap_hi")),
              Column(None, csv=("gap_boot_lo", "gap_boot_hi", "gap_identified", "gap_status"))))
-ROLE_GAP_TITLE = ("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
-                  "sep. = outcomes separated, the interval is unbounded on one side)")
 
 
 def _file_tables() -> tuple:
@@ -480,27 +433,21 @@ def _file_tables() -> tuple:
 
 def _page_tables(summary: dict) -> list[Table]:
     """The Markdown and HTML tables, in order; a table of groups only where there are groups."""
-    per_category = summary["game_weighted"]["per_category"]
+    per_category, elo = summary["game_weighted"]["per_category"], _shown("elo", _fmt)
     tables = [OVERALL]
     if per_category:
-        tables.append(_by_policy("Per category, games equal", {c: per_category[c] for c in sorted(per_category)},
-                                 _elo_of))
+        tables.append(_by_policy("Per category, games equal", {c: per_category[c] for c in sorted(per_category)}, elo))
     tables += [BATTLE_SHARE, SEPARATED, DECISIONS]
     if summary["competitive_games"]:
-        tables.append(_by_policy("Per-game Elo", {g: summary["per_game"][g] for g in summary["competitive_games"]},
-                                 _elo_of))
+        tables.append(_by_policy("Per-game Elo", {g: summary["per_game"][g] for g in summary["competitive_games"]}, elo))
     if summary["cooperative"]:
         tables.append(COOPERATIVE)
     if summary["roles"]:
-        tables += [_by_policy(ROLE_GAP_TITLE, summary["roles"], _gap,
+        tables += [_by_policy("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
+                              "sep. = outcomes separated, the interval is unbounded on one side)", summary["roles"], _gap,
                               Column("mean", lambda row: _mean_gap(row["entries"].values()))), ROLES]
-    return tables + [_by_policy(f"Profile by {axis}", groups, _elo_of)
+    return tables + [_by_policy(f"Profile by {axis}", groups, elo)
                      for axis in AXES if (groups := summary["profiles"].get(axis))]
-
-
-def _tables(summary: dict) -> list[tuple[str, list, list]]:
-    """(title, header, rows) of every table, shared by Markdown and HTML."""
-    return [table.page_cells(summary) for table in _page_tables(summary)]
 
 
 def separation_note(separated: dict, names: Optional[dict] = None) -> str:
@@ -577,7 +524,7 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
              f"{interval_note(summary['settings'])}.", ""]
     for note in notes:                # each its own paragraph, its lines kept (hard breaks)
         lines += [note.replace("\n", "  \n"), ""]
-    for title, header, rows in _tables(summary):
+    for title, header, rows in (table.page_cells(summary) for table in _page_tables(summary)):
         lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
@@ -619,7 +566,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
-    for title, header, rows in _tables(summary):
+    for title, header, rows in (table.page_cells(summary) for table in _page_tables(summary)):
         parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
                      + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>")
         for r in rows:
@@ -660,25 +607,20 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")
-    files["elo_heatmap.png"] = str(outdir / "elo_heatmap.png")
-    files["role_gap.png"] = str(outdir / "role_gap.png")
     write_markdown(summary, outdir / "leaderboard.md", notes)
     images = {"Per-game and overall Elo": (outdir / "elo_heatmap.png").read_bytes(),
               "Role gap": (outdir / "role_gap.png").read_bytes()}
     write_html(summary, outdir / "leaderboard.html", images, notes)
-    files["leaderboard.md"] = str(outdir / "leaderboard.md")
-    files["leaderboard.html"] = str(outdir / "leaderboard.html")
-    files["leaderboard.json"] = str(outdir / "leaderboard.json")
+    files.update((name, str(outdir / name))
+                 for name in ("elo_heatmap.png", "role_gap.png", "leaderboard.md", "leaderboard.html", "leaderboard.json"))
     summary["files"] = files
     atomic_write_text(outdir / "leaderboard.json", json.dumps(summary, indent=1, default=_json_default))
     return summary
 
 
 def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
     raise TypeError(f"not JSON serializable: {type(value)}")
 
 
@@ -714,13 +656,6 @@ def print_leaderboard(summary: dict, console=None) -> None:
 NAME_WIDTH = 30     # the narrowest a console column of policy names gets before the numbers' give way
 
 
-def _name_column(table, header: str, names: dict) -> None:
-    """The policy column: names are never cut (one too long for the line folds) and keep up to
-    NAME_WIDTH characters a line before the numbers' columns give way."""
-    table.add_column(header, justify="left", overflow="fold",
-                     min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
-
-
 def _cell(text: str):
     """A name as literal text: ``smollm2 [mode=score]`` is not rich markup."""
     from rich.text import Text
@@ -733,8 +668,9 @@ def _console_table(table: Table, summary: dict, names: dict):
     shown = [column for column in table.columns if column.console is not None]
     out = RichTable(title=_heading(table.console_title, summary))
     for column in shown:
-        if column.policy:
-            _name_column(out, column.console, names)
+        if column.policy:                # a name folds, never cut; NAME_WIDTH a line before the numbers give way
+            out.add_column(column.console, justify="left", overflow="fold",
+                           min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
         else:
             out.add_column(column.console, justify="right")
     for row in table.rows(summary):
