@@ -1,36 +1,11 @@
 """The leaderboard's files, rebuilt from episode logs alone (the numbers: :mod:`socialgym_benchmarks.leaderboard.summary`).
 
 ``build_leaderboard(logdir, outdir)`` reads every ``*.jsonl`` under ``logdir``
-(``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and
-writes to ``outdir``:
-
-| file                 | what it holds                                                          |
-|----------------------|------------------------------------------------------------------------|
-| ``leaderboard.csv``  | overall Elo over the competitive games pooled and with games equal,    |
-|                      | 95% CIs, win rate (Wilson CI)                                          |
-| ``games_equal.csv``  | Elo with every game counting equally, overall and per category         |
-| ``decisions.csv``    | per policy (ALL and per game): decisions, invalid-action rate at the   |
-|                      | first try and after re-asks, fallbacks, tokens per decision, cost      |
-| ``separated_pairs.csv`` | every pair of policies, overall and per game: Elo difference, its     |
-|                      | profile interval (Bonferroni-corrected) and whether it excludes 0      |
-| ``battle_share.csv`` | each competitive game's battles and share of the pooled battles        |
-| ``per_game_elo.csv`` | per-game Elo and CI of every policy (competitive games)                |
-| ``win_rates.csv``    | per game and policy: seats, wins, draws, losses, win rate, Wilson CI   |
-| ``cooperative.csv``  | cooperative games: win rate and mean ``metrics.coordination``          |
-| ``profiles.csv``     | capability profiles: Elo refit per category, skill tag, information,   |
-|                      | communication, player count and horizon group (paper Appendix C)       |
-| ``role_elo.csv``     | hidden-role games: Elo-Main, Elo-Alt, the gap Alt − Main (App. I) and  |
-|                      | ``gap_identified`` (False: the data cannot tell this policy's gap) and |
-|                      | ``gap_status`` (identified / separated / not identified; see           |
-|                      | :mod:`socialgym_benchmarks.leaderboard.summary`)                                         |
-| ``leaderboard.json`` | all of the above in one object (the summary ``build_leaderboard`` returns), |
-|                      | plus ``online_elo``: the released code's online Elo (K = 32), overall   |
-|                      | and per game                                                           |
-| ``leaderboard.md``   | Markdown tables                                                        |
-| ``leaderboard.html`` | one self-contained page: the tables and both figures inlined           |
-| ``elo_heatmap.png``  | per-game Elo heatmap + overall Elo with CI bars (paper Figure 2)       |
-| ``role_gap.png``     | Elo-Alt − Elo-Main per policy × hidden-role game (paper Table 6)       |
-
+(``socialgym_env.logs.iter_log_dir``), skips failed and unfinished records (counted), and writes
+to ``outdir`` a CSV per declared table below (``Table.file``), ``leaderboard.json`` (the summary
+it returns, with ``online_elo``: the released code's online Elo), ``leaderboard.md`` and a
+self-contained ``leaderboard.html``, the figures ``elo_heatmap.png`` (paper Figure 2) and
+``role_gap.png`` (paper Table 6). What each file holds: docs/tournament.md, "Outputs".
 """
 from __future__ import annotations
 
@@ -41,6 +16,8 @@ import json
 import math
 import textwrap
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -70,62 +47,13 @@ def _pct(value):
 
 
 def write_csvs(summary: dict, outdir: Path) -> dict:
+    """Each declared table that has a file (``Table.file``) as CSV in ``outdir``; returns {file: path}."""
     files = {}
-
-    def write(name, header, rows):
-        path = outdir / name
+    for table in _file_tables():
+        path = outdir / table.file
         with atomic_file(path, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            writer.writerows(rows)
-        files[name] = str(path)
-
-    overall_cols = ("elo", "lo", "hi", "elo_games_equal", "games_equal_lo", "games_equal_hi", "battles", "win_rate",
-                    "win_lo", "win_hi", "seats", "wins", "episodes")
-    write("leaderboard.csv", ["rank", "policy", "elo", "elo_lo", "elo_hi", "elo_games_equal", "games_equal_lo",
-                              "games_equal_hi", "battles", "win_rate", "win_lo", "win_hi", "seats", "wins", "episodes"],
-          [[i + 1, p, *(summary["overall"][p].get(k) for k in overall_cols)]
-           for i, p in enumerate(summary["policies"])])
-    weighted = summary["game_weighted"]
-    write("games_equal.csv", ["group", "policy", "elo", "elo_lo", "elo_hi"],
-          [[group, p, v["elo"], v["lo"], v["hi"]]
-           for group, table in [("overall", weighted["overall"])] + sorted(weighted["per_category"].items())
-           for p, v in table.items()])
-    decision_cols = ["decisions", "invalid_first_rate", "invalid_rate", "fallbacks", "prompt_tokens",
-                     "completion_tokens", "cost", "seconds", "batch"]
-    decisions = summary["decisions"]
-    write("decisions.csv", ["game", "policy", *decision_cols],
-          [[g, p, *(v[c] for c in decision_cols)]
-           for g, table in [("ALL", decisions["overall"])] + list(decisions["per_game"].items())
-           for p, v in sorted(table.items())])
-    separated = summary["separated"]
-    write("separated_pairs.csv", ["game", "higher", "lower", "difference", "lo", "hi", "separated", "level"],
-          [[g, r["higher"], r["lower"], r["difference"], r["lo"], r["hi"], r["separated"], level]
-           for g, table, level in [("ALL", separated["overall"], separated["level_overall"])]
-           + [(g, t, separated["level_per_game"]) for g, t in separated["per_game"].items()] for r in table])
-    write("battle_share.csv", ["game", "category", "battles", "share_of_pooled_battles"],
-          [[g, summary["game_info"][g]["category"], weighted["battles"][g], weighted["battle_share"][g]]
-           for g in summary["competitive_games"]])
-    write("per_game_elo.csv", ["game", "category", "policy", "elo", "elo_lo", "elo_hi", "battles"],
-          [[g, summary["game_info"][g]["category"], p, v["elo"], v["lo"], v["hi"], v["battles"]]
-           for g, table in summary["per_game"].items() for p, v in table.items()])
-    write("win_rates.csv", ["game", "policy", "seats", "wins", "draws", "losses", "win_rate", "win_lo", "win_hi"],
-          [[g, p, v["seats"], v["wins"], v["draws"], v["losses"], v["rate"], v["lo"], v["hi"]]
-           for g, table in summary["win_rates"].items() for p, v in sorted(table.items())])
-    write("cooperative.csv", ["game", "policy", "seats", "wins", "win_rate", "win_lo", "win_hi", "coordination",
-                              "coordination_episodes"],
-          [[g, p, v["seats"], v["wins"], v["rate"], v["lo"], v["hi"], v["coordination"], v["coordination_episodes"]]
-           for g, table in summary["cooperative"].items() for p, v in sorted(table.items())])
-    write("profiles.csv", ["axis", "group", "policy", "elo", "elo_lo", "elo_hi", "battles"],
-          [[axis, group, p, v["elo"], v["lo"], v["hi"], v["battles"]]
-           for axis, groups in summary["profiles"].items() for group, table in groups.items()
-           for p, v in table.items()])
-    role_cols = ["elo_main", "main_lo", "main_hi", "elo_alt", "alt_lo", "alt_hi", "gap", "gap_lo", "gap_hi",
-                 "gap_boot_lo", "gap_boot_hi", "gap_identified", "gap_status"]
-    write("role_elo.csv", ["game", "policy", *role_cols],
-          [[g, p, *(v.get(c) for c in role_cols)] for g, table in
-           list(summary["roles"].items()) + [("ALL_HIDDEN_ROLE", summary.get("roles_overall", {}))]
-           for p, v in sorted(table.items())])
+            csv.writer(handle).writerows(table.file_cells(summary))
+        files[table.file] = str(path)
     return files
 
 
@@ -309,111 +237,219 @@ def _gap_ci(row: dict) -> str:
     return _ci(row, "gap_lo", "gap_hi")
 
 
-def _overall_tables(summary: dict) -> list[tuple[str, list, list]]:
-    """The overall table (pooled and games equal), the games-equal categories, the battle shares."""
-    out = []
-    rows = []
-    for i, p in enumerate(summary["policies"]):
-        v = summary["overall"][p]
-        ci = _ci(v) if v["elo"] is not None else ""
-        wci = f"[{_pct(v['win_lo'])}, {_pct(v['win_hi'])}]" if v["win_rate"] is not None else ""
-        equal = _ci(v, "games_equal_lo", "games_equal_hi") if v.get("elo_games_equal") is not None else ""
-        rows.append([i + 1, p, _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")), equal, _pct(v["win_rate"]), wci,
-                     v["episodes"], v["battles"]])
-    out.append(("Overall (competitive games)", ["#", "policy", "Elo (pooled)", "95% CI", "Elo (games equal)",
-                                                 "95% CI (games equal)", "win rate", "Wilson 95% CI", "episodes",
-                                                 "pairwise outcomes"], rows))
-    weighted = summary["game_weighted"]
-    if weighted["per_category"]:
-        names = sorted(weighted["per_category"])
-        rows = [[p] + [_fmt(weighted["per_category"][c].get(p, {}).get("elo")) for c in names]
-                for p in summary["policies"]]
-        out.append(("Per category, games equal", ["policy"] + names, rows))
-    rows = [[g, weighted["battles"][g], _pct(weighted["battle_share"][g])] for g in summary["competitive_games"]]
-    out.append(("Each game's share of the pooled battles (games equal: each 1/"
-                f"{len(summary['competitive_games'])})", ["game", "battles", "share"], rows))
-    return out
-
-
-def _separated_table(summary: dict) -> tuple:
-    separated = summary["separated"]
-    rows = [[g, r["higher"], r["lower"], _fmt(r["difference"]), _ci(r), "yes" if r["separated"] else "no"]
-            for g, table in [("ALL", separated["overall"])] + list(separated["per_game"].items()) for r in table]
-    return ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
-            f"{separated['level_overall']:.2%} per pair overall, {separated['level_per_game']:.2%} per pair "
-            "per game)", ["game", "higher", "lower", "difference", "interval", "separated"], rows)
-
-
-def _tables(summary: dict) -> list[tuple[str, list, list]]:
-    """(title, header, rows) of every table, shared by Markdown and HTML."""
-    out = _overall_tables(summary)
-    out.append(_separated_table(summary))
-    out.append(_decision_table(summary))
-    games = summary["competitive_games"]
-    if games:
-        rows = [[p] + [_fmt(summary["per_game"][g].get(p, {}).get("elo")) for g in games] for p in summary["policies"]]
-        out.append(("Per-game Elo", ["policy"] + games, rows))
-    if summary["cooperative"]:
-        rows = []
-        for g, table in summary["cooperative"].items():
-            for p in summary["policies"]:
-                if p in table:
-                    v = table[p]
-                    rows.append([g, p, _pct(v["rate"]), f"[{_pct(v['lo'])}, {_pct(v['hi'])}]",
-                                 _fmt(v["coordination"], 2), v["seats"]])
-        out.append(("Cooperative games", ["game", "policy", "win rate", "Wilson 95% CI", "coordination", "seats"], rows))
-    if summary["roles"]:
-        hidden = list(summary["roles"])
-        rows = []
-        for p in summary["policies"]:
-            cells = [summary["roles"][g].get(p, {}) for g in hidden]
-            known = [c for c in cells if c.get("gap") is not None]
-            mean = ""
-            if known:
-                mark = _worst_mark([GAP_MARKS["table"].get(gap_status(c), "") for c in known], GAP_MARKS["table"])
-                mean = f"{np.mean([c['gap'] for c in known]):+.0f}" + (f" {mark}" if mark else "")
-            rows.append([p] + [_gap(c) for c in cells] + [mean])
-        out.append(("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
-                    "sep. = outcomes separated, the interval is unbounded on one side)",
-                    ["policy"] + hidden + ["mean"], rows))
-        rows = []
-        for g in hidden + ["ALL"]:
-            table = summary["roles"][g] if g != "ALL" else summary.get("roles_overall", {})
-            for p in summary["policies"]:
-                v = table.get(p)
-                if v:
-                    rows.append([g, p, _fmt(v.get("elo_main")), _fmt(v.get("elo_alt")), _gap(v), _gap_ci(v)])
-        out.append(("Elo-Main / Elo-Alt", ["game", "policy", "Elo-Main", "Elo-Alt", "gap", "gap 95% CI"], rows))
-    for axis in AXES:
-        groups = summary["profiles"].get(axis, {})
-        if groups:
-            names = list(groups)
-            rows = [[p] + [_fmt(groups[g].get(p, {}).get("elo")) for g in names] for p in summary["policies"]]
-            out.append((f"Profile by {axis}", ["policy"] + names, rows))
-    return out
-
-
-DECISION_HEADER = ["policy", "decisions", "invalid 1st try", "invalid after re-asks", "fallbacks",
-                   "prompt tok/decision", "completion tok/decision", "cost", "s/decision", "batch"]
-
-
-def _decision_rows(summary: dict) -> list:
-    table = summary["decisions"]["overall"]
-    return [[p, v["decisions"], _pct(v["invalid_first_rate"]), _pct(v["invalid_rate"]), v["fallbacks"],
-             _fmt(v["prompt_tokens"], 1), _fmt(v["completion_tokens"], 1), _fmt(v["cost"], 4),
-             _seconds(v.get("seconds")), _fmt(v.get("batch"), 1)]
-            for p in summary["policies"] if (v := table.get(p))]
-
-
 def _seconds(value) -> str:
     """Seconds with 3 significant digits (a scripted decision takes microseconds, a model's seconds)."""
     return "" if value is None else f"{value:.3g}"
 
 
-def _decision_table(summary: dict) -> tuple:
-    return ("Decisions (all games; tokens as the backends report them; cost from --price, per million tokens; "
-            "s/decision: wall time from request to reply, a batched call's time shared by its `batch` decisions)",
-            DECISION_HEADER, _decision_rows(summary))
+def _mean_gap(cells) -> str:
+    """The mean of a policy's known gaps, marked as the worst of them ('' if none is known)."""
+    known = [c for c in cells if c.get("gap") is not None]
+    worst = next((status for status in GAP_MARKS["table"] if status in map(gap_status, known)), "identified")
+    return _gap({"gap": np.mean([c["gap"] for c in known]), "gap_status": worst}) if known else ""
+
+
+# ----------------------------------------------------------------------------- the tables
+# Every table the leaderboard writes is declared once below, a Table of Columns (a row: a dict, an entry of
+# the summary with its game, policy or rank); the CSV, Markdown, HTML and console writers only walk them.
+Getter = Callable[[dict], object]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column, in each output that has it. ``title``: the Markdown/HTML header (None: the page
+    leaves the column out), ``text``: the cell there and in the console; ``csv``: the column's
+    fields in the file, each a row key or (field name, row key) (empty: the file leaves it out);
+    ``console``: the console header (None: left out). ``policy``: the cells are policy specs,
+    which the console shows by their short names in a column that never cuts them."""
+    title: Optional[str]
+    text: Optional[Getter] = None
+    csv: tuple = ()
+    console: Optional[str] = None
+    policy: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """``columns`` and ``rows`` (summary -> row dicts, as the page and the console show them);
+    ``file``: its CSV (None: none), ``file_rows``: the file's rows where they differ (e.g. every
+    game's, where the page shows the overall ones); ``title`` / ``console_title``: its headings
+    (text, or summary -> text)."""
+    title: object
+    columns: tuple
+    rows: Callable[[dict], list]
+    file: Optional[str] = None
+    file_rows: Optional[Callable[[dict], list]] = None
+    console_title: object = None
+
+    def file_cells(self, summary: dict) -> list[list]:
+        """The CSV's header and rows: each column's raw values."""
+        fields = [(f, f) if isinstance(f, str) else f for column in self.columns for f in column.csv]
+        rows = (self.file_rows or self.rows)(summary)
+        return [[name for name, _ in fields], *([row.get(key) for _, key in fields] for row in rows)]
+
+    def page_cells(self, summary: dict) -> tuple[str, list, list]:
+        """(title, header, rows) of the Markdown and HTML table: each shown column's text."""
+        shown = [column for column in self.columns if column.title is not None]
+        return (_heading(self.title, summary), [column.title for column in shown],
+                [[column.text(row) for column in shown] for row in self.rows(summary)])
+
+
+def _heading(title, summary: dict) -> str:
+    return title(summary) if callable(title) else title
+
+
+def _shown(key: str, fmt: Callable = str, *args) -> Getter:
+    """The cell ``fmt(row[key], *args)`` (None where the row lacks the key)."""
+    return lambda row: fmt(row.get(key), *args)
+
+
+def _interval(lo: str, hi: str, of: str, percent: bool = False) -> Getter:
+    """The interval of ``of`` ('' where it is None): Elo ends (None: unbounded), or percentages."""
+    return lambda row: ("" if row.get(of) is None else f"[{_pct(row[lo])}, {_pct(row[hi])}]" if percent
+                        else _ci(row, lo, hi))
+
+
+def _policy_rows(groups, label: str = "game", by_name: bool = True) -> list[dict]:
+    """A row per group and policy of ``groups`` ((group, {policy: entry}) pairs): the entry with
+    its group (under ``label``) and policy; each group's policies by name, or as stored."""
+    return [dict(entry, **{label: group, "policy": p}) for group, table in groups
+            for p, entry in (sorted(table.items()) if by_name else table.items())]
+
+
+def _ranked_rows(groups, summary: dict) -> list[dict]:
+    """The page's rows of (game, {policy: entry}) pairs: each game's policies in the board's order."""
+    return [dict(table[p], game=g, policy=p) for g, table in groups for p in summary["policies"] if table.get(p)]
+
+
+def _by_policy(title: str, groups: dict, cell: Getter, *extra: Column) -> Table:
+    """A page table with a row per policy and a column per group (``groups``: {group: {policy:
+    entry}}), each cell ``cell`` of the policy's entry there ({} if none); ``extra`` columns last."""
+    def rows(summary):
+        return [{"policy": p, "entries": {g: table.get(p, {}) for g, table in groups.items()}}
+                for p in summary["policies"]]
+    return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows)
+
+
+POLICY = Column("policy", _shown("policy"), ("policy",), "policy", policy=True)
+GAME = Column("game", _shown("game"), ("game",))
+ELO = Column(None, csv=("elo", ("elo_lo", "lo"), ("elo_hi", "hi")))
+WIN_RATE = Column("win rate", _shown("rate", _pct), (("win_rate", "rate"),))
+WILSON = Column("Wilson 95% CI", _interval("lo", "hi", "rate", percent=True), (("win_lo", "lo"), ("win_hi", "hi")))
+
+OVERALL = Table(
+    "Overall (competitive games)", file="leaderboard.csv",
+    rows=lambda s: [dict(s["overall"][p], rank=i + 1, policy=p) for i, p in enumerate(s["policies"])],
+    console_title=lambda s: (f"Social Gym leaderboard — {s['episodes']} episodes, "
+                             f"{len(s['competitive_games'])} competitive games"),
+    columns=(Column("#", _shown("rank"), ("rank",), "#"),
+             POLICY,
+             Column("Elo (pooled)", _shown("elo", _fmt), ("elo",), "Elo"),
+             Column("95% CI", _interval("lo", "hi", "elo"), (("elo_lo", "lo"), ("elo_hi", "hi")), "95% CI"),
+             Column("Elo (games equal)", _shown("elo_games_equal", _fmt), ("elo_games_equal",), "games equal"),
+             Column("95% CI (games equal)", _interval("games_equal_lo", "games_equal_hi", "elo_games_equal"),
+                    ("games_equal_lo", "games_equal_hi")),
+             Column(None, csv=("battles",)),                  # the page shows them last: pairwise outcomes
+             Column("win rate", _shown("win_rate", _pct), ("win_rate",), "win rate"),
+             Column("Wilson 95% CI", _interval("win_lo", "win_hi", "win_rate", percent=True), ("win_lo", "win_hi")),
+             Column(None, csv=("seats", "wins")),
+             Column("episodes", _shown("episodes"), ("episodes",), "episodes"),
+             Column("pairwise outcomes", _shown("battles"))))
+GAMES_EQUAL = Table(
+    None, file="games_equal.csv", columns=(Column(None, csv=("group",)), POLICY, ELO),
+    rows=lambda s: _policy_rows([("overall", s["game_weighted"]["overall"]),
+                                 *sorted(s["game_weighted"]["per_category"].items())], "group", by_name=False))
+DECISIONS = Table(
+    "Decisions (all games; tokens as the backends report them; cost from --price, per million tokens; "
+    "s/decision: wall time from request to reply, a batched call's time shared by its `batch` decisions)",
+    file="decisions.csv", console_title="Decisions",
+    # the page and the console show the rows of all games, the file each game's rows too
+    rows=lambda s: _ranked_rows([("ALL", s["decisions"]["overall"])], s),
+    file_rows=lambda s: _policy_rows([("ALL", s["decisions"]["overall"]), *s["decisions"]["per_game"].items()]),
+    columns=(Column(None, csv=("game",)),
+             POLICY,
+             Column("decisions", _shown("decisions"), ("decisions",), "decisions"),
+             Column("invalid 1st try", _shown("invalid_first_rate", _pct), ("invalid_first_rate",), "invalid 1st try"),
+             Column("invalid after re-asks", _shown("invalid_rate", _pct), ("invalid_rate",), "invalid after re-asks"),
+             Column("fallbacks", _shown("fallbacks"), ("fallbacks",), "fallbacks"),
+             Column("prompt tok/decision", _shown("prompt_tokens", _fmt, 1), ("prompt_tokens",), "prompt tok/decision"),
+             Column("completion tok/decision", _shown("completion_tokens", _fmt, 1), ("completion_tokens",),
+                    "completion tok/decision"),
+             Column("cost", _shown("cost", _fmt, 4), ("cost",), "cost"),
+             Column("s/decision", _shown("seconds", _seconds), ("seconds",), "s/decision"),
+             Column("batch", _shown("batch", _fmt, 1), ("batch",), "batch")))
+SEPARATED = Table(
+    lambda s: ("Which pairs are separated (the Elo difference's profile interval excludes 0; Bonferroni: "
+               f"{s['separated']['level_overall']:.2%} per pair overall, {s['separated']['level_per_game']:.2%} "
+               "per pair per game)"),
+    file="separated_pairs.csv",
+    rows=lambda s: [dict(r, game=g, level=level) for g, rows, level in
+                    [("ALL", s["separated"]["overall"], s["separated"]["level_overall"]),
+                     *((g, rows, s["separated"]["level_per_game"]) for g, rows in s["separated"]["per_game"].items())]
+                    for r in rows],
+    columns=(GAME, Column("higher", _shown("higher"), ("higher",)), Column("lower", _shown("lower"), ("lower",)),
+             Column("difference", _shown("difference", _fmt), ("difference",)), Column("interval", _ci, ("lo", "hi")),
+             Column("separated", lambda row: "yes" if row["separated"] else "no", ("separated",)),
+             Column(None, csv=("level",))))
+BATTLE_SHARE = Table(
+    lambda s: f"Each game's share of the pooled battles (games equal: each 1/{len(s['competitive_games'])})",
+    file="battle_share.csv",
+    rows=lambda s: [{"game": g, "category": s["game_info"][g]["category"], "battles": s["game_weighted"]["battles"][g],
+                     "share": s["game_weighted"]["battle_share"][g]} for g in s["competitive_games"]],
+    columns=(GAME, Column(None, csv=("category",)), Column("battles", _shown("battles"), ("battles",)),
+             Column("share", _shown("share", _pct), (("share_of_pooled_battles", "share"),))))
+PER_GAME_ELO = Table(
+    None, file="per_game_elo.csv",
+    rows=lambda s: [dict(row, category=s["game_info"][row["game"]]["category"])
+                    for row in _policy_rows(s["per_game"].items(), by_name=False)],
+    columns=(GAME, Column(None, csv=("category",)), POLICY, ELO, Column(None, csv=("battles",))))
+WIN_RATES = Table(
+    None, file="win_rates.csv", rows=lambda s: _policy_rows(s["win_rates"].items()),
+    columns=(GAME, POLICY, Column(None, csv=("seats", "wins", "draws", "losses")), WIN_RATE, WILSON))
+COOPERATIVE = Table(
+    "Cooperative games", file="cooperative.csv",
+    rows=lambda s: _ranked_rows(s["cooperative"].items(), s),
+    file_rows=lambda s: _policy_rows(s["cooperative"].items()),
+    columns=(GAME, POLICY, Column(None, csv=("seats", "wins")), WIN_RATE, WILSON,   # the page shows seats last
+             Column("coordination", _shown("coordination", _fmt, 2), ("coordination",)),
+             Column(None, csv=("coordination_episodes",)), Column("seats", _shown("seats"))))
+PROFILES = Table(
+    None, file="profiles.csv",
+    rows=lambda s: [dict(row, axis=axis) for axis, groups in s["profiles"].items()
+                    for row in _policy_rows(groups.items(), "group", by_name=False)],
+    columns=(Column(None, csv=("axis", "group")), POLICY, ELO, Column(None, csv=("battles",))))
+ROLES = Table(
+    "Elo-Main / Elo-Alt", file="role_elo.csv",
+    rows=lambda s: _ranked_rows([*s["roles"].items(), ("ALL", s.get("roles_overall", {}))], s),
+    file_rows=lambda s: _policy_rows([*s["roles"].items(), ("ALL_HIDDEN_ROLE", s.get("roles_overall", {}))]),
+    columns=(GAME, POLICY, Column("Elo-Main", _shown("elo_main", _fmt), ("elo_main", "main_lo", "main_hi")),
+             Column("Elo-Alt", _shown("elo_alt", _fmt), ("elo_alt", "alt_lo", "alt_hi")), Column("gap", _gap, ("gap",)),
+             Column("gap 95% CI", _gap_ci, ("gap_lo", "gap_hi")),
+             Column(None, csv=("gap_boot_lo", "gap_boot_hi", "gap_identified", "gap_status"))))
+
+
+def _file_tables() -> tuple:
+    """The tables that have a file, in the order leaderboard.json lists the files."""
+    return OVERALL, GAMES_EQUAL, DECISIONS, SEPARATED, BATTLE_SHARE, PER_GAME_ELO, WIN_RATES, COOPERATIVE, PROFILES, ROLES
+
+
+def _page_tables(summary: dict) -> list[Table]:
+    """The Markdown and HTML tables, in order; a table of groups only where there are groups."""
+    per_category, elo = summary["game_weighted"]["per_category"], _shown("elo", _fmt)
+    tables = [OVERALL]
+    if per_category:
+        tables.append(_by_policy("Per category, games equal", {c: per_category[c] for c in sorted(per_category)}, elo))
+    tables += [BATTLE_SHARE, SEPARATED, DECISIONS]
+    if summary["competitive_games"]:
+        tables.append(_by_policy("Per-game Elo", {g: summary["per_game"][g] for g in summary["competitive_games"]}, elo))
+    if summary["cooperative"]:
+        tables.append(COOPERATIVE)
+    if summary["roles"]:
+        tables += [_by_policy("Role gap Elo-Alt − Elo-Main (hidden-role games; n.i. = not identified by these data; "
+                              "sep. = outcomes separated, the interval is unbounded on one side)", summary["roles"], _gap,
+                              Column("mean", lambda row: _mean_gap(row["entries"].values()))), ROLES]
+    return tables + [_by_policy(f"Profile by {axis}", groups, elo)
+                     for axis in AXES if (groups := summary["profiles"].get(axis))]
 
 
 def separation_note(separated: dict, names: Optional[dict] = None) -> str:
@@ -490,7 +526,7 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
              f"{interval_note(summary['settings'])}.", ""]
     for note in notes:                # each its own paragraph, its lines kept (hard breaks)
         lines += [note.replace("\n", "  \n"), ""]
-    for title, header, rows in _tables(summary):
+    for title, header, rows in (table.page_cells(summary) for table in _page_tables(summary)):
         lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
@@ -532,7 +568,7 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
-    for title, header, rows in _tables(summary):
+    for title, header, rows in (table.page_cells(summary) for table in _page_tables(summary)):
         parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
                      + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>")
         for r in rows:
@@ -573,25 +609,20 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
     plot_role_gap(summary, outdir / "role_gap.png")
-    files["elo_heatmap.png"] = str(outdir / "elo_heatmap.png")
-    files["role_gap.png"] = str(outdir / "role_gap.png")
     write_markdown(summary, outdir / "leaderboard.md", notes)
     images = {"Per-game and overall Elo": (outdir / "elo_heatmap.png").read_bytes(),
               "Role gap": (outdir / "role_gap.png").read_bytes()}
     write_html(summary, outdir / "leaderboard.html", images, notes)
-    files["leaderboard.md"] = str(outdir / "leaderboard.md")
-    files["leaderboard.html"] = str(outdir / "leaderboard.html")
-    files["leaderboard.json"] = str(outdir / "leaderboard.json")
+    files.update((name, str(outdir / name))
+                 for name in ("elo_heatmap.png", "role_gap.png", "leaderboard.md", "leaderboard.html", "leaderboard.json"))
     summary["files"] = files
     atomic_write_text(outdir / "leaderboard.json", json.dumps(summary, indent=1, default=_json_default))
     return summary
 
 
 def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
     raise TypeError(f"not JSON serializable: {type(value)}")
 
 
@@ -607,7 +638,7 @@ def print_leaderboard(summary: dict, console=None) -> None:
     def say(text: str) -> None:
         if text:
             console.print(text, markup=False, highlight=False)
-    console.print(_overall_console_table(summary, names))
+    console.print(_console_table(OVERALL, summary, names))
     say(names_note(names))
     say(some_games_note(summary, names))
     unrated = [names[p] for p in summary["policies"] if summary["overall"][p]["elo"] is None]
@@ -620,18 +651,11 @@ def print_leaderboard(summary: dict, console=None) -> None:
         console.print(_per_game_console_table(summary, names))
     say(separation_note(summary["separated"], names))
     say(role_gap_note(summary, names))
-    console.print(_decisions_console_table(summary, names))
+    console.print(_console_table(DECISIONS, summary, names))
     say(skipped_note(summary.get("skipped") or {}))
 
 
 NAME_WIDTH = 30     # the narrowest a console column of policy names gets before the numbers' give way
-
-
-def _name_column(table, names: dict) -> None:
-    """The policy column: names are never cut (one too long for the line folds) and keep up to
-    NAME_WIDTH characters a line before the numbers' columns give way."""
-    table.add_column("policy", justify="left", overflow="fold",
-                     min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
 
 
 def _cell(text: str):
@@ -640,20 +664,21 @@ def _cell(text: str):
     return Text(text)
 
 
-def _overall_console_table(summary: dict, names: dict):
-    from rich.table import Table
-    table = Table(title=f"Social Gym leaderboard — {summary['episodes']} episodes, "
-                        f"{len(summary['competitive_games'])} competitive games")
-    table.add_column("#", justify="right")
-    _name_column(table, names)
-    for col in ("Elo", "95% CI", "games equal", "win rate", "episodes"):
-        table.add_column(col, justify="right")
-    for i, p in enumerate(summary["policies"]):
-        v = summary["overall"][p]
-        ci = _ci(v) if v["elo"] is not None else ""
-        table.add_row(str(i + 1), _cell(names[p]), _fmt(v["elo"]), ci, _fmt(v.get("elo_games_equal")),
-                      _pct(v["win_rate"]), str(v["episodes"]))
-    return table
+def _console_table(table: Table, summary: dict, names: dict):
+    """A declared table in the console: the columns with a console header, policies by short name."""
+    from rich.table import Table as RichTable
+    shown = [column for column in table.columns if column.console is not None]
+    out = RichTable(title=_heading(table.console_title, summary))
+    for column in shown:
+        if column.policy:                # a name folds, never cut; NAME_WIDTH a line before the numbers give way
+            out.add_column(column.console, justify="left", overflow="fold",
+                           min_width=min(NAME_WIDTH, max((len(name) for name in names.values()), default=6)))
+        else:
+            out.add_column(column.console, justify="right")
+    for row in table.rows(summary):
+        texts = [column.text(row) for column in shown]
+        out.add_row(*(_cell(names.get(text, text)) if column.policy else str(text) for column, text in zip(shown, texts)))
+    return out
 
 
 def _per_game_console_table(summary: dict, names: dict):
@@ -670,14 +695,3 @@ def _per_game_console_table(summary: dict, names: dict):
     for g, t in summary["cooperative"].items():
         per_game.add_row(f"{g} (coop, win %)", *(_pct(t.get(p, {}).get("rate")) for p in summary["policies"]), "")
     return per_game
-
-
-def _decisions_console_table(summary: dict, names: dict):
-    from rich.table import Table
-    decisions = Table(title="Decisions")
-    _name_column(decisions, names)
-    for col in DECISION_HEADER[1:]:
-        decisions.add_column(col, justify="right")
-    for row in _decision_rows(summary):
-        decisions.add_row(_cell(names.get(row[0], row[0])), *map(str, row[1:]))
-    return decisions

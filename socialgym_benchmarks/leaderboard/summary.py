@@ -97,53 +97,92 @@ def summarize(records: list, n_boot: int = bt.N_BOOTSTRAP, by: str = "episode", 
         raise ValueError(f"interval must be one of {', '.join(bt.INTERVALS)}, got {interval!r}")
     opts = {"n_boot": n_boot, "by": by, "seed": seed, "C": C, "compare": compare, "ties": bt.check_ties(ties),
             "interval": interval}
-    by_game = defaultdict(list)
-    for record in records:
-        by_game[record["game"]].append(record)
-    infos = {g: game_info(g) for g in by_game}
-    games = sorted(by_game, key=lambda g: (CATEGORY_ORDER.index(infos[g]["category"])
-                                           if infos[g]["category"] in CATEGORY_ORDER else 99, g))
+    by_game, infos = _by_game(records)
+    games = list(by_game)
     competitive = [g for g in games if not infos[g].get("cooperative")]
-    cooperative = [g for g in games if infos[g].get("cooperative")]
-    policies = sorted({s.get("policy") for r in records for s in r.get("roster", []) if s.get("policy")})
-
+    cooperative = [g for g in games if g not in competitive]
+    policies = _seated_policies(records)
     summary: dict = {
         "episodes": len(records),
         "settings": {"model": "Bradley-Terry MLE, L2 logistic regression", "C": C, "scale": bt.SCALE,
                      "anchor_mean": bt.ANCHOR, "bootstrap": n_boot, "bootstrap_by": by, "seed": seed,
                      "compare": compare, "ties": ties, "ci": 0.95, "interval": interval},
         "games": games, "competitive_games": competitive, "cooperative_games": cooperative,
-        "game_info": {g: {k: infos[g].get(k) for k in ("name", "category", "information", "communication",
-                                                        "horizon", "skills", "num_players", "cooperative",
-                                                        "main_role", "alt_role")}
-                      | {"episodes": len(by_game[g]), "hidden_role": is_hidden_role(infos[g])}
-                      for g in games},
+        "game_info": _game_infos(by_game, infos),
     }
     comp_records = [r for g in competitive for r in by_game[g]]
     overall = _overall_table(comp_records, policies, opts)
     summary["overall"] = overall
-    summary["policies"] = sorted(policies, key=lambda p: -(overall[p]["elo"] if overall[p]["elo"] is not None else -1e9))
+    summary["policies"] = sorted(policies, key=lambda p: -_or_lowest(overall[p]["elo"]))
     summary["per_game"] = {g: _fit(by_game[g], f"game:{g}", opts, players=policies) for g in competitive}
     summary["game_weighted"] = _game_weighted(competitive, by_game, infos, policies, opts)
     summary["games_played"] = games_played(competitive, by_game, policies)
     summary["separated"] = _separated_pairs(comp_records, competitive, by_game, policies, opts, summary["games_played"])
-    summary["decisions"] = {"overall": decision_stats(records, prices, timing),
-                            "per_game": {g: decision_stats(by_game[g], prices, timing) for g in games},
-                            "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
+    summary["decisions"] = _decisions(records, by_game, prices, timing)
     for p, row in summary["game_weighted"]["overall"].items():
         overall[p].update(elo_games_equal=row["elo"], games_equal_lo=row["lo"], games_equal_hi=row["hi"])
     summary["win_rates"] = {g: bt.win_rates(by_game[g]) for g in games}
     summary["cooperative"] = {g: _cooperative_table(by_game[g], summary["win_rates"][g]) for g in cooperative}
     summary["profiles"] = _profiles(competitive, by_game, infos, policies, opts)
-    hidden = [g for g in competitive if is_hidden_role(infos[g])]
-    summary["roles"] = {g: _role_fit(by_game[g], f"roles:{g}", opts, side_label(infos[g])) for g in hidden}
-    summary["roles_overall"] = _pooled_roles(hidden, by_game, infos, opts)
-    summary["online_elo"] = {
-        "settings": {"model": "online Elo (the paper's released code)", "k": bt.ONLINE_K, "start": bt.ANCHOR,
-                     "passes": 1, "order": "episodes shuffled with the leaderboard seed", "ties": ties},
-        "overall": _online(comp_records, "online:overall", opts, players=policies),
-        "per_game": {g: _online(by_game[g], f"online:game:{g}", opts, players=policies) for g in competitive}}
+    summary.update(_roles(competitive, by_game, infos, opts))
+    summary["online_elo"] = _online_tables(comp_records, competitive, by_game, policies, opts)
     return summary
+
+
+GAME_INFO_KEYS = ("name", "category", "information", "communication", "horizon", "skills", "num_players",
+                  "cooperative", "main_role", "alt_role")
+
+
+def _by_game(records: list) -> tuple[dict, dict]:
+    """{game: its records} with games by category (CATEGORY_ORDER, unknown ones last) and then by id,
+    and {game: its registry info}."""
+    by_game = defaultdict(list)
+    for record in records:
+        by_game[record["game"]].append(record)
+    infos = {g: game_info(g) for g in by_game}
+
+    def order(game):
+        category = infos[game]["category"]
+        return CATEGORY_ORDER.index(category) if category in CATEGORY_ORDER else 99, game
+    return {g: by_game[g] for g in sorted(by_game, key=order)}, infos
+
+
+def _seated_policies(records: list) -> list:
+    """Every policy with a seat in ``records``, by name."""
+    return sorted({s.get("policy") for r in records for s in r.get("roster", []) if s.get("policy")})
+
+
+def _game_infos(by_game: dict, infos: dict) -> dict:
+    """Each game's registry info as the summary keeps it, with its episodes and whether it has hidden roles."""
+    return {g: {k: infos[g].get(k) for k in GAME_INFO_KEYS}
+            | {"episodes": len(records), "hidden_role": is_hidden_role(infos[g])} for g, records in by_game.items()}
+
+
+def _or_lowest(elo: Optional[float]) -> float:
+    """An Elo to rank by: an unrated policy (None) below every rated one."""
+    return -1e9 if elo is None else elo
+
+
+def _decisions(records: list, by_game: dict, prices: Optional[dict], timing: Optional[dict]) -> dict:
+    """:func:`decision_stats` over all games and per game, with the prices it used."""
+    return {"overall": decision_stats(records, prices, timing),
+            "per_game": {g: decision_stats(game_records, prices, timing) for g, game_records in by_game.items()},
+            "prices_per_million_tokens": {p: list(v) for p, v in (prices or {}).items()}}
+
+
+def _roles(competitive: list, by_game: dict, infos: dict, opts: dict) -> dict:
+    """The role-conditioned fits: ``roles`` per hidden-role game, ``roles_overall`` over them all."""
+    hidden = [g for g in competitive if is_hidden_role(infos[g])]
+    return {"roles": {g: _role_fit(by_game[g], f"roles:{g}", opts, side_label(infos[g])) for g in hidden},
+            "roles_overall": _pooled_roles(hidden, by_game, infos, opts)}
+
+
+def _online_tables(comp_records: list, competitive: list, by_game: dict, policies: list, opts: dict) -> dict:
+    """The second rating: the released code's online Elo, overall and per competitive game."""
+    return {"settings": {"model": "online Elo (the paper's released code)", "k": bt.ONLINE_K, "start": bt.ANCHOR,
+                         "passes": 1, "order": "episodes shuffled with the leaderboard seed", "ties": opts["ties"]},
+            "overall": _online(comp_records, "online:overall", opts, players=policies),
+            "per_game": {g: _online(by_game[g], f"online:game:{g}", opts, players=policies) for g in competitive}}
 
 
 def _overall_table(comp_records: list, policies: list, opts: dict) -> dict:
@@ -257,37 +296,39 @@ def decision_stats(records: list, prices: Optional[dict] = None, timing: Optiona
         times = (timing or {}).get(record.get("episode_id"), {})
         for number, turn in enumerate(record.get("turns") or ()):
             policy = policy_of.get(turn.get("agent"))
-            if policy is None:
-                continue
-            row = totals[policy]
-            if number in times:
-                row["timed"] += 1
-                row["seconds"] += times[number][0]
-                row["batch"] += times[number][1]
-            attempts = (turn.get("agent_meta") or {}).get("attempts") or []
-            row["decisions"] += 1
-            row["invalid"] += not turn.get("valid", True)
-            row["invalid_first"] += not turn.get("valid", True) or bool(attempts and "action" not in attempts[0])
-            row["fallbacks"] += bool(turn.get("fallback"))
-            usage = [a["usage"] for a in attempts if isinstance(a.get("usage"), dict)]
-            if usage:
-                row["with_usage"] += 1
-                row["prompt_tokens"] += sum(u.get("prompt_tokens") or 0 for u in usage)
-                row["completion_tokens"] += sum(u.get("new_tokens") or 0 for u in usage)
-    out = {}
-    for policy, row in totals.items():
-        n, used = row["decisions"], row["with_usage"]
-        stats = {"decisions": n, "invalid_first_rate": row["invalid_first"] / n if n else None,
-                 "invalid_rate": row["invalid"] / n if n else None, "fallbacks": row["fallbacks"],
-                 "prompt_tokens": row["prompt_tokens"] / used if used else None,
-                 "completion_tokens": row["completion_tokens"] / used if used else None, "cost": None,
-                 "seconds": row["seconds"] / row["timed"] if row["timed"] else None,
-                 "batch": row["batch"] / row["timed"] if row["timed"] else None}
-        if prices and policy in prices:
-            price_in, price_out = prices[policy]
-            stats["cost"] = (row["prompt_tokens"] * price_in + row["completion_tokens"] * price_out) / 1e6
-        out[policy] = stats
-    return out
+            if policy is not None:
+                _count_decision(totals[policy], turn, times.get(number))
+    return {policy: _per_decision(row, (prices or {}).get(policy)) for policy, row in totals.items()}
+
+
+def _count_decision(row: dict, turn: dict, time: Optional[tuple]) -> None:
+    """Add one logged turn to its policy's counts; ``time``: (seconds, batch) of its call, or None."""
+    if time is not None:
+        row["timed"] += 1
+        row["seconds"] += time[0]
+        row["batch"] += time[1]
+    attempts = (turn.get("agent_meta") or {}).get("attempts") or []
+    row["decisions"] += 1
+    row["invalid"] += not turn.get("valid", True)
+    row["invalid_first"] += not turn.get("valid", True) or bool(attempts and "action" not in attempts[0])
+    row["fallbacks"] += bool(turn.get("fallback"))
+    usage = [a["usage"] for a in attempts if isinstance(a.get("usage"), dict)]
+    if usage:
+        row["with_usage"] += 1
+        row["prompt_tokens"] += sum(u.get("prompt_tokens") or 0 for u in usage)
+        row["completion_tokens"] += sum(u.get("new_tokens") or 0 for u in usage)
+
+
+def _per_decision(row: dict, price: Optional[tuple]) -> dict:
+    """A policy's counts as rates and means per decision (None where nothing was counted); the cost
+    at ``price`` (per million prompt tokens, per million completion tokens), if given."""
+    n, used, timed = row["decisions"], row["with_usage"], row["timed"]
+    cost = None if price is None else (row["prompt_tokens"] * price[0] + row["completion_tokens"] * price[1]) / 1e6
+    return {"decisions": n, "invalid_first_rate": row["invalid_first"] / n if n else None,
+            "invalid_rate": row["invalid"] / n if n else None, "fallbacks": row["fallbacks"],
+            "prompt_tokens": row["prompt_tokens"] / used if used else None,
+            "completion_tokens": row["completion_tokens"] / used if used else None, "cost": cost,
+            "seconds": row["seconds"] / timed if timed else None, "batch": row["batch"] / timed if timed else None}
 
 
 def _cooperative_table(records: list, win_rates: dict) -> dict:
