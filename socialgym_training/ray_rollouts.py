@@ -49,16 +49,22 @@ class RolloutActor:
 
 
 def _ensure_ray(address: Optional[str], num_cpus: int):
-    """Connect to ``address`` or start a local instance whose workers import this checkout."""
+    """Connect to ``address`` or start a local instance whose workers import this checkout; a
+    local one listens on 127.0.0.1 only and sends no usage report (why: socialgym_benchmarks'
+    ensure_ray)."""
     import os
     from pathlib import Path
 
+    if not address:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
     if not ray.is_initialized():
         root = str(Path(__file__).resolve().parents[1])
         path = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+                 log_to_driver=False, _node_ip_address=None if address else "127.0.0.1",
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
     return ray
 
 

@@ -15,6 +15,7 @@ the chunks in flight (``chunk_size`` episodes per actor).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -285,24 +286,55 @@ def _module_roots(registrations: dict) -> list:
     return list(dict.fromkeys(roots))
 
 
+def _shipped_modules(registrations: dict) -> list:
+    """The folders (or single files) of the packages a cluster's workers import: the three that
+    play episodes and the top-level packages of outside games. Training is not among them: no
+    worker of a tournament imports it. Paths, not module objects: Ray Client pickles the
+    runtime_env, and a module does not pickle."""
+    tops = [r.partition(":")[0].split(".")[0] for r in registrations.values()]
+    names = dict.fromkeys(["socialgym_env", "socialgym_agents", "socialgym_benchmarks", *tops])
+    modules = [importlib.import_module(name) for name in names]
+    return [str(Path(m.__file__).parent) if hasattr(m, "__path__") else m.__file__ for m in modules]
+
+
+# Byte code is rebuilt on the workers; shipping it only makes the upload larger.
+_NOT_SHIPPED = ["__pycache__/", "*.pyc"]
+
+
+def _on_loopback(address: str) -> bool:
+    host = address.removeprefix("ray://").rpartition(":")[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def _keep_ray_on_loopback() -> None:
+    """Before Ray starts or joins a cluster on this machine. Ray resolves even ``127.0.0.1`` to
+    the machine's outward address (its servers then listen on every interface, and a driver
+    looks for a loopback cluster there and hangs) unless its multi-node mode is off; and its
+    usage reporting sends cluster facts to the Ray project. Both are off unless the user set
+    them. Ray reads the first variable when it is imported: it takes effect where this module
+    imports Ray first (the CLI)."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
 def ensure_ray(address: Optional[str] = None, num_cpus: Optional[int] = None, registrations: Optional[dict] = None):
-    """Connect to a Ray cluster (``address``) or start a local instance. On a cluster the three
-    packages (and the packages of outside games in ``registrations``) travel with the job
-    (``runtime_env py_modules``)."""
+    """Connect to a Ray cluster (``address``: ``HOST:PORT``, ``auto``, or ``ray://HOST:PORT``
+    for Ray Client) or start a local instance on 127.0.0.1. On a cluster the three packages (and
+    the packages of outside games in ``registrations``) travel with the job (``runtime_env
+    py_modules``); their other dependencies must be installed on the nodes."""
+    if not address or _on_loopback(address):
+        _keep_ray_on_loopback()
     import ray
     if ray.is_initialized():
         return ray
-    roots = _module_roots(registrations or {})
     if address:
-        import socialgym_agents
-        import socialgym_benchmarks
-        outside = [sys.modules[r.partition(":")[0].split(".")[0]] for r in (registrations or {}).values()]
-        ray.init(address=address, runtime_env={"py_modules": [socialgym_env, agents, benchmarks, *outside]})
+        ray.init(address=address, runtime_env={"py_modules": _shipped_modules(registrations or {}),
+                                               "excludes": _NOT_SHIPPED})
     else:
-        path = os.pathsep.join([_repo_root()] + roots
+        path = os.pathsep.join([_repo_root()] + _module_roots(registrations or {})
                                + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+                 _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": path}})
     return ray
 
 

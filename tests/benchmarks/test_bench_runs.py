@@ -85,15 +85,9 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path, clean_run):
     assert records == clean
 
 
-def test_ray_backend_local_instance(tmp_path, clean_run):
-    import ray                                           # .ci/run installs ray: a missing one fails
+def test_ray_backend_local_instance(tmp_path, clean_run, local_ray):
     jobs = [j for j in plan() if j.game in ("prisoners_dilemma", "minority_game")]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    try:
-        result = tour.run_tournament(jobs, tmp_path, backend="ray", workers=2, progress=False, leaderboard=False)
-    finally:
-        ray.shutdown()
+    result = tour.run_tournament(jobs, tmp_path, backend="ray", workers=2, progress=False, leaderboard=False)
     assert result.played == len(jobs)
     records, counts = by_id(tmp_path / "logs")
     assert set(counts) == {j.episode_id for j in jobs} and set(counts.values()) == {1}

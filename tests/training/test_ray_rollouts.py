@@ -1,19 +1,12 @@
 """Rollouts on Ray actors give the same episodes as playing the shards locally."""
-from tests.conftest import ROOT
 from socialgym_training.multiturn import episode_specs, hf_generate_fn, play_episodes
 from socialgym_training.ray_rollouts import ray_play_episodes
 
 
-def test_ray_actors_play_the_same_episodes_as_local_shards(smollm2_base):
-    import ray                                           # installed with the [ray] extra: a missing one fails
+def test_ray_actors_play_the_same_episodes_as_local_shards(smollm2_base, local_ray):
     model, tokenizer = smollm2_base
     specs = episode_specs("rock_paper_scissors", "player_1", ["scripted:constant:rock"], [0, 1, 2], {"rounds": 1})
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    try:
-        remote = ray_play_episodes(specs, num_actors=2, shard_size=2, max_new_tokens=6, temperature=1.0, seed=5)
-    finally:
-        ray.shutdown()
+    remote = ray_play_episodes(specs, num_actors=2, shard_size=2, max_new_tokens=6, temperature=1.0, seed=5)
     local = play_episodes(specs[:2], hf_generate_fn(model, tokenizer, 6, 1.0, seed=5), tokenizer) + \
         play_episodes(specs[2:], hf_generate_fn(model, tokenizer, 6, 1.0, seed=6), tokenizer)
     assert [e.spec.seed for e in remote] == [0, 1, 2]
