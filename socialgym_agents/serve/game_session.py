@@ -56,6 +56,19 @@ HIDDEN_INFO_KEYS = ("record", "true_role")
 RESET_KEYS = ("seed", "episode_id", "game", "seat", "seats", "opponents", "config")
 
 
+def _played_seats(game: str, seats: list, all_seats: list) -> list:
+    """The seat ids ``seats`` (ids or indices) name, distinct; ValueError otherwise."""
+    played = []
+    for seat in seats:
+        if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(all_seats):
+            seat = all_seats[seat]
+        if seat not in all_seats or seat in played:
+            raise ValueError(f"seats must be distinct seat ids or indices of {game} ({', '.join(all_seats)}), "
+                             f"got {safe_repr(seat, 40)}")
+        played.append(seat)
+    return played
+
+
 class SeatsEnv(SingleAgentEnv):
     """Several seats of one game played by one session, the other seats by policies. The seat
     to act now is ``learner`` (set whenever the play reaches one of ``seats``), so every
@@ -65,16 +78,9 @@ class SeatsEnv(SingleAgentEnv):
     def __init__(self, game: str, seats: list, opponents, pool: Optional[PolicyPool] = None,
                  policy_seed: int = 0, **config):
         all_seats = list(socialgym_env.make(game, **config).possible_agents)
-        played = []
-        for seat in seats:
-            if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(all_seats):
-                seat = all_seats[seat]
-            if seat not in all_seats or seat in played:
-                raise ValueError(f"seats must be distinct seat ids or indices of {game} ({', '.join(all_seats)}), "
-                                 f"got {safe_repr(seat, 40)}")
-            played.append(seat)
+        played = _played_seats(game, seats, all_seats)
         others = [a for a in all_seats if a not in played]
-        specs = [opponents] if isinstance(opponents, str) else list(opponents)
+        specs = [AgentSpec.of(opponents)] if isinstance(opponents, str) else [AgentSpec.of(s) for s in opponents]
         if len(specs) == 1:
             specs = specs * len(others)
         if len(specs) != len(others):
@@ -83,11 +89,11 @@ class SeatsEnv(SingleAgentEnv):
         by_seat = dict(zip(others, specs))
         # The base env wants a spec for every seat but its first learner: the other played seats
         # get one that is never asked to move (the base's own default).
-        filler = specs[0] if specs else "scripted:random"
+        filler = specs[0] if specs else AgentSpec("scripted", "random")
         super().__init__(game, played[0], [by_seat.get(a, filler) for a in all_seats if a != played[0]],
                          pool=pool, policy_seed=policy_seed, **config)
         self.seats = played
-        self._others = {a: AgentSpec.of(spec) for a, spec in by_seat.items()}
+        self._others = by_seat
 
     def _deal(self, seed: int) -> None:
         super()._deal(seed)
@@ -205,16 +211,18 @@ def client_opponents(given) -> tuple:
     """A client's ``opponents`` (one spec, several comma-separated, or a list of specs) as
     AgentSpecs, each of a scripted kind (:attr:`PolicyKind.scripted <socialgym_agents.registry.PolicyKind>`)
     and checked: a kind that loads a model or opens a connection is the operator's choice only."""
-    if isinstance(given, str) and len(given) > MAX_OPPONENTS_CHARS or \
-            isinstance(given, list) and len(given) > MAX_OPPONENT_SPECS or not isinstance(given, (str, list)):
-        raise BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
+    too_many = BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
     try:
-        specs = parse_specs(given) if isinstance(given, str) else \
-            [AgentSpec.parse(check_id(text, "an opponent spec")) for text in given]
+        if isinstance(given, str) and len(given) <= MAX_OPPONENTS_CHARS:
+            specs = parse_specs(given)
+        elif isinstance(given, list) and len(given) <= MAX_OPPONENT_SPECS:
+            specs = [AgentSpec.parse(check_id(text, "an opponent spec")) for text in given]
+        else:
+            raise too_many
     except PolicySpecError as err:
         raise BadRequest(str(err)) from None
     if len(specs) > MAX_OPPONENT_SPECS:
-        raise BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
+        raise too_many
     for spec in specs:
         _check_client_spec(spec)
     return tuple(specs)
