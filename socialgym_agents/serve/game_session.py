@@ -15,7 +15,7 @@ Reset options (all optional; the server's defaults otherwise):
 | ``seats``   | instead of ``seat``: a list of seat ids or indices this one session plays     |
 |             | (self-play); each observation is then the view of the seat to act now         |
 | ``opponents``| one policy spec for every other seat, or a list (one per other seat);        |
-|             | from a client only ``scripted:...`` specs (see below)                         |
+|             | from a client only scripted specs (see below)                                 |
 | ``config``  | game config keys (``{"rounds": 3}``)                                          |
 
 Opponent specs of a kind that loads a model or opens a connection (``smollm2``, ``hf:``,
@@ -232,8 +232,8 @@ def _check_client_spec(spec: AgentSpec) -> None:
     check_id(str(spec), "an opponent spec")
     try:
         if not policy_kind(spec).scripted:
-            raise BadRequest(f"opponent {str(spec)!r} refused: a client may choose scripted:... opponents "
-                             "only (models are the operator's choice, serve-env --opponents)")
+            raise BadRequest(f"opponent {str(spec)!r} refused: a client may choose scripted opponents only "
+                             "(models and people are the operator's choice, serve-env --opponents)")
         check_spec(spec)
     except PolicySpecError as err:
         raise BadRequest(str(err)) from None

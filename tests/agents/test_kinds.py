@@ -114,7 +114,7 @@ def test_a_client_may_choose_a_cheap_plugin_kind_but_not_one_that_loads_a_model(
     observation = session.reset(seed=0, opponents="plain:x")["observation"]
     assert session.state()["opponents"] == ["plain:x"] and observation["seat"] == "player_0"
     for opponents in ("heavy:x", ["heavy:x"], "human", "smollm2"):
-        with pytest.raises(BadRequest, match="refused: a client may choose scripted:... opponents only"):
+        with pytest.raises(BadRequest, match="refused: a client may choose scripted opponents only"):
             session.reset(seed=0, opponents=opponents)
     assert plugin_kinds == []
 
