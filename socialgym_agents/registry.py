@@ -6,7 +6,8 @@
 | ``scripted:constant:<action>``    | always ``<action>``                                 |
 | ``scripted:tit_for_tat`` etc.     | iterated-game strategies (see socialgym_agents.scripted)      |
 | ``scripted:heuristic``            | the per-game heuristic baseline (socialgym_agents.baselines); refused in a game without one |
-| ``smollm2``, ``hf:…``, ``openai:…``| LLM policies (socialgym_agents.llm; options after ``?``); any registered backend's kind (socialgym_agents.llm.backends) |
+| ``smollm2``, ``hf:…``, ``openai:…``| LLM policies (socialgym_agents.llm; options after ``?``)      |
+| any registered backend's kind     | its LLM policy (socialgym_agents.llm.backends)      |
 | ``human``                         | a person at the terminal (socialgym_agents.human)             |
 """
 from __future__ import annotations

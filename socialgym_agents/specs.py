@@ -51,7 +51,8 @@ def split_options(query: str) -> tuple:
 @dataclass(frozen=True)
 class AgentSpec:
     """One policy spec: its ``kind`` (``scripted``, ``human``, a model backend's kind such as
-    ``smollm2``, ``hf``, ``openai``, or a plugin's; :func:`socialgym_agents.registry.policy_kind`), ``name`` (the scripted strategy, the model, ``model@url``),
+    ``smollm2``, ``hf``, ``openai``, or a plugin's: :func:`socialgym_agents.registry.policy_kind`),
+    ``name`` (the scripted strategy, the model, ``model@url``),
     ``argument`` (``scripted:constant``'s action) and ``options`` (``?key=value`` pairs as written)."""
 
     kind: str

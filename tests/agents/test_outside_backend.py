@@ -76,7 +76,8 @@ def test_an_outside_backend_plays_an_episode_through_make_policy(picker):
 
 def test_the_seeded_strategy_is_reproducible_and_uses_the_seed(picker):
     def moves(spec, seed):
-        record = play_episode(EpisodeJob("liars_dice", seed, [spec, "scripted:random", "scripted:random"]), PolicyPool())
+        seats = [spec, "scripted:random", "scripted:random"]
+        record = play_episode(EpisodeJob("liars_dice", seed, seats), PolicyPool())
         return [t["action"] for t in record["turns"] if t["agent"] == "player_0"]
 
     assert moves("picker:seeded", 1) == moves("picker:seeded", 1)
