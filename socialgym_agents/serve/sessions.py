@@ -81,6 +81,14 @@ class Session:
         self.steps += int(step)
 
 
+def _token_matches(expected: Optional[str], token) -> bool:
+    """Whether ``token`` is the ``expected`` one; one constant-time comparison whatever is missing,
+    so an unknown id, an unknown seat and a wrong token take the same time."""
+    usable = expected is not None and isinstance(token, str)
+    same = hmac.compare_digest((expected if usable else "x" * 43).encode(), (token if usable else "").encode())
+    return usable and same
+
+
 class SessionStore:
     """Sessions by id, bounded, token-checked, reaped when idle (see the module docstring)."""
 
@@ -146,18 +154,18 @@ class SessionStore:
         if not isinstance(session_id, (str, type(None))) or not isinstance(token, (str, type(None))):
             raise SessionError("session_id and session_token are strings (as /reset answered them)")
         session = self._sessions.get(session_id or "")
-        given = token
-        expected = None
-        if session is not None:
-            expected = session.token if seat is None else session.seat_tokens.get(seat)
-        if expected is None or not isinstance(token, str):
-            expected, token = "x" * 43, ""          # still one comparison: no timing difference
-        if not hmac.compare_digest(expected.encode(), token.encode()) or session is None:
-            note = self._notes.get(session_id or "") if session is None and seat is None else None
-            if note is not None and isinstance(given, str) and hmac.compare_digest(note[0], _digest(given)):
-                raise SessionError(f"session {session_id} {note[1]}")
-            raise SessionError("unknown session or wrong session token (sessions expire when idle)")
+        expected = None if session is None else session.token if seat is None else session.seat_tokens.get(seat)
+        if not _token_matches(expected, token):
+            raise self._refusal(session_id, token if session is None and seat is None else None)
         return session
+
+    def _refusal(self, session_id, given) -> SessionError:
+        """Why a caller may not have the session: the note of a closed one to a caller holding its
+        token (``given``), else the same words for every miss."""
+        note = self._notes.get(session_id or "")
+        if note is not None and isinstance(given, str) and hmac.compare_digest(note[0], _digest(given)):
+            return SessionError(f"session {session_id} {note[1]}")
+        return SessionError("unknown session or wrong session token (sessions expire when idle)")
 
     def resume(self, session_id, token) -> Session:
         """A live or parked session, taken up again by a reconnecting client (its id and token);

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import typer
 
 from socialgym_agents.registry import check_spec
-from socialgym_agents.specs import is_model_spec
+from socialgym_agents.registry import is_model_spec
 from socialgym_agents.runner import PolicyPool
 from socialgym_env.atomic import append_records, drop_torn_tail
 from socialgym_env.socialmaze.spy import (BASELINES, CIVILIAN, DEFAULT_PLAYERS, DEFAULT_ROUNDS, SPY, Describer,

@@ -6,7 +6,8 @@ import pytest
 
 from socialgym_agents import registry
 from socialgym_agents.jobs import EpisodeJob, PolicyPool
-from socialgym_agents.specs import AgentSpec, PolicySpecError, is_model_spec, parse_specs
+from socialgym_agents.registry import is_model_spec
+from socialgym_agents.specs import AgentSpec, PolicySpecError, parse_specs
 
 # Every form the docs show, as written: each must print back byte for byte.
 CANONICAL = ["scripted:random", "scripted:heuristic", "scripted:constant:defect", "scripted:constant:say hi?",
