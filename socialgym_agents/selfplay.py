@@ -1,4 +1,4 @@
-"""Self-play bookkeeping shared by the LLM trainer (``socialgym_training/selfplay.py``) and the tabular
+"""Self-play bookkeeping shared by the LLM trainer (``socialgym_training/selfplay/``) and the tabular
 benchmark (``socialgym_benchmarks/studies/selfplay_kuhn.py``): who plays which seat, the role-conditioned
 baseline, zero-advantage filtering and the pool of past checkpoints. Pure Python, no model.
 

@@ -12,6 +12,8 @@ Each script reads the JSONL episode logs written by ``socialgym_agents.runner`` 
 | ``socialgym_training.socialmaze`` | the SocialMaze HRD recipe: data and held-out accuracy |
 | ``socialgym_training.common`` | what the scripts share (options from config fields, devices, base model, LoRA, data, outputs) |
 | ``socialgym_training.grpo_games``, ``socialgym_training.grpo_hrd`` | multi-turn and single-turn GRPO (HF or vLLM generation) |
+| ``socialgym_training.multiturn`` | whole-episode rollouts of a learner seat as one token sequence (episode, layouts, rollout, generation) |
+| ``socialgym_training.selfplay`` | self-play RL of a LoRA policy (``python -m socialgym_training.selfplay``; cli, decisions, rollout, credit, trainer, evaluation) |
 
 Devices, accelerate and vLLM: docs/training/gpu.md; the rows and pairs: docs/training/data.md.
 """

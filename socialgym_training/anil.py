@@ -346,16 +346,7 @@ def main(cfg: Config) -> list[dict]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     ks = [int(k) for k in cfg.ks.split(",") if k]
-    from socialgym_training.common import fail
-    if not Path(cfg.logs).exists():
-        fail(f"no log file or folder at {cfg.logs}")
-    episodes = by_episode(load_examples(cfg.logs))
-    if len(episodes) < 2:
-        fail(f"leave-one-game-out needs logs of at least two detection games in {cfg.logs}, found {sorted(episodes)}")
-    held_out = [g for g in cfg.held_out.split(",") if g] or sorted(episodes)
-    unknown = [g for g in held_out if g not in episodes]
-    if unknown:
-        fail(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
+    episodes, held_out = load_held_out(cfg)
     out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
     model_dir = base_model_dir(cfg.base)
     started = time.time()
@@ -381,6 +372,22 @@ def main(cfg: Config) -> list[dict]:
                   f"[{r['low']:.3f}, {r['high']:.3f}]")
     print(f"done in {time.time() - started:.0f} s; curves in {out}")
     return rows
+
+
+def load_held_out(cfg: Config) -> tuple:
+    """(the logs' examples by game and episode, the games to hold out in turn); bad input (no
+    logs, fewer than two games, a held-out game without episodes) is one line and exit 2."""
+    from socialgym_training.common import fail
+    if not Path(cfg.logs).exists():
+        fail(f"no log file or folder at {cfg.logs}")
+    episodes = by_episode(load_examples(cfg.logs))
+    if len(episodes) < 2:
+        fail(f"leave-one-game-out needs logs of at least two detection games in {cfg.logs}, found {sorted(episodes)}")
+    held_out = [g for g in cfg.held_out.split(",") if g] or sorted(episodes)
+    unknown = [g for g in held_out if g not in episodes]
+    if unknown:
+        fail(f"no episodes of {unknown} in {cfg.logs}; games there: {', '.join(sorted(episodes))}")
+    return episodes, held_out
 
 
 if __name__ == "__main__":

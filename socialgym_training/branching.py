@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import socialgym_env
 from socialgym_agents.base import Request
-from socialgym_agents.branching import BranchConfig, branch_decision, max_gap_test, pair_test, play_out, request_for  # noqa: F401
+from socialgym_agents.branching import BranchConfig, branch_decision, request_for
 from socialgym_agents.llm.transcript import played_reply, replay_policy
 from socialgym_agents.registry import is_model_spec
 from socialgym_agents.runner import PolicyPool

@@ -25,7 +25,10 @@ def config_parser(config_class):
     """transformers' HfArgumentParser for ``config_class`` with every option's help line taken
     from its field's docstring (and its default)."""
     from transformers import HfArgumentParser
-    parser = HfArgumentParser(config_class, description=(sys.modules[config_class.__module__].__doc__ or "")
+    script = Path(sys.argv[0])
+    # a package run as a script (python -m socialgym_training.selfplay) is named, not its __main__.py
+    prog = script.parent.name if script.name == "__main__.py" else None
+    parser = HfArgumentParser(config_class, prog=prog, description=(sys.modules[config_class.__module__].__doc__ or "")
                               .strip().split("\n")[0])
     docs = field_help(config_class)
     for action in parser._actions:
@@ -171,57 +174,74 @@ def load_rows(data: str, columns: tuple, max_examples: int = 0, split: str = "tr
     data has them, which :func:`fit_dataset` drops) and to ``max_examples`` rows. A
     missing path, a folder that is no saved dataset, a missing or empty split, missing columns
     or a file that is not JSONL are bad input (:func:`fail`)."""
-    from datasets import load_dataset, load_from_disk
     path = Path(data)
     if path.is_dir():
-        splits_file = path / "dataset_dict.json"
-        if splits_file.is_file():          # a DatasetDict: load only the split asked for
-            splits = json.loads(splits_file.read_text()).get("splits", [])
-            if split not in splits:
-                fail(f"{data} has no {split!r} split (it has {', '.join(splits) or 'none'})")
-            path = path / split
-        try:
-            dataset = load_from_disk(str(path))
-        except IndexError:                 # datasets cannot load a saved split without rows
-            fail(f"the {split!r} split of {data} is empty")
-        except (FileNotFoundError, ValueError) as err:
-            fail(f"{data} is not a saved dataset folder (socialgym export / datasets save_to_disk): {err}")
-        if hasattr(dataset, "keys"):
-            fail(f"{data} is a dataset dict without dataset_dict.json")
+        dataset = _load_saved_split(path, data, split)
     elif path.is_file():
-        # Every line, before datasets (which logs and raises its own errors): a truncated last
-        # line is bad input naming the line, not a DatasetGenerationError.
-        rows = 0
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                rows += 1
-                try:
-                    if not isinstance(json.loads(line), dict):
-                        raise ValueError("a row is a JSON object")
-                except (ValueError, RecursionError) as err:
-                    where = "first line" if number == 1 else f"line {number}"
-                    fail(f"{data} is not a JSONL file of rows ({where}: {str(err)[:200]})")
-        if not rows:
-            fail(f"{data} is not a JSONL file of rows (it holds none)")
-        dataset = _quietly(lambda: load_dataset("json", data_files=str(path), split="train"))
+        dataset = _load_jsonl(path, data)
     else:
         fail(f"no dataset folder or JSONL file at {data}")
+    _check_columns(dataset, data, split, columns)
+    dataset = dataset.select_columns(list(columns) + [c for c in ROW_NAME_COLUMNS if c in dataset.column_names])
+    if max_examples and len(dataset) > max_examples:
+        dataset = dataset.shuffle(seed=seed).select(range(max_examples))
+    return dataset
+
+
+def _load_saved_split(path: Path, data: str, split: str):
+    """The ``split`` of a dataset folder saved by ``save_to_disk`` (a DatasetDict or one Dataset)."""
+    from datasets import load_from_disk
+    splits_file = path / "dataset_dict.json"
+    if splits_file.is_file():          # a DatasetDict: load only the split asked for
+        splits = json.loads(splits_file.read_text()).get("splits", [])
+        if split not in splits:
+            fail(f"{data} has no {split!r} split (it has {', '.join(splits) or 'none'})")
+        path = path / split
+    try:
+        dataset = load_from_disk(str(path))
+    except IndexError:                 # datasets cannot load a saved split without rows
+        fail(f"the {split!r} split of {data} is empty")
+    except (FileNotFoundError, ValueError) as err:
+        fail(f"{data} is not a saved dataset folder (socialgym export / datasets save_to_disk): {err}")
+    if hasattr(dataset, "keys"):
+        fail(f"{data} is a dataset dict without dataset_dict.json")
+    return dataset
+
+
+def _load_jsonl(path: Path, data: str):
+    """A JSONL file of rows, every line checked before datasets reads it (which logs and raises
+    its own errors): a truncated last line is bad input naming the line, not a DatasetGenerationError."""
+    from datasets import load_dataset
+    rows = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            rows += 1
+            try:
+                if not isinstance(json.loads(line), dict):
+                    raise ValueError("a row is a JSON object")
+            except (ValueError, RecursionError) as err:
+                where = "first line" if number == 1 else f"line {number}"
+                fail(f"{data} is not a JSONL file of rows ({where}: {str(err)[:200]})")
+    if not rows:
+        fail(f"{data} is not a JSONL file of rows (it holds none)")
+    return _quietly(lambda: load_dataset("json", data_files=str(path), split="train"))
+
+
+def _check_columns(dataset, data: str, split: str, columns: tuple) -> None:
+    """Bad input unless the rows are there and hold ``columns`` as TRL reads them: a text, or a
+    list of chat messages."""
     if len(dataset) == 0:
         fail(f"the {split!r} split of {data} is empty")
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         fail(f"{data} lacks the columns {missing} (has {dataset.column_names})")
-    for column in columns:          # what TRL reads: a text, or a list of chat messages
+    for column in columns:
         feature = dataset.features[column]
         if not (getattr(feature, "dtype", None) in ("string", "large_string") or type(feature).__name__ in
                 ("List", "Sequence", "LargeList") or isinstance(feature, list)):
             fail(f"{data}: column {column!r} holds {feature}, expected text or a list of chat messages")
-    dataset = dataset.select_columns(list(columns) + [c for c in ROW_NAME_COLUMNS if c in dataset.column_names])
-    if max_examples and len(dataset) > max_examples:
-        dataset = dataset.shuffle(seed=seed).select(range(max_examples))
-    return dataset
 
 
 def fit_dataset(dataset, tokenizer, columns: tuple, config):

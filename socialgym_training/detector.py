@@ -245,26 +245,8 @@ def evaluate_by_game(test: Sequence[Example], probs: np.ndarray, n_boot: int, se
 def main(cfg: Config) -> dict:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
-    games = [g for g in cfg.games.split(",") if g] or None
-    from socialgym_training.common import fail
-    if not Path(cfg.logs).exists():
-        fail(f"no log file or folder at {cfg.logs}")
-    examples = load_examples(cfg.logs, games)
-    if not examples:
-        fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
+    train, test = load_split(cfg)
     out.mkdir(parents=True, exist_ok=True)            # only once the input proved good
-    train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
-    if not train or not test:
-        fail(f"--test_fraction {cfg.test_fraction} with --seed {cfg.seed} puts all "
-             f"{len({e.episode_id for e in examples})} episodes on one side (each is drawn alone); "
-             "give more episodes or another fraction")
-    untested = sorted({e.game for e in train} - {e.game for e in test})
-    if untested:
-        print(f"no test episode of {', '.join(untested)} (each episode is drawn alone; more episodes fix it)",
-              flush=True)
-    if cfg.max_train_examples and len(train) > cfg.max_train_examples:
-        rng = np.random.default_rng(cfg.seed)
-        train = [train[i] for i in sorted(rng.choice(len(train), cfg.max_train_examples, replace=False))]
     print(f"{len(train)} train / {len(test)} test examples "
           f"({len({e.episode_id for e in train})} / {len({e.episode_id for e in test})} episodes)", flush=True)
     methods = {"majority": majority_probs(train, len(test)), "tfidf_logreg": tfidf_logreg_probs(train, test, cfg.seed)}
@@ -285,6 +267,30 @@ def main(cfg: Config) -> dict:
         print(f"LoRA training took {train_seconds:.0f} s; adapter and head in {out}")
     print(f"metrics in {out / 'metrics.csv'}")
     return results
+
+
+def load_split(cfg: Config) -> tuple:
+    """(train, test) examples of the logs, split by episode, the training side cut to
+    ``max_train_examples``; no logs, no examples or an empty side is one line and exit 2."""
+    from socialgym_training.common import fail
+    if not Path(cfg.logs).exists():
+        fail(f"no log file or folder at {cfg.logs}")
+    examples = load_examples(cfg.logs, [g for g in cfg.games.split(",") if g] or None)
+    if not examples:
+        fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
+    train, test = split_episodes(examples, cfg.test_fraction, cfg.seed)
+    if not train or not test:
+        fail(f"--test_fraction {cfg.test_fraction} with --seed {cfg.seed} puts all "
+             f"{len({e.episode_id for e in examples})} episodes on one side (each is drawn alone); "
+             "give more episodes or another fraction")
+    untested = sorted({e.game for e in train} - {e.game for e in test})
+    if untested:
+        print(f"no test episode of {', '.join(untested)} (each episode is drawn alone; more episodes fix it)",
+              flush=True)
+    if cfg.max_train_examples and len(train) > cfg.max_train_examples:
+        rng = np.random.default_rng(cfg.seed)
+        train = [train[i] for i in sorted(rng.choice(len(train), cfg.max_train_examples, replace=False))]
+    return train, test
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ A **decision row** (:func:`decision_rows`) is one turn of a seat, any seat:
 | ``round``, ``phase``, ``step``, ``turn_index`` | when (``turn_index``: position in ``turns``) |
 | ``action``, ``valid``, ``fallback``, ``reasks`` | what the env made of it; re-asks before the accepted reply |
 | ``outcome``, ``reward`` | the seat's final outcome (win/draw/loss) and reward |
-| ``episode_id``, ``seed``, ``config`` | the episode (``config`` as JSON: enough to rebuild the env, see :func:`restore_env`) |
+| ``episode_id``, ``seed``, ``config`` | the episode (``config`` as JSON: enough to rebuild the env, see :func:`socialgym_env.logs.restore_env`) |
 | ``prompt_as`` | ``logged`` (an LLM seat: its logged newest message is checked against the rebuilt chat) or the LLM spec whose prompt a seat without a model (scripted, human) was given (``--prompts-as``, default ``smollm2``): its completion is its played action as that policy's JSON reply |
 
 When the policy had to re-ask, the completion is the reply it finally played, and the prompt
@@ -39,7 +39,7 @@ decision of one episode is on one side):
   are generated at the pair's own state, and the pair is split with its episode.
 - **GRPO** (:func:`grpo_dataset`): the prompts only, with what a reward function needs to
   rebuild the exact decision point (``episode_id``, ``seed``, ``config``, ``turn_index``,
-  ``prefix_actions``: the raw actions of every earlier turn) -- :func:`restore_env` does it.
+  ``prefix_actions``: the raw actions of every earlier turn) -- :func:`socialgym_env.logs.restore_env` does it.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_dir, atomic_write_text
 from socialgym_env.errors import LogFormatError
-from socialgym_env.logs import iter_log_dir, restore_env, validate_record, verify_replay
+from socialgym_env.logs import iter_log_dir, validate_record, verify_replay
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -236,7 +236,7 @@ def sft_dataset(rows: Sequence[dict], test_fraction: float = 0.1, seed: int = 0)
 
 
 def grpo_dataset(rows: Sequence[dict], records: Sequence[dict], test_fraction: float = 0.1, seed: int = 0):
-    """Prompts plus what rebuilds their decision point (``prefix_actions``; see :func:`restore_env`)."""
+    """Prompts plus what rebuilds their decision point (``prefix_actions``; see :func:`socialgym_env.logs.restore_env`)."""
     by_id = {r["episode_id"]: r for r in records}
     out = []
     for row in rows:

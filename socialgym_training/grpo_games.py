@@ -15,12 +15,12 @@ every turn. Reward: the terminal outcome (+1 / 0 / -1) minus ``invalid_penalty``
 learner action.
 
 Prompts (``--prompt``): ``turns`` (the default) builds every prompt with the LLM policy's own
-code (:class:`socialgym_training.multiturn.PolicyLayout`: the Appendix-E first prompt, the turn messages,
+code (:class:`socialgym_training.multiturn.layouts.PolicyLayout`: the Appendix-E first prompt, the turn messages,
 trimming and the reply prefix the policy prefills), so the adapter is trained on the tokens it
 reads when rated as ``metrics.json``'s ``rate_as`` spec (``socialgym tournament --agents
 "<rate_as>,..."``); ``--policy_options`` gives that spec's other options (``context=``,
 ``max_retries=``: they set the trimming budget). ``full`` (the env's observation text) and
-``compact`` (:func:`socialgym_training.multiturn.compact_first_text`, a short first view) are env-text
+``compact`` (:func:`socialgym_training.multiturn.layouts.compact_first_text`, a short first view) are env-text
 layouts that no policy plays: an adapter trained on them reads other tokens when rated.
 
 Writes to ``--out``:
@@ -54,8 +54,10 @@ from pathlib import Path
 
 from socialgym_training.configs import LoraArgs, ModelArgs, PlayArgs, RLArgs, RunArgs
 from socialgym_env.atomic import append_csv_rows, atomic_dir, atomic_file, atomic_write_text
-from socialgym_training.multiturn import (episode_specs, hf_generate_fn, make_layout, play_episodes, policy_options,
-                                role_summary, rollout_output, vllm_generate_fn)
+from socialgym_training.multiturn.episode import episode_specs, role_summary, rollout_output
+from socialgym_training.multiturn.generation import hf_generate_fn, vllm_generate_fn
+from socialgym_training.multiturn.layouts import make_layout, policy_options
+from socialgym_training.multiturn.rollout import play_episodes
 
 
 @dataclass
@@ -104,8 +106,6 @@ def check_config(config: Config) -> None:
     """Bad settings as one line and exit 2 before any model loads: the game, the seat, the
     opponents' specs, the prompt style, and vLLM's constraint (a JSON schema per reply, which
     cannot continue a forced reply prefix)."""
-    from socialgym_agents.registry import check_spec
-    from socialgym_agents.single_agent import make_single_agent_env
     from socialgym_training.common import fail
     if config.prompt not in ("turns", "full", "compact"):
         fail(f"--prompt must be turns, full or compact, got {config.prompt!r}")
@@ -114,6 +114,15 @@ def check_config(config: Config) -> None:
     for name in ("steps", "episodes_per_step", "max_new_tokens"):
         if getattr(config, name) < 1:
             fail(f"--{name} must be at least 1, got {getattr(config, name)}")
+    _check_layout(config)
+    _check_vllm(config)
+    _check_game(config)
+
+
+def _check_layout(config: Config) -> None:
+    """The prompt layout's options: a reply prefix for the env-text layouts only, the policy's
+    options for its own layout only."""
+    from socialgym_training.common import fail
     if config.prompt == "turns" and config.reply_prefix:
         fail("--prompt turns takes the reply prefix the policy prefills; --reply_prefix is for full / compact")
     if config.env_server and (config.eval_actors or config.prompt != "full"):
@@ -124,16 +133,29 @@ def check_config(config: Config) -> None:
         policy_options(config.max_new_tokens, config.constrained, config.policy_options)
     except ValueError as err:
         fail(str(err))
-    if config.use_vllm and config.vllm_mode not in ("server", "colocate"):
+
+
+def _check_vllm(config: Config) -> None:
+    from socialgym_training.common import fail
+    if not config.use_vllm:
+        return
+    if config.vllm_mode not in ("server", "colocate"):
         fail(f"--vllm_mode must be server or colocate, got {config.vllm_mode!r}")
     processes = int(os.environ.get("WORLD_SIZE", "1"))
-    if config.use_vllm and config.vllm_mode == "server" and processes > 1:
+    if config.vllm_mode == "server" and processes > 1:
         # TRL creates the vLLM client on the main process only, and each learner turn is its own
         # request (per schema, per process): the other processes would have no client
         fail(f"--use_vllm --vllm_mode server runs in one process ({processes} launched): TRL gives only the "
              "main process a vLLM client; launch one process, or use --vllm_mode colocate")
-    if config.use_vllm and config.constrained and config.reply_prefix:
+    if config.constrained and config.reply_prefix:
         fail("--use_vllm with --constrained takes no --reply_prefix (vLLM's schema constrains whole replies)")
+
+
+def _check_game(config: Config) -> None:
+    """The game, its config, the seat and the opponents' specs, by building the env once."""
+    from socialgym_agents.registry import check_spec
+    from socialgym_agents.single_agent import make_single_agent_env
+    from socialgym_training.common import fail
     try:
         for spec in config.opponents.split(","):
             check_spec(spec)
@@ -157,7 +179,7 @@ def vllm_args(config: Config) -> dict:
     grammar backend applied (its JSON schemas admit whitespace and tokenizations that our
     guide does not), which this script does not have. So the rollout marks each constrained
     reply's tokens as ones vLLM could not score (log-probability None,
-    :func:`socialgym_training.multiturn.vllm_generate_fn`); TRL 1.16 reads those as NaN, gives
+    :func:`socialgym_training.multiturn.generation.vllm_generate_fn`); TRL 1.16 reads those as NaN, gives
     them ratio 1 (the weights are synced before every rollout, so the sampler is the policy up
     to the mask) and leaves them out of its divergence metrics and off-policy mask; the tokens
     of unconstrained replies (free text after a reply prefix, or ``--constrained false``) keep
@@ -223,7 +245,7 @@ def layout_of(config: Config, tokenizer, model):
 def make_rollout_func(config: Config, tokenizer, log: RolloutLog, pool=None, make_vec=None, layout=None):
     """TRL ``rollout_func(prompts, trainer)``: ``prompts`` is the per-process batch, each episode
     spec already repeated ``num_generations`` times (TRL's RepeatSampler); one episode each."""
-    from socialgym_training.multiturn import EpisodeSpec
+    from socialgym_training.multiturn.episode import EpisodeSpec
 
     def rollout(prompts, trainer):
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]

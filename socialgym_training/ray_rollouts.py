@@ -2,8 +2,8 @@
 
 Each actor loads the learner once (base model plus an optional LoRA adapter, e.g. the
 ``adapter/`` folder a GRPO run saved) and plays its shards of episode specs with
-:func:`socialgym_training.multiturn.play_episodes` (its opponents batched per tick as usual). The driver
-gets back the :class:`socialgym_training.multiturn.Episode` objects in spec order.
+:func:`socialgym_training.multiturn.rollout.play_episodes` (its opponents batched per tick as usual). The driver
+gets back the :class:`socialgym_training.multiturn.episode.Episode` objects in spec order.
 
     from socialgym_training.ray_rollouts import ray_play_episodes
     episodes = ray_play_episodes(specs, model="smollm2", adapter="runs/grpo_rps/adapter",
@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from socialgym_training.multiturn import EpisodeSpec, hf_generate_fn, make_layout, play_episodes
+from socialgym_training.multiturn.episode import EpisodeSpec
+from socialgym_training.multiturn.generation import hf_generate_fn
+from socialgym_training.multiturn.layouts import make_layout
+from socialgym_training.multiturn.rollout import play_episodes
 
 
 class RolloutActor:
@@ -76,7 +79,7 @@ def ray_play_episodes(specs: Sequence[EpisodeSpec], model: str = "smollm2", adap
     """Play ``specs`` on ``num_actors`` Ray actors (a running cluster at ``address``, else a local
     instance); returns one Episode per spec, in order. Shard ``i`` samples with seed ``seed + i``,
     so the result does not depend on which actor ran which shard. ``options``: the policy layout's
-    LLM options with ``prompt="turns"`` (:func:`socialgym_training.multiturn.policy_options`)."""
+    LLM options with ``prompt="turns"`` (:func:`socialgym_training.multiturn.layouts.policy_options`)."""
     ray = _ensure_ray(address, num_actors)
     from ray.util import ActorPool
     actor_cls = ray.remote(num_cpus=1)(RolloutActor)

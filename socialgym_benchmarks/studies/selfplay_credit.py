@@ -2,7 +2,7 @@
 
     python -m socialgym_benchmarks.studies.selfplay_credit [--turns 4 --deciding 2 --steps 150 --seeds 40] [--out runs/selfplay_credit]
 
-The two advantage estimators of ``socialgym_training/selfplay.py`` (``--advantage rae|turn``; the
+The two advantage estimators of ``socialgym_training/selfplay/`` (``--advantage rae|turn``; the
 functions are :mod:`socialgym_agents.selfplay`'s, the same ones the trainer calls) on a
 tabular policy, so the measurement takes seconds:
 

@@ -3,7 +3,7 @@
     python -m socialgym_benchmarks.studies.selfplay_kuhn [--iterations 800] [--episodes 256] [--out runs/selfplay_kuhn]
     python socialgym_benchmarks/studies/selfplay_kuhn.py --help
 
-The algorithm of ``socialgym_training/selfplay.py`` with a table instead of a language model: one softmax
+The algorithm of ``socialgym_training/selfplay/`` with a table instead of a language model: one softmax
 policy (a logit per information state and legal action word, read from the seat's
 ``game_state``: own card, board, betting so far) plays both seats of Kuhn poker through the
 env, against itself or a past checkpoint from the pool (:mod:`socialgym_agents.selfplay`: seating, pool

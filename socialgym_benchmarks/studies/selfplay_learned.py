@@ -4,7 +4,7 @@
     python -m socialgym_benchmarks.studies.selfplay_learned runs/selfplay_werewolves/evaluation.jsonl --targets   # whom it kills, votes
     ... --against scripted:heuristic     # only the episodes against the heuristic (the same deals before and after)
 
-Reads episode records (``socialgym_training/selfplay.py``'s ``evaluation.jsonl`` or
+Reads episode records (``socialgym_training/selfplay/``'s ``evaluation.jsonl`` or
 ``tournament.jsonl``) and counts, per player (the roster's ``policy``), role and phase, how often
 each action word (the action's first word: ``fail``, ``approve``, ``say``...) was played, and
 in how many episodes the player held that role; with ``--targets``, an action whose argument

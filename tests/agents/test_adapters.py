@@ -111,7 +111,7 @@ SHIPPED = str(Path(__file__).resolve().parents[2] / "socialgym_agents" / "adapte
 
 def as_trained() -> str:
     """The LLM options self-play trains and rates a checkpoint with (``rate_as``)."""
-    from socialgym_training.selfplay import Config, layout_options
+    from socialgym_training.selfplay.config import Config, layout_options
     return layout_options(Config())
 
 

@@ -51,7 +51,9 @@ def main(out: str) -> None:
 
     from socialgym_training.common import model_path, parse_config, process_device
     from socialgym_training.grpo_games import Config, check_config
-    from socialgym_training.multiturn import episode_specs, play_episodes, rollout_output, vllm_generate_fn
+    from socialgym_training.multiturn.episode import episode_specs, rollout_output
+    from socialgym_training.multiturn.generation import vllm_generate_fn
+    from socialgym_training.multiturn.rollout import play_episodes
     accelerator = Accelerator(cpu=True)
     rank, world = accelerator.process_index, accelerator.num_processes
     seen = [None] * world

@@ -58,7 +58,7 @@ def test_colocated_generation_goes_through_trl_with_the_reply_budget(two_process
 def test_reply_budget_is_the_longest_legal_reply_plus_eos(tokenizer):
     import socialgym_env
     from socialgym_agents.llm.constraint import reply_grammar
-    from socialgym_training.multiturn import reply_budget
+    from socialgym_training.multiturn.generation import reply_budget
     env = socialgym_env.make("rock_paper_scissors")
     env.reset(seed=0)
     info = env.infos["player_0"]
@@ -68,7 +68,7 @@ def test_reply_budget_is_the_longest_legal_reply_plus_eos(tokenizer):
 
 
 def test_episode_logprobs_are_never_none_in_a_vllm_batch():
-    from socialgym_training.multiturn import Episode, EpisodeSpec, episode_logprobs
+    from socialgym_training.multiturn.episode import Episode, EpisodeSpec, episode_logprobs
     spec = EpisodeSpec("werewolves", 0, "player_0", ())
     acted = Episode(spec, completion_ids=[5, 6, 7], env_mask=[1, 1, 0], logprobs=[-0.1, -0.2, 0.0])
     never_acted = Episode(spec, completion_ids=[8, 9], env_mask=[0, 0])          # the learner was out
@@ -112,8 +112,10 @@ def test_vllm_rollouts_play_the_policys_own_layout(tokenizer):
     from transformers import AutoConfig
 
     from socialgym_training.common import model_path
-    from socialgym_training.multiturn import (episode_specs, make_layout, play_episodes, policy_options,
-                                              rollout_output, vllm_generate_fn)
+    from socialgym_training.multiturn.episode import episode_specs, rollout_output
+    from socialgym_training.multiturn.generation import vllm_generate_fn
+    from socialgym_training.multiturn.layouts import make_layout, policy_options
+    from socialgym_training.multiturn.rollout import play_episodes
     model = SimpleNamespace(config=AutoConfig.from_pretrained(model_path("smollm2"), local_files_only=True))
     layout = make_layout("turns", tokenizer, model, policy_options(12, True))
     client = _ChoiceClient(tokenizer)
@@ -146,7 +148,7 @@ def test_masked_tokens_are_unscorable_and_free_text_keeps_the_correction(tokeniz
     import socialgym_env
 
     from socialgym_training.grpo_games import Config, vllm_args
-    from socialgym_training.multiturn import vllm_generate_fn
+    from socialgym_training.multiturn.generation import vllm_generate_fn
 
     class FreeOrChoice(_ChoiceClient):
         def generate(self, prompts, generation_kwargs=None, max_tokens=16, **kwargs):

@@ -5,10 +5,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from socialgym_env.logs import read_episodes, replay_observations
+from socialgym_env.logs import read_episodes, replay_observations, restore_env
 from socialgym_training.cli import register
-from socialgym_training.export import (ExportFilter, decision_rows, export, in_test_split, load_records, restore_env,
-                                       sft_dataset, split_episodes)
+from socialgym_training.export import (ExportFilter, decision_rows, export, in_test_split, load_records, sft_dataset,
+                                       split_episodes)
 
 from helpers import EPISODES
 

@@ -13,7 +13,8 @@ from socialgym_agents.serve.app import BackgroundServer   # noqa: E402
 from socialgym_agents.serve.client import RemoteVecEnv   # noqa: E402
 from socialgym_agents.serve.openenv_app import create_openenv_app   # noqa: E402
 from socialgym_training import grpo_games   # noqa: E402
-from socialgym_training.multiturn import episode_specs, play_episodes   # noqa: E402
+from socialgym_training.multiturn.episode import episode_specs   # noqa: E402
+from socialgym_training.multiturn.rollout import play_episodes   # noqa: E402
 
 
 def first_legal_generate(tokenizer):

@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from socialgym_training.multiturn import (ChatAssembler, EpisodeSpec, episode_specs, news_text, play_episodes,
-                                reply_to_action, rollout_output)
+from socialgym_training.multiturn.episode import EpisodeSpec, episode_specs, rollout_output
+from socialgym_training.multiturn.layouts import ChatAssembler, news_text, reply_to_action
+from socialgym_training.multiturn.rollout import play_episodes
 
 PAPER = '{"action_type": "paper"}'
 
@@ -113,7 +114,7 @@ def test_reply_prefix_is_outside_the_loss_and_starts_every_reply(tokenizer):
 def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
     """Sampling hot (T=1.5) from the base model under the legal-reply grammar: every reply of
     every turn parses to a legal action, so no episode has an invalid action or a fallback."""
-    from socialgym_training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn.generation import hf_generate_fn
     model, tokenizer = smollm2_base
     prefix = '{"action_type": "'
     specs = episode_specs("rock_paper_scissors", "player_0", ["scripted:random"], range(8), {"rounds": 2})
@@ -128,7 +129,7 @@ def test_constrained_rollouts_only_ever_play_legal_actions(smollm2_base):
 def test_constrained_free_text_is_closed_within_the_token_budget(smollm2_base):
     """A describe phase (free text) under a budget of 8 new tokens: the processor closes the
     string before the budget runs out, so even cut-short talk is a legal action."""
-    from socialgym_training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn.generation import hf_generate_fn
     model, tokenizer = smollm2_base
     specs = episode_specs("undercover", "player_0", ["scripted:heuristic"], range(2), {"rounds": 1})
     generate = hf_generate_fn(model, tokenizer, 8, temperature=1.5, seed=1, constrained=True)

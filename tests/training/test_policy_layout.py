@@ -10,7 +10,9 @@ from socialgym_agents.llm.constraint import reply_grammar
 from socialgym_agents.llm.policy import LLMPolicy
 from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
-from socialgym_training.multiturn import Episode, EpisodeSpec, PolicyLayout, play_episodes
+from socialgym_training.multiturn.episode import Episode, EpisodeSpec
+from socialgym_training.multiturn.layouts import PolicyLayout
+from socialgym_training.multiturn.rollout import play_episodes
 
 SEED = 5
 

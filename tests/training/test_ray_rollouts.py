@@ -1,5 +1,7 @@
 """Rollouts on Ray actors give the same episodes as playing the shards locally."""
-from socialgym_training.multiturn import episode_specs, hf_generate_fn, play_episodes
+from socialgym_training.multiturn.episode import episode_specs
+from socialgym_training.multiturn.generation import hf_generate_fn
+from socialgym_training.multiturn.rollout import play_episodes
 from socialgym_training.ray_rollouts import ray_play_episodes
 
 

@@ -1,4 +1,4 @@
-"""socialgym_training/selfplay.py: rows and roles from self-play episodes (two-player and a hidden-role
+"""socialgym_training.selfplay: rows and roles from self-play episodes (two-player and a hidden-role
 team game), scoring-mode decisions, LoRA checkpoint swaps, and a 2-step smoke run."""
 import json
 import random
@@ -6,11 +6,12 @@ import random
 import pytest
 
 import socialgym_env
-from socialgym_agents.selfplay import CURRENT
+from socialgym_agents.selfplay import CURRENT, CheckpointPool, seat_assignment
 from socialgym_env.game import TEAM, Game, GameInfo
 from socialgym_env.patterns import exile_by_vote, vote_phase
-from socialgym_training import selfplay
-from socialgym_training.multiturn import reply_to_action
+from socialgym_training.multiturn.layouts import reply_to_action
+from socialgym_training.selfplay import cli, credit, decisions, evaluation, rollout, trainer
+from socialgym_training.selfplay.config import Config, layout_options
 
 
 class VoteSpy(Game):
@@ -56,7 +57,7 @@ def first_legal(tokenizer, choose=lambda k, options: options[0], seen=None):
         out = []
         for context, info, prefix in zip(contexts, infos, prefixes):
             seen.append(list(context))
-            option = choose(len(seen) - 1, selfplay.candidates(info, prefix))
+            option = choose(len(seen) - 1, decisions.candidates(info, prefix))
             ids = tokenizer(option, add_special_tokens=False)["input_ids"]
             out.append((ids, prefix + option, reply_to_action(prefix + option, info)))
         return out
@@ -71,22 +72,22 @@ def test_self_play_prompts_are_the_scoring_policy_s_token_for_token(tokenizer):
     from socialgym_agents.llm.policy import LLMPolicy
     from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
     from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
-    from socialgym_training.multiturn import PolicyLayout
-    config = selfplay.Config(game="kuhn_poker")
-    options = selfplay.layout_options(config)
+    from socialgym_training.multiturn.layouts import PolicyLayout
+    config = Config(game="kuhn_poker")
+    options = layout_options(config)
     backend = RecordingBackend(tokenizer, parse_options(options))
     policy = LLMPolicy(backend, backend.config, "rec")
     record = run_jobs([EpisodeJob("kuhn_poker", 3, ["rec", "rec"])], PolicyPool(prebuilt={"rec": policy}),
                       log_path=None)[0]
     seen = []
-    games = selfplay.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
+    games = rollout.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
                           {"model": first_legal(tokenizer, pick, seen), "pool": None}, tokenizer, config,
                           layout=PolicyLayout(tokenizer, MODEL_CONTEXT, options))
     env = games[0]["env"]
     assert [t["action"] for t in env.episode_record()["turns"]] == [t["action"] for t in record["turns"]] == \
         ["check", "bet", "call"]
     assert seen == backend.seen
-    rows = selfplay.collect_rows(games, config, limit=10)
+    rows = rollout.collect_rows(games, config, limit=10)
     assert [r.learner for r in rows] == ["player_0", "player_1"]
     # player_0 decided twice (seen[0], seen[2]), player_1 once (seen[1])
     whole = rows[0].prompt_ids + rows[0].completion_ids
@@ -106,9 +107,9 @@ def test_silent_talk_is_played_alike_by_the_trainer_and_the_policy(tokenizer):
     from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
     from prompt_identity import MODEL_CONTEXT, RecordingBackend, pick
     from socialgym_env.patterns import is_talk_turn
-    from socialgym_training.multiturn import PolicyLayout
-    config = selfplay.Config(game="resistance", talk="pass")
-    options = selfplay.layout_options(config)
+    from socialgym_training.multiturn.layouts import PolicyLayout
+    config = Config(game="resistance", talk="pass")
+    options = layout_options(config)
     assert "talk=pass" in options
     backend = RecordingBackend(tokenizer, parse_options(options))
     policy = LLMPolicy(backend, backend.config, "rec")
@@ -120,7 +121,7 @@ def test_silent_talk_is_played_alike_by_the_trainer_and_the_policy(tokenizer):
         infos.extend(decided_infos)
         return first_legal(tokenizer, pick, seen)(contexts, decided_infos, prefixes)
 
-    games = selfplay.play([(3, {a: CURRENT for a in socialgym_env.make("resistance").possible_agents})],
+    games = rollout.play([(3, {a: CURRENT for a in socialgym_env.make("resistance").possible_agents})],
                           {"model": decide, "pool": None}, tokenizer, config,
                           layout=PolicyLayout(tokenizer, MODEL_CONTEXT, options))
     turns = games[0]["env"].episode_record()["turns"]
@@ -130,18 +131,18 @@ def test_silent_talk_is_played_alike_by_the_trainer_and_the_policy(tokenizer):
     assert infos and not any(is_talk_turn(info) for info in infos)
     assert len(seen) == len(turns) - len(talk) and seen == backend.seen
     assert all(t["agent_meta"].get("silent") for t in record["turns"] if t["phase"] == "discussion")
-    rows = selfplay.collect_rows(games, config, limit=10)
+    rows = rollout.collect_rows(games, config, limit=10)
     replies = tokenizer.decode([t for r in rows for t, m in zip(r.completion_ids, r.env_mask) if m])
     assert "pass" not in replies and "say" not in replies
 
 
 def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, tokenizer):
-    config = selfplay.Config(game=vote_spy)
+    config = Config(game=vote_spy)
     plan = [(1, {a: CURRENT for a in ("player_0", "player_1", "player_2")}),
             (2, {"player_0": CURRENT, "player_1": "scripted:random", "player_2": CURRENT})]
     from socialgym_agents.runner import PolicyPool
-    games = selfplay.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
-    rows = selfplay.collect_rows(games, config, limit=100)
+    games = rollout.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
+    rows = rollout.collect_rows(games, config, limit=100)
     assert [(r.learner) for r in rows] == ["player_0", "player_1", "player_2", "player_0", "player_2"]
     for g in games:
         assert g["env"].state.result is not None
@@ -152,7 +153,7 @@ def test_every_current_seat_is_a_row_with_its_role_in_a_team_game(vote_spy, toke
         assert row.reward == env.state.result.rewards[agent]
         # the row is the seat's own view: its reply tokens in the loss, nothing else
         assert sum(row.env_mask) == len(row.env_mask) > 0
-    assert len(selfplay.collect_rows(games, config, limit=4)) == 4
+    assert len(rollout.collect_rows(games, config, limit=4)) == 4
 
 
 def test_games_of_one_seed_keep_their_scripted_seats_apart_on_common_numbers(tokenizer):
@@ -178,9 +179,9 @@ def test_games_of_one_seed_keep_their_scripted_seats_apart_on_common_numbers(tok
         def get(self, spec):
             return policy
 
-    config = selfplay.Config(game="rock_paper_scissors", game_config='{"rounds": 3}')
+    config = Config(game="rock_paper_scissors", game_config='{"rounds": 3}')
     seats = {"player_0": "scripted:counting", "player_1": "scripted:counting"}
-    games = selfplay.play([(7, seats), (7, seats)], {"model": None, "pool": Pool()}, tokenizer, config)
+    games = rollout.play([(7, seats), (7, seats)], {"model": None, "pool": Pool()}, tokenizer, config)
     assert all(g["env"].state.result is not None for g in games)
     assert len(policy.turns) == 4 and set(policy.turns.values()) == {3}          # 2 games x 2 seats, 3 rounds
     for agent in ("player_0", "player_1"):
@@ -190,12 +191,12 @@ def test_games_of_one_seed_keep_their_scripted_seats_apart_on_common_numbers(tok
 
 
 def test_two_player_rows_hold_each_seat_s_whole_chat(tokenizer):
-    config = selfplay.Config(game="kuhn_poker", prompt="compact")
-    games = selfplay.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
+    config = Config(game="kuhn_poker", prompt="compact")
+    games = rollout.play([(3, {"player_0": CURRENT, "player_1": CURRENT})],
                           {"model": first_legal(tokenizer), "pool": None}, tokenizer, config)
     env = games[0]["env"]
     assert [t["action"] for t in env.episode_record()["turns"]] == ["check", "check"]   # first legal each time
-    rows = selfplay.collect_rows(games, config, limit=10)
+    rows = rollout.collect_rows(games, config, limit=10)
     assert [r.learner for r in rows] == ["player_0", "player_1"]
     assert [r.role_key for r in rows] == [("kuhn_poker", "player_0"), ("kuhn_poker", "player_1")]
     assert rows[0].reward == env.state.result.scores["player_0"] == -rows[1].reward      # chips (auto)
@@ -211,13 +212,13 @@ def test_scoring_mode_distribution_is_the_policy_s_and_the_bridge_s(smollm2_base
     from socialgym_agents.llm.config import parse_options
     from socialgym_agents.llm.hf_backend import HFBackend
     from socialgym_agents.llm.policy import LLMPolicy
-    from socialgym_training.multiturn import PolicyLayout
+    from socialgym_training.multiturn.layouts import PolicyLayout
     model, tokenizer = smollm2_base
-    config = selfplay.Config(game="kuhn_poker")
-    options = selfplay.layout_options(config)
+    config = Config(game="kuhn_poker")
+    options = layout_options(config)
     layout = PolicyLayout(tokenizer, model.config.max_position_embeddings, options)
     env = bridge.replay("kuhn_poker", ["K", "J"], ["check"])
-    probs = selfplay.policy_fn(model, tokenizer, config, layout=layout)(env, "player_1")
+    probs = evaluation.policy_fn(model, tokenizer, config, layout=layout)(env, "player_1")
     assert set(probs) == {"check", "bet"} and sum(probs.values()) == pytest.approx(1.0)
     policy = LLMPolicy(HFBackend("smollm2", parse_options(options)), parse_options(options), "smollm2")
     policy.reset(("e", "player_1"), 0)
@@ -333,7 +334,7 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
     import copy
     import math
     untrained = copy.deepcopy(tiny_llama[0])
-    metrics = selfplay.main(["--steps", "2", "--episodes_per_step", "1", "--rows_per_step", "2",
+    metrics = cli.main(["--steps", "2", "--episodes_per_step", "1", "--rows_per_step", "2",
                              "--snapshot_every", "2", "--eval_episodes", "1", "--tournament_episodes", "1",
                              "--learning_rate", "0.01", "--threads", "1", "--out", str(tmp_path)],
                             preloaded=tiny_llama)
@@ -362,15 +363,15 @@ def test_two_step_smoke_run(tmp_path, tiny_llama):
     assert len(records) == 3                                       # 3 entrants: 3 pairs x 1 episode
     assert {s["policy"] for r in records for s in r["roster"]} == {
         "selfplay:step0", "selfplay:step2", "scripted:heuristic"}
-    assert metrics["rate_as"]["step2"] == f"smollm2?adapter={tmp_path / 'adapter'}&" + selfplay.layout_options(
-        selfplay.Config()) and metrics["rate_as"]["step0"] == "smollm2?" + selfplay.layout_options(selfplay.Config())
+    assert metrics["rate_as"]["step2"] == f"smollm2?adapter={tmp_path / 'adapter'}&" + layout_options(
+        Config()) and metrics["rate_as"]["step0"] == "smollm2?" + layout_options(Config())
     # --evaluate rates the saved checkpoints again, without training: the same policies
-    again = selfplay.main(["--evaluate", str(tmp_path), "--eval_episodes", "1", "--tournament_episodes", "0",
+    again = cli.main(["--evaluate", str(tmp_path), "--eval_episodes", "1", "--tournament_episodes", "0",
                            "--threads", "1", "--out", str(tmp_path / "again")], preloaded=(untrained, tiny_llama[1]))
     assert again["exploitability"] == pytest.approx(metrics["exploitability"], abs=1e-9)
     assert (tmp_path / "again" / "metrics.json").is_file() and "loss" not in again
     # --eval_episodes 0: the round robin alone, no before/after matchups
-    alone = selfplay.main(["--evaluate", str(tmp_path), "--eval_episodes", "0", "--tournament_episodes", "1",
+    alone = cli.main(["--evaluate", str(tmp_path), "--eval_episodes", "0", "--tournament_episodes", "1",
                            "--threads", "1", "--out", str(tmp_path / "alone")], preloaded=(untrained, tiny_llama[1]))
     assert "evaluation" not in alone and not (tmp_path / "alone" / "evaluation.jsonl").exists()
     assert alone["tournament"]["episodes"] == 3
@@ -389,7 +390,7 @@ def test_bf16_autocasts_the_rollouts_and_the_training_passes(tmp_path, tiny_llam
                      torch.is_grad_enabled()))
     hook = model.register_forward_pre_hook(record, with_kwargs=True)
     try:
-        metrics = selfplay.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--bf16", "true",
+        metrics = cli.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--bf16", "true",
                                  "--eval_before", "false", "--eval_episodes", "1", "--tournament_episodes", "0",
                                  "--learning_rate", "0.01", "--threads", "1", "--out", str(tmp_path)],
                                 preloaded=tiny_llama)
@@ -403,7 +404,7 @@ def test_bf16_autocasts_the_rollouts_and_the_training_passes(tmp_path, tiny_llam
 def test_team_game_one_step_trains_the_team_s_seats(tmp_path, tiny_llama, vote_spy):
     """A hidden-role team game through the real trainer: against a checkpoint the policy plays
     one whole team, and its rows are that team's seats, keyed by role."""
-    metrics = selfplay.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "2", "--rows_per_step", "3",
+    metrics = cli.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "2", "--rows_per_step", "3",
                              "--self_play", "0", "--snapshot_every", "5", "--eval_episodes", "1",
                              "--tournament_episodes", "0", "--eval_before", "false", "--learning_rate", "0.01",
                              "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
@@ -423,26 +424,26 @@ def test_before_after_is_paired_by_seed():
     flipped = [s for s in range(100) if s % 2 == 1][:30] + [s for s in range(100) if s % 2 == 0][:5]
     for seed in flipped:
         after[seed] = 1 - after[seed]
-    planted = selfplay.paired_before_after(before, {**after, 500: 1})
+    planted = evaluation.paired_before_after(before, {**after, 500: 1})
     assert planted["pairs"] == 100 and planted["points"] == 25.0
     assert planted["p_value"] < 1e-3 and 0 < planted["interval"][0] < 25 < planted["interval"][1]
-    null = selfplay.paired_before_after(before, before)
+    null = evaluation.paired_before_after(before, before)
     assert null["points"] == 0 and null["p_value"] == 1.0 and null["interval"] == [0.0, 0.0]
     # 8 deals turned from losses into wins, none the other way: 50% -> 58%, whose unpaired Wilson
     # intervals overlap, while the paired test (8 of 8 discordant deals one way) finds it
     from socialgym_training.common import rate_with_interval
     small = {seed: (1 - v if seed in (1, 3, 5, 7, 9, 11, 13, 15) else v) for seed, v in before.items()}
     assert rate_with_interval(58, 100)["low"] < rate_with_interval(50, 100)["high"]
-    assert selfplay.paired_before_after(before, small)["p_value"] < 0.01
+    assert evaluation.paired_before_after(before, small)["p_value"] < 0.01
 
 
 def test_bad_arguments_exit_with_code_2(capsys):
     with pytest.raises(SystemExit) as raised:
-        selfplay.main(["--no_such_option", "1"])
+        cli.main(["--no_such_option", "1"])
     assert raised.value.code == 2 and "--baseline_rate" in capsys.readouterr().err
     for bad, said in ((["--talk", "loud"], "--talk must be free or pass"), (["--cache_mb", "-1"], "--cache_mb")):
         with pytest.raises(SystemExit) as raised:
-            selfplay.main(bad + ["--steps", "1"])
+            cli.main(bad + ["--steps", "1"])
         assert raised.value.code == 2 and said in capsys.readouterr().err
 
 
@@ -461,7 +462,7 @@ def test_a_game_without_a_heuristic_baseline_fails_before_training(tmp_path, cap
     socialgym_env.register_game(VoteSpy)
     try:
         with pytest.raises(SystemExit) as stopped:
-            selfplay.main(["--game", "vote_spy", "--out", str(tmp_path / "out")], preloaded=("no model", "no tokenizer"))
+            cli.main(["--game", "vote_spy", "--out", str(tmp_path / "out")], preloaded=("no model", "no tokenizer"))
     finally:
         socialgym_env.unregister_game("vote_spy")
     assert stopped.value.code == 2
@@ -491,8 +492,8 @@ def test_filtered_rows_leave_the_token_count_trl_divides_by(tmp_path, tiny_llama
 
     original = trl.GRPOTrainer.compute_loss
     monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", compute_loss)
-    monkeypatch.setattr(selfplay, "row_advantages", advantages)
-    selfplay.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--self_play", "1",
+    monkeypatch.setattr(trainer, "row_advantages", advantages)      # where the rollout looks it up
+    cli.main(["--steps", "1", "--episodes_per_step", "1", "--rows_per_step", "2", "--self_play", "1",
                    "--eval_episodes", "0", "--eval_before", "false", "--tournament_episodes", "0",
                    "--threads", "1", "--out", str(tmp_path)], preloaded=tiny_llama)
     assert len(rows_seen) == 2 and divided_by
@@ -511,7 +512,7 @@ def test_apply_advantages_keeps_attention_and_masks_the_loss_per_token():
     output = {"completion_mask": torch.ones(2, 4, dtype=torch.long),
               "tool_mask": torch.tensor([[1, 1, 0, 1], [1, 0, 1, 1]]),
               "advantages": torch.zeros(2), "num_items_in_batch": torch.tensor(6)}
-    out = selfplay.apply_advantages(output, [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0]])
+    out = credit.apply_advantages(output, [[0.0, 0.0, 0.0, 2.0], [1.0, 0.0, -1.0]])
     assert out["completion_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 1]]
     assert out["tool_mask"].tolist() == [[0, 0, 0, 1], [1, 0, 1, 0]]
     assert int(out["num_items_in_batch"]) == 3
@@ -523,8 +524,8 @@ def test_groups_replay_one_deal_and_a_vote_is_one_batch(vote_spy, tokenizer):
     seating. The vote (a simultaneous phase: every seat at once) of all episodes is decided in
     one call of the model, with the info each seat would get from the batched tournament runner."""
     from socialgym_agents.runner import PolicyPool
-    config = selfplay.Config(game=vote_spy, episodes_per_step=4, group_size=2)
-    plan = selfplay.plan_episodes(config, 0, selfplay.CheckpointPool(0, 1.0), random.Random(0))
+    config = Config(game=vote_spy, episodes_per_step=4, group_size=2)
+    plan = rollout.plan_episodes(config, 0, CheckpointPool(0, 1.0), random.Random(0))
     assert len(plan) == 4 and plan[0] == plan[1] and plan[2] == plan[3] and plan[0][0] != plan[2][0]
     batches = []
 
@@ -532,11 +533,11 @@ def test_groups_replay_one_deal_and_a_vote_is_one_batch(vote_spy, tokenizer):
         batches.append([info["step"] for info in infos])
         return first_legal(tokenizer)(contexts, infos, prefixes)
 
-    games = selfplay.play(plan, {"model": decide, "pool": PolicyPool(seed=0)}, tokenizer, config)
+    games = rollout.play(plan, {"model": decide, "pool": PolicyPool(seed=0)}, tokenizer, config)
     assert len(batches) == 1 and batches[0] == [0, 1, 2] * 4          # 4 episodes x 3 voters, steps as dealt
     roles = [[g["env"].state.role(a) for a in g["env"].possible_agents] for g in games]
     assert roles[0] == roles[1] and roles[2] == roles[3]
-    rows = selfplay.collect_rows(games, config, limit=100)
+    rows = rollout.collect_rows(games, config, limit=100)
     assert rows[0].deal == rows[3].deal != rows[6].deal and rows[0].turn_rewards == [rows[0].reward]
 
 
@@ -544,7 +545,7 @@ def test_frozen_seats_a_trained_team_and_a_scripted_opponent(tmp_path, tiny_llam
     """One step where the policy plays only the spies (--train_teams) against the scripted
     baseline (--fixed_opponents, every episode), groups of 2 episodes on one deal, turn-level
     advantages: every row is a spy's, the opponents are the scripted baseline, the adapter moved."""
-    metrics = selfplay.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "4", "--group_size", "2",
+    metrics = cli.main(["--game", vote_spy, "--steps", "1", "--episodes_per_step", "4", "--group_size", "2",
                              "--rows_per_step", "2", "--self_play", "0", "--fixed_opponents", "scripted:heuristic",
                              "--fixed_share", "1", "--train_teams", "spies", "--advantage", "turn",
                              "--eval_episodes", "2", "--tournament_episodes", "0", "--learning_rate", "0.01",
@@ -562,20 +563,20 @@ def test_n_player_games_without_teams_are_self_play_material(tmp_path, tokenizer
     """A 5-player game without teams: every seat the policy's in self-play, one seat rotating
     against an opponent, one row per seat; --train_teams there is one line and exit 2."""
     from socialgym_agents.runner import PolicyPool
-    config = selfplay.Config(game="minority_game", game_config='{"rounds": 1}')
+    config = Config(game="minority_game", game_config='{"rounds": 1}')
     env = socialgym_env.make("minority_game")
     env.reset(seed=0)
     agents = env.possible_agents
-    seatings = [selfplay.seat_assignment(agents, [""] * len(agents), False, "step0", e) for e in range(len(agents))]
+    seatings = [seat_assignment(agents, [""] * len(agents), False, "step0", e) for e in range(len(agents))]
     assert [[a for a, x in s.items() if x == CURRENT] for s in seatings] == [[a] for a in agents]
     plan = [(5, {a: CURRENT for a in agents}), (6, {a: ("scripted:random" if a != "player_2" else CURRENT)
                                                     for a in agents})]
-    games = selfplay.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
-    rows = selfplay.collect_rows(games, config, limit=100)
+    games = rollout.play(plan, {"model": first_legal(tokenizer), "pool": PolicyPool(seed=0)}, tokenizer, config)
+    rows = rollout.collect_rows(games, config, limit=100)
     assert len(agents) == 5 and [r.learner for r in rows] == agents + ["player_2"]
     assert all(g["env"].state.result is not None for g in games)
     with pytest.raises(SystemExit) as stopped:
-        selfplay.main(["--game", "minority_game", "--train_teams", "x", "--out", str(tmp_path / "o")],
+        cli.main(["--game", "minority_game", "--train_teams", "x", "--out", str(tmp_path / "o")],
                       preloaded=("no model", "no tokenizer"))
     assert stopped.value.code == 2 and "needs a team game" in capsys.readouterr().err
 
@@ -592,12 +593,12 @@ def test_a_run_in_two_pieces_equals_an_unbroken_one_step_for_step(tmp_path, tiny
               "--pool_size", "2", "--save_every", "2", "--eval_episodes", "0", "--eval_before", "false",
               "--tournament_episodes", "0", "--learning_rate", "0.05", "--threads", "1"]
     model, tokenizer = tiny_llama
-    whole = selfplay.main(common + ["--out", str(tmp_path / "whole")], preloaded=(copy.deepcopy(model), tokenizer))
-    piece = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
+    whole = cli.main(common + ["--out", str(tmp_path / "whole")], preloaded=(copy.deepcopy(model), tokenizer))
+    piece = cli.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
                           preloaded=(copy.deepcopy(model), tokenizer))
     assert piece["stopped_at"] == 2 and len(piece["loss"]) == 2 and not (tmp_path / "pieces" / "adapter").exists()
     # the same command again: the second piece, the last
-    rest = selfplay.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
+    rest = cli.main(common + ["--piece_steps", "2", "--resume", "true", "--out", str(tmp_path / "pieces")],
                          preloaded=(copy.deepcopy(model), tokenizer))
     assert "stopped_at" not in rest
     assert rest["loss"] == whole["loss"] and len(whole["loss"]) == 4

@@ -15,11 +15,17 @@ from socialgym_training.common import config_parser, field_help, grpo_args, prec
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "anil", "detection_logs", "selfplay", "trl_env"]
 TYPER_SCRIPTS = ["socialmaze", "cli"]
+# a script that is a package (run as its folder or ``python -m``) keeps its Config in its config module
+CONFIG_MODULES = {"selfplay": "selfplay.config"}
+
+
+def config_of(name: str):
+    return importlib.import_module(f"socialgym_training.{CONFIG_MODULES.get(name, name)}").Config
 
 
 @pytest.mark.parametrize("name", CONFIG_SCRIPTS)
 def test_every_option_has_a_help_line_from_its_field(name):
-    config = importlib.import_module(f"socialgym_training.{name}").Config
+    config = config_of(name)
     docs = field_help(config)
     fields = [f.name for f in dataclasses.fields(config)]
     assert sorted(docs) == sorted(fields), set(fields) ^ set(docs)
@@ -34,7 +40,7 @@ def test_every_option_is_documented_once_in_its_class_hierarchy(name):
     """The configs are composed from the shared groups of socialgym_training.configs: a field's
     docstring is written in one class only (a script that changes a default writes none)."""
     from socialgym_env.docgen import _own_field_docs
-    config = importlib.import_module(f"socialgym_training.{name}").Config
+    config = config_of(name)
     writers = {}
     for klass in config.__mro__[:-1]:
         for field in _own_field_docs(klass):
@@ -55,13 +61,14 @@ def test_shared_groups_are_composed_not_copied():
 
 
 def _run(target: str, argv: list, as_file: bool):
-    """Run a script in this process as ``python socialgym_training/x.py ARGS`` or ``python -m socialgym_training.x ARGS``;
-    returns the exit code (0 when it returned)."""
+    """Run a script in this process as ``python socialgym_training/x.py ARGS`` (a package: its folder)
+    or ``python -m socialgym_training.x ARGS``; returns the exit code (0 when it returned)."""
     saved = sys.argv
     sys.argv = [target] + list(argv)
+    folder = ROOT / "socialgym_training" / target
     try:
         if as_file:
-            runpy.run_path(str(ROOT / "socialgym_training" / f"{target}.py"), run_name="__main__")
+            runpy.run_path(str(folder if folder.is_dir() else folder.with_suffix(".py")), run_name="__main__")
         else:
             runpy.run_module(f"socialgym_training.{target}", run_name="__main__", alter_sys=True)
     except SystemExit as done:
@@ -212,7 +219,7 @@ class _MetaModel:
 
 
 def test_generation_inputs_follow_the_model(tokenizer):
-    from socialgym_training.multiturn import hf_generate_fn
+    from socialgym_training.multiturn.generation import hf_generate_fn
     model = _MetaModel()
     replies = hf_generate_fn(model, tokenizer, max_new_tokens=2, temperature=0.0)([[1, 2, 3], [4, 5]])
     assert model.seen == [("meta", "meta")] and replies == [[7, 7], [7, 7]]
@@ -277,7 +284,9 @@ def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenize
     from types import SimpleNamespace
 
     from socialgym_agents.llm.constraint import reply_grammar
-    from socialgym_training.multiturn import episode_specs, play_episodes, rollout_output, vllm_generate_fn
+    from socialgym_training.multiturn.episode import episode_specs, rollout_output
+    from socialgym_training.multiturn.generation import vllm_generate_fn
+    from socialgym_training.multiturn.rollout import play_episodes
     import socialgym_env
     client = FakeVLLMClient(tokenizer)
     trainer = SimpleNamespace(vllm_generation=_FakeGeneration(client))
@@ -304,7 +313,7 @@ def test_vllm_rollouts_return_per_token_logprobs_under_the_reply_schema(tokenize
 
 
 def test_hf_rollouts_have_no_logprobs(tokenizer):
-    from socialgym_training.multiturn import Episode, EpisodeSpec, rollout_output
+    from socialgym_training.multiturn.episode import Episode, EpisodeSpec, rollout_output
     assert rollout_output([Episode(EpisodeSpec("rock_paper_scissors", 0, "player_0", ()))])["logprobs"] is None
 
 
