@@ -1,6 +1,6 @@
 """The docs site builds with ``mkdocs build --strict`` and not one warning (every nav page exists, every
-relative link and anchor resolves, the API reference renders), the README stays a front page, and the docs use one form
-for the training scripts."""
+relative link and anchor resolves, the API reference renders), the README stays a front page, the docs use one form
+for the training scripts, their game counts are the registry's, and the game-author guide's example module runs."""
 import json
 import os
 import re
@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,23 +72,102 @@ def _doc_pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-# "all 25 games" and "episodes on 25 games" claim the whole catalogue; lower-case "all" only:
-# "All 4 games ended..." (docs/triadic.md) counts one study's episodes.
-GAME_COUNT = re.compile(r"\b(?:all|episodes on) (\d+) games\b")
+# Counts that claim the whole catalogue, or its competitive or cooperative part, and so must be
+# the registry's: "all 25 games", "episodes on 25 games", "the 21 competitive games", "4
+# cooperative games", and a bare "all 25" (no noun after it) on a line about games, as in
+# "`--games all` for all 25". A line break may fall inside any of them. Not claims: "All 4
+# games ended" (capital: one study's episodes), "all 7 held-out games" and "the 7 games" (a
+# subset named before), "all 16 episodes", "all 18 of the 18 battles".
+CATALOGUE_COUNTS = (
+    ("registered", re.compile(r"\b(?:all|episodes on)\s+(\d+)\s+games\b")),
+    ("competitive", re.compile(r"\b(\d+)\s+competitive\s+games\b")),
+    ("cooperative", re.compile(r"\b(\d+)\s+cooperative\s+games\b")),
+    ("registered", re.compile(r"\ball\s+(\d+)(?=\s*(?:[|).,;:]|\Z))")),
+)
 
 
-def stale_game_counts(text: str, registered: int) -> list[str]:
-    return [match.group(0) for match in GAME_COUNT.finditer(text) if int(match.group(1)) != registered]
+def catalogue_counts() -> dict:
+    import socialgym_env
+
+    games = socialgym_env.list_games()
+    cooperative = sum(bool(game["cooperative"]) for game in games)
+    return {"registered": len(games), "competitive": len(games) - cooperative, "cooperative": cooperative}
+
+
+def stale_game_counts(root: Path, counts: dict) -> list[str]:
+    """``FILE:LINE: 'phrase' (N registered games)`` for every catalogue count in README.md and
+    docs/ under ``root`` that is not ``counts[kind]``."""
+    stale = []
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for kind, pattern in CATALOGUE_COUNTS:
+            for match in pattern.finditer(text):
+                line_no = text.count("\n", 0, match.start()) + 1
+                bare = "games" not in match.group(0)
+                if int(match.group(1)) == counts[kind] or (bare and "game" not in lines[line_no - 1].lower()):
+                    continue
+                phrase = " ".join(match.group(0).split())
+                stale.append(f"{page.relative_to(root)}:{line_no}: {phrase!r} ({counts[kind]} {kind} games)")
+    return sorted(stale)
 
 
 def test_game_counts_in_the_docs_match_the_registry():
-    import socialgym_env
+    stale = stale_game_counts(ROOT, catalogue_counts())
+    assert not stale, "game counts that disagree with the registry:\n" + "\n".join(stale)
 
-    registered = len(socialgym_env.game_ids())
-    assert stale_game_counts("checked for all 23 games; 240 episodes on 25 games", 25) == ["all 23 games"]
-    stale = {str(page.relative_to(ROOT)): found for page in _doc_pages()
-             if (found := stale_game_counts(page.read_text(encoding="utf-8"), registered))}
-    assert not stale, f"{registered} games are registered; the docs say otherwise: {stale}"
+
+def test_the_game_count_check_reports_planted_wrong_counts(tmp_path):
+    """Wrong counts of every form planted in a copy of the docs are reported by file and line;
+    the phrases that count something else are not."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    counts = catalogue_counts()
+    n, competitive, cooperative = counts["registered"], counts["competitive"], counts["cooperative"]
+    page = tmp_path / "docs" / "getting-started.md"
+    text = page.read_text(encoding="utf-8").rstrip("\n") + "\n"
+    before = len(text.splitlines())
+    page.write_text(text + (
+        f"Checked for all {n - 2} games.\n"                          # +1
+        f"`--games all` runs all {n + 1} |\n"                         # +2: bare, on a line about games
+        f"240 episodes on {n - 1}\ngames; the {competitive + 1} competitive games\n"   # +3 (wrapped), +4
+        f"All 4 games ended; all 7 held-out games; the base model lost all 16\nepisodes; "
+        f"all {n - 3}. of the seats\n"                               # +5, +6: not claims (no game on +6)
+        f"all {n} games, the {competitive} competitive games, {cooperative} cooperative games\n"),
+        encoding="utf-8")
+    readme = tmp_path / "README.md"
+    text = readme.read_text(encoding="utf-8").rstrip("\n") + "\n"
+    readme_lines = len(text.splitlines())
+    readme.write_text(text + f"The {cooperative + 2} cooperative games.\n", encoding="utf-8")
+    assert stale_game_counts(tmp_path, counts) == sorted([
+        f"README.md:{readme_lines + 1}: '{cooperative + 2} cooperative games' ({cooperative} cooperative games)",
+        f"docs/getting-started.md:{before + 1}: 'all {n - 2} games' ({n} registered games)",
+        f"docs/getting-started.md:{before + 2}: 'all {n + 1}' ({n} registered games)",
+        f"docs/getting-started.md:{before + 3}: 'episodes on {n - 1} games' ({n} registered games)",
+        f"docs/getting-started.md:{before + 4}: '{competitive + 1} competitive games' ({competitive} competitive games)",
+    ])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")      # api_test: Text spaces are not Box/Discrete
+def test_the_guides_example_module_is_a_game_the_engine_runs():
+    """The module on Adding a game, with its elisions as written, passes PettingZoo's API test and
+    plays a round: its GameInfo fields, config, phase, grammar and State calls are the API's."""
+    from pettingzoo.test import api_test
+
+    from socialgym_env.env import SocialGymEnv
+    from socialgym_env.registry import resolve_config
+
+    page = (ROOT / "docs" / "adding-a-game.md").read_text(encoding="utf-8")
+    module = {"__name__": "adding_a_game_example"}
+    exec(re.search(r"```python\n(.*?)```", page, re.S).group(1), module)
+    game = module["GAME"]
+    api_test(SocialGymEnv(game, resolve_config(game, {})), num_cycles=30)
+    env = SocialGymEnv(game, resolve_config(game, {}))
+    env.reset(seed=0)
+    for agent in list(env.agents):
+        env.step("bid 2")
+    turns = env.episode_record()["turns"]
+    assert env.state.phase == "bid" and len(turns) == 3 and all(turn["valid"] for turn in turns)
 
 
 def test_the_readme_table_and_the_docs_nav_list_every_registered_game():
