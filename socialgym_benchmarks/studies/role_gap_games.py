@@ -22,7 +22,7 @@ from socialgym_agents.jobs import PolicyPool
 from socialgym_agents.registry import make_policy
 from socialgym_agents.runner import run_jobs
 
-from socialgym_benchmarks.leaderboard.render import GAP_MARKS, gap_status
+from socialgym_benchmarks.leaderboard.tables import GAP_MARKS, gap_status
 from socialgym_benchmarks.leaderboard.summary import is_hidden_role, side_label, summarize
 from socialgym_benchmarks.ratings import game_info
 from socialgym_benchmarks.tournament.plan import demo_config, plan_game

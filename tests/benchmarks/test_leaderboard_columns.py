@@ -1,4 +1,4 @@
-"""Issue 67 item 1: every leaderboard table is one declaration (socialgym_benchmarks.leaderboard.render: a Table of Columns)
+"""Issue 67 item 1: every leaderboard table is one declaration (socialgym_benchmarks.leaderboard.tables: a Table of Columns)
 that the CSV, Markdown, HTML and console writers walk; the written files and the console show each
 declared table with its declared headers and a cell per header in every row, and a column added
 to a declaration reaches every output with its values."""
@@ -11,8 +11,9 @@ from html.parser import HTMLParser
 import pytest
 from rich.console import Console
 
-from socialgym_benchmarks.leaderboard import render
-from socialgym_benchmarks.leaderboard.render import Column, md_cell
+from socialgym_benchmarks.leaderboard import render, tables
+from socialgym_benchmarks.leaderboard.render import md_cell
+from socialgym_benchmarks.leaderboard.tables import Column
 from socialgym_benchmarks.tournament import plan_tournament, run_tournament
 
 AGENTS = ["scripted:heuristic", "scripted:random", "scripted:tit_for_tat"]
@@ -106,9 +107,9 @@ def printed(summary: dict) -> str:
 
 def test_every_file_holds_its_declared_fields_in_every_row(board):
     summary, outdir = board
-    tables = render._file_tables()
-    assert [table.file for table in tables] == [name for name in summary["files"] if name.endswith(".csv")]
-    for table in tables:
+    declared = tables.file_tables()
+    assert [table.file for table in declared] == [name for name in summary["files"] if name.endswith(".csv")]
+    for table in declared:
         header, *rows = read_csv(outdir / table.file)
         assert header == file_header(table), table.file
         assert rows and all(len(row) == len(header) for row in rows), table.file
@@ -119,8 +120,8 @@ def test_every_page_table_shows_its_declared_titles_in_every_row(board):
     summary, outdir = board
     page = markdown_tables((outdir / "leaderboard.md").read_text())
     html = HtmlTables((outdir / "leaderboard.html").read_text()).tables
-    declared = render._page_tables(summary)
-    titles = [render._heading(table.title, summary) for table in declared]
+    declared = tables.page_tables(summary)
+    titles = [tables.heading(table.title, summary) for table in declared]
     assert list(page) == titles and [t for t in html if t in titles] == titles
     for table, title in zip(declared, titles):
         for (header, *rows), titles_as_written in ((page[title], map(md_cell, page_header(table))),
@@ -133,8 +134,8 @@ def test_every_page_table_shows_its_declared_titles_in_every_row(board):
 def test_the_console_shows_the_declared_console_columns_in_every_row(board):
     summary, _ = board
     shown = console_tables(printed(summary))
-    for table in (render.OVERALL, render.DECISIONS):
-        header, *rows = shown[render._heading(table.console_title, summary)]
+    for table in (tables.OVERALL, tables.DECISIONS):
+        header, *rows = shown[tables.heading(table.console_title, summary)]
         assert header == console_header(table)
         assert rows and all(len(row) == len(header) for row in rows)
         assert len(rows) == len(table.rows(summary)) == len(summary["policies"])
@@ -145,18 +146,18 @@ def test_a_column_added_to_a_declaration_reaches_every_output(board, name, monke
     summary, _ = board
     # shown as the policy reversed, filed as the policy itself: each output's own value
     planted = Column("planted", lambda row: row["policy"][::-1], (("planted_field", "policy"),), "planted")
-    table = dataclasses.replace(getattr(render, name), columns=getattr(render, name).columns + (planted,))
-    monkeypatch.setattr(render, name, table)
+    table = dataclasses.replace(getattr(tables, name), columns=getattr(tables, name).columns + (planted,))
+    monkeypatch.setattr(tables, name, table)
     render.write_csvs(summary, tmp_path)
     render.write_markdown(summary, tmp_path / "board.md", [])
     render.write_html(summary, tmp_path / "board.html", {}, [])
 
     header, *rows = read_csv(tmp_path / table.file)
     assert header[-1] == "planted_field" and all(row[-1] == row[header.index("policy")] for row in rows)
-    title = render._heading(table.title, summary)
+    title = tables.heading(table.title, summary)
     for header, *rows in (markdown_tables((tmp_path / "board.md").read_text())[title],
                           HtmlTables((tmp_path / "board.html").read_text()).tables[title]):
         assert header[-1] == "planted" and all(row[-1] == row[header.index("policy")][::-1] for row in rows)
-    header, *rows = console_tables(printed(summary))[render._heading(table.console_title, summary)]
+    header, *rows = console_tables(printed(summary))[tables.heading(table.console_title, summary)]
     assert header[-1] == "planted"
     assert sorted(row[-1] for row in rows) == sorted(p[::-1] for p in summary["policies"])
