@@ -241,7 +241,8 @@ class HFBackend:
         for group in alike.values():
             if len(group) < 2:
                 continue
-            shared = min(min(common_prefix_len(group[0].ids, row.ids) for row in group[1:]), *(len(r.ids) - 1 for r in group))
+            shared = min(min(common_prefix_len(group[0].ids, row.ids) for row in group[1:]),
+                         *(len(r.ids) - 1 for r in group))
             if shared <= max(row.reuse for row in group):
                 continue
             prefix = group[0].ids[:shared]
