@@ -108,35 +108,43 @@ class HumanPolicy(BasePolicy):
             self._introduced.add(key)
             self._rules(observation, info, parts)
         if parts is not None:
-            self.output.show_new(key, parts.get("history") or [])
-            for line in parts.get("secret") or []:
-                self._print(f"(private) {line}")
-            for line in parts.get("status") or []:
-                self._print(f"- {line}")
+            self._show_news(key, parts)
+        self._print(self._turn_prompt(info, key))
+        self._show_legal(info)
         legal = [t.casefold() for t in info.get("action_types") or []]
-        name = info.get("name", key[1] if len(key) > 1 else "")
-        prompt = (f"[round {info.get('round', '?')}, {info.get('phase', '')}] Your turn, {name} "
-                  f"({info.get('agent', key[-1])}). {info.get('instructions', '')}".rstrip()
-                  + f" Type a move, or {HELP}.")
         lines = []
-        attempt = 0
-        self._print(prompt)
-        for line in info.get("legal_actions") or []:
-            self._print(f"- {line}")
         while True:
             self.output.print("> ")
             line = self._read()
             if line.casefold() == HELP:
                 self._rules(observation, info, parts)
-                for legal_line in info.get("legal_actions") or []:
-                    self._print(f"- {legal_line}")
+                self._show_legal(info)
                 continue
             lines.append(line)
-            if not legal or self._action_type(line).casefold() in legal or attempt >= self.max_retries:
+            # past max_retries illegal lines, the last one goes to the env as typed
+            if not legal or self._action_type(line).casefold() in legal or len(lines) > self.max_retries:
                 return Decision(line, {"policy": self.policy_id, "inputs": lines})
-            attempt += 1
             self._print(f"'{line}' is not a legal action now; legal action types: "
                         f"{', '.join(info.get('action_types') or [])}")
+
+    def _show_news(self, key: tuple, parts: dict) -> None:
+        """The board lines the seat has not been shown yet, its private lines and its status."""
+        self.output.show_new(key, parts.get("history") or [])
+        for line in parts.get("secret") or []:
+            self._print(f"(private) {line}")
+        for line in parts.get("status") or []:
+            self._print(f"- {line}")
+
+    @staticmethod
+    def _turn_prompt(info: dict, key: tuple) -> str:
+        name = info.get("name", key[1] if len(key) > 1 else "")
+        return (f"[round {info.get('round', '?')}, {info.get('phase', '')}] Your turn, {name} "
+                f"({info.get('agent', key[-1])}). {info.get('instructions', '')}".rstrip()
+                + f" Type a move, or {HELP}.")
+
+    def _show_legal(self, info: dict) -> None:
+        for line in info.get("legal_actions") or []:
+            self._print(f"- {line}")
 
 
 class TerminalTable:

@@ -316,20 +316,43 @@ def _config_key(config: dict) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _layout(game_id: str, config_key: str) -> MaskedLayout:
-    config = json.loads(config_key)
-    env = make(game_id, **config)
-    seats = list(env.possible_agents)
-    seat_set = frozenset(seats)
-    labels: set = set()
-    roles = {role for role, _ in env.game.role_deck()}
-    overflow = 1
-    numeric: set = set()
-    vocab: dict = {}
-    shapes: dict = {}             # action type -> (distinct, unordered) of its spec
-    decisions = 0
+    env = make(game_id, **json.loads(config_key))
+    seen = _Calibration(env)
     for seed in range(CALIBRATION_EPISODES):
-        if decisions >= CALIBRATION_DECISIONS:
+        if seen.decisions >= CALIBRATION_DECISIONS:
             break
+        seen.play(seed)
+    # Every seat in a player argument, but a team of distinct, unordered seats (Resistance's
+    # "propose") is one slot per set: the enumeration lists each set once in seat order, so a
+    # repeated seat or another order would be a slot no decision ever marks legal.
+    labels = {label for label in _with_every_seat(seen.labels, seen.seats)
+              if _canonical_team(label, seen.shapes, seen.seats)}
+    return MaskedLayout(game_id=env.game_info.id, seats=seen.seats, roles=sorted(seen.roles),
+                        phases=list(env.game._phases), actions=sorted(labels, key=_natural_key),
+                        overflow=seen.overflow, numeric=sorted(seen.numeric), categorical=_categorical(seen.vocab),
+                        max_steps=env.max_steps)
+
+
+class _Calibration:
+    """What seeded random episodes of a game show: the labels of its decision menus and the
+    shapes of their specs, the widest menu, the roles, and the paths of the seats' public data
+    (the numeric ones, and how often each value of the others was seen)."""
+
+    def __init__(self, env):
+        self.env = env
+        self.seats = list(env.possible_agents)
+        self.seat_set = frozenset(self.seats)
+        self.labels: set = set()
+        self.roles = {role for role, _ in env.game.role_deck()}
+        self.overflow = 1
+        self.numeric: set = set()
+        self.vocab: dict = {}         # (path, kind) -> {value: times seen}
+        self.shapes: dict = {}        # action type -> (distinct, unordered) of its spec
+        self.decisions = 0
+
+    def play(self, seed: int) -> None:
+        """One episode of random menu entries, seen decision by decision."""
+        env = self.env
         env.reset(seed=seed)
         rng = random.Random(seed)
         while env.agents:
@@ -339,36 +362,50 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
                 continue
             # Every seat's view every few decisions (the paths of the acting seat every time):
             # seats see the same keys, and this keeps calibration of 10-seat games short.
-            for seat in (seats if decisions % 16 == 0 else [agent]):
-                roles.add(env.game.known_role(env.state, seat)[0])
-                for path, kind, value in flatten_state(env.game.public_data(env.state, seat), seat_set):
-                    if kind == "num":
-                        numeric.add(path)
-                    else:
-                        vocab.setdefault((path, kind), {}).setdefault(value, 0)
-                        vocab[(path, kind)][value] += 1
-            menu = decision_menu(env, agent)
-            labels.update(entry.label for entry in menu)
-            for spec in env.grammar(agent).specs:
-                shapes[spec.type] = (spec.distinct, spec.unordered)
-            overflow = max(overflow, len(menu))
-            decisions += 1
+            for seat in (self.seats if self.decisions % 16 == 0 else [agent]):
+                self._see_view(seat)
+            menu = self._see_menu(agent)
+            self.decisions += 1
             entry = rng.choice(menu)
             if entry.legal_index is not None:
                 step_legal_index(env, entry.legal_index)
             else:
                 env.step(entry.text)
-    # Widen player arguments: "vote player_1" seen means "vote player_k" exists for every seat.
-    for label in list(labels):
+
+    def _see_view(self, seat: str) -> None:
+        env = self.env
+        self.roles.add(env.game.known_role(env.state, seat)[0])
+        for path, kind, value in flatten_state(env.game.public_data(env.state, seat), self.seat_set):
+            if kind == "num":
+                self.numeric.add(path)
+            else:
+                self.vocab.setdefault((path, kind), {}).setdefault(value, 0)
+                self.vocab[(path, kind)][value] += 1
+
+    def _see_menu(self, agent: str) -> list:
+        menu = decision_menu(self.env, agent)
+        self.labels.update(entry.label for entry in menu)
+        for spec in self.env.grammar(agent).specs:
+            self.shapes[spec.type] = (spec.distinct, spec.unordered)
+        self.overflow = max(self.overflow, len(menu))
+        return menu
+
+
+def _with_every_seat(labels: set, seats: list) -> set:
+    """Player arguments widened: "vote player_1" seen means "vote player_k" exists for every seat."""
+    widened = set(labels)
+    for label in labels:
         words = label.split(" ")
         for position, word in enumerate(words):
-            if word in seat_set:
+            if word in seats:
                 for other in seats:
-                    labels.add(" ".join(words[:position] + [other] + words[position + 1:]))
-    # ... but a team of distinct, unordered seats (Resistance's "propose") is one slot per set:
-    # the enumeration lists each set once in seat order, so a repeated seat or another order
-    # would be a slot no decision ever marks legal.
-    labels = {label for label in labels if _canonical_team(label, shapes, seats)}
+                    widened.add(" ".join(words[:position] + [other] + words[position + 1:]))
+    return widened
+
+
+def _categorical(vocab: dict) -> list:
+    """(path, kind, {value: slot}) per categorical path: a seat path indexes the seats, another
+    keeps its ``VOCAB_LIMIT`` most often seen values."""
     categorical = []
     for (path, kind), counts in sorted(vocab.items()):
         if kind == "seat":
@@ -376,9 +413,7 @@ def _layout(game_id: str, config_key: str) -> MaskedLayout:
             continue
         kept = sorted(counts, key=lambda v: (-counts[v], v))[:VOCAB_LIMIT]
         categorical.append((path, kind, {value: i for i, value in enumerate(sorted(kept))}))
-    return MaskedLayout(game_id=env.game_info.id, seats=seats, roles=sorted(roles), phases=list(env.game._phases),
-                        actions=sorted(labels, key=_natural_key), overflow=overflow, numeric=sorted(numeric),
-                        categorical=categorical, max_steps=env.max_steps)
+    return categorical
 
 
 def _canonical_team(label: str, shapes: dict, seats: list) -> bool:

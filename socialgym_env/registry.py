@@ -235,6 +235,15 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
         raise ConfigError(f"{cls.info.id}: unknown config key(s) {unknown}; valid keys: {sorted(defaults)}")
     merged = dict(defaults)
     merged.update({k: v for k, v in config.items() if k != "render_mode"})
+    _check_types(cls, defaults, merged)
+    _check_engine_keys(cls, merged)
+    _check_game_keys(cls, merged)
+    return merged
+
+
+def _check_types(cls: type[Game], defaults: dict, merged: dict) -> None:
+    """Every value of the type of its default (an int stands for a float, and becomes one;
+    a bool is no int); a None on either side is not checked."""
     for key, default in defaults.items():
         value = merged[key]
         if default is None or value is None:
@@ -244,6 +253,10 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
             merged[key] = value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{cls.info.id}: config {key!r} must be {expected.__name__}, got {safe_repr(value, 80)}")
+
+
+def _check_engine_keys(cls: type[Game], merged: dict) -> None:
+    """The keys every game has: invalid_action, max_steps, num_players."""
     if merged["invalid_action"] not in INVALID_MODES:
         raise ConfigError(f"{cls.info.id}: invalid_action must be one of {INVALID_MODES}, "
                           f"got {safe_repr(merged['invalid_action'], 80)}")
@@ -253,6 +266,10 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
     if merged["num_players"] not in counts:
         allowed = " or ".join(map(str, counts))
         raise ConfigError(f"{cls.info.id} is played by {allowed} players, got {safe_repr(merged['num_players'], 80)}")
+
+
+def _check_game_keys(cls: type[Game], merged: dict) -> None:
+    """The game's own bounds: its ranges, its choices, then its ``validate_config``."""
     for key, (low, high) in cls.config_ranges.items():
         value = merged[key]
         if value < low or value > (MAX_OPEN_COUNT if high is None else high):
@@ -269,7 +286,6 @@ def resolve_config(cls: type[Game], config: dict) -> dict:
         raise
     except ValueError as err:
         raise ConfigError(f"{cls.info.id}: {err}") from None
-    return merged
 
 
 # Checked configs by (game class, given keys, value types and values): make() is called once

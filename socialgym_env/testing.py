@@ -229,9 +229,6 @@ def check_hostile_junk(game_id: str, seed: int = 0, junk=None, **config) -> dict
     infos stay strict JSON (no NaN) that encodes as UTF-8 after every step, and the record
     passes the strict reader's checks (``logs.validate_record``). Returns the
     outcome counts per mode."""
-    from .actions import MAX_ACTION_CHARS
-    from .errors import InvalidActionError, LogFormatError
-    from .logs import validate_record
     junk = hostile_junk() if junk is None else junk
     counts: dict = {}
     for mode in ("fallback", "forfeit", "raise"):
@@ -242,53 +239,78 @@ def check_hostile_junk(game_id: str, seed: int = 0, junk=None, **config) -> dict
         tally = counts[mode] = {"invalid": 0, "accepted": 0, "raised": 0}
         for label, action in junk.items():
             where = f"{game_id} ({mode}) junk {label!r}"
-            for _ in range(3):        # reach a fresh decision: a few legal moves, a new episode when over
-                env.skip_dead()
-                if not env.agents:
-                    episode += 1
-                    env.reset(seed=episode)
-                elif rng.random() < 0.5:
-                    env.step(grammar_sample(env, env.agent_selection, {}, rng))
-            env.skip_dead()
-            if not env.agents:
-                episode += 1
-                env.reset(seed=episode)
-            before = len(env.turns)
-            try:
-                env.step(action)
-            except InvalidActionError:
-                if mode != "raise" or len(env.turns) != before:
-                    _fail(f"{where}: InvalidActionError outside raise mode, or the raised step changed the log")
-                tally["raised"] += 1
-            except Exception as err:      # what the check is for: junk must not raise anything else
-                _fail(f"{where}: step raised {type(err).__name__}: {str(err)[:200]}")
-            else:
-                if len(env.turns) != before + 1:
-                    _fail(f"{where}: the step logged {len(env.turns) - before} turns")
-                turn = env.turns[-1]
-                if turn["valid"]:
-                    if not isinstance(action, str):
-                        _fail(f"{where}: a {type(action).__name__} was accepted as an action")
-                    tally["accepted"] += 1
-                else:
-                    tally["invalid"] += 1
-                    if mode == "raise" or not turn.get("reason") or len(turn["raw"]) > MAX_ACTION_CHARS:
-                        _fail(f"{where}: an invalid turn without a reason, too long a raw, or not raised: {turn}")
-                    if mode == "fallback" and not (turn.get("fallback") and turn["action"]):
-                        _fail(f"{where}: no fallback action was played")
-                    if mode == "forfeit" and (turn["action"] is not None or env.state.result is None):
-                        _fail(f"{where}: the invalid action did not forfeit the episode")
-            record = env.episode_record()
-            for name, data in (("episode record", record), ("infos", env.infos)):
-                try:
-                    json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
-                except (TypeError, ValueError) as err:
-                    _fail(f"{where}: the {name} is not strict UTF-8 JSON: {str(err)[:200]}")
-            try:
-                validate_record(record)
-            except LogFormatError as err:
-                _fail(f"{where}: the episode record fails the strict reader: {err}")
+            episode = _fresh_decision(env, rng, episode)
+            tally[_step_junk(env, action, mode, where)] += 1
+            _check_strict_record(env, where)
     return counts
+
+
+def _fresh_decision(env, rng: random.Random, episode: int) -> int:
+    """Bring ``env`` to a fresh decision: a few seeded legal moves, a new episode (seed
+    ``episode + 1``) whenever one is over. Returns the episode seed now played."""
+    for _ in range(3):
+        env.skip_dead()
+        if not env.agents:
+            episode += 1
+            env.reset(seed=episode)
+        elif rng.random() < 0.5:
+            env.step(grammar_sample(env, env.agent_selection, {}, rng))
+    env.skip_dead()
+    if not env.agents:
+        episode += 1
+        env.reset(seed=episode)
+    return episode
+
+
+def _step_junk(env, action, mode: str, where: str) -> str:
+    """Step ``action`` and check what the env made of it in ``mode``; returns the outcome:
+    "raised", "accepted" or "invalid"."""
+    from .errors import InvalidActionError
+    before = len(env.turns)
+    try:
+        env.step(action)
+    except InvalidActionError:
+        if mode != "raise" or len(env.turns) != before:
+            _fail(f"{where}: InvalidActionError outside raise mode, or the raised step changed the log")
+        return "raised"
+    except Exception as err:      # what the check is for: junk must not raise anything else
+        _fail(f"{where}: step raised {type(err).__name__}: {str(err)[:200]}")
+    if len(env.turns) != before + 1:
+        _fail(f"{where}: the step logged {len(env.turns) - before} turns")
+    turn = env.turns[-1]
+    if turn["valid"]:
+        if not isinstance(action, str):
+            _fail(f"{where}: a {type(action).__name__} was accepted as an action")
+        return "accepted"
+    _check_rejected_turn(env, turn, mode, where)
+    return "invalid"
+
+
+def _check_rejected_turn(env, turn: dict, mode: str, where: str) -> None:
+    """A rejected action's turn: a reason, a clipped raw, and the mode's consequence."""
+    from .actions import MAX_ACTION_CHARS
+    if mode == "raise" or not turn.get("reason") or len(turn["raw"]) > MAX_ACTION_CHARS:
+        _fail(f"{where}: an invalid turn without a reason, too long a raw, or not raised: {turn}")
+    if mode == "fallback" and not (turn.get("fallback") and turn["action"]):
+        _fail(f"{where}: no fallback action was played")
+    if mode == "forfeit" and (turn["action"] is not None or env.state.result is None):
+        _fail(f"{where}: the invalid action did not forfeit the episode")
+
+
+def _check_strict_record(env, where: str) -> None:
+    """The episode record and the infos are strict UTF-8 JSON; the record passes the strict reader."""
+    from .errors import LogFormatError
+    from .logs import validate_record
+    record = env.episode_record()
+    for name, data in (("episode record", record), ("infos", env.infos)):
+        try:
+            json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as err:
+            _fail(f"{where}: the {name} is not strict UTF-8 JSON: {str(err)[:200]}")
+    try:
+        validate_record(record)
+    except LogFormatError as err:
+        _fail(f"{where}: the episode record fails the strict reader: {err}")
 
 
 def check_game(game_id: str, episodes: int = 6, **config) -> None:

@@ -83,6 +83,26 @@ def useful_turns(gs: dict, player: str) -> int:
                 (r["type"] == "guess" and normalize_word(r["text"]) in words)))
 
 
+def insider_move(gs: dict, word: str) -> str:
+    """The Insider's question turn: steer towards ``word``, or guess it when time is short."""
+    entries = candidates(gs["category"], gs["qa"])
+    if gs["questions_left"] <= 5 or not entries:
+        return f"guess {word}"
+    question = steering_question(entries, word) if any(e["word"] == word for e in entries) else None
+    return f"ask {question}" if question else f"guess {word}"
+
+
+def common_move(gs: dict, rng) -> str:
+    """A Common's question turn: the best split of the words left, or a guess of the last one."""
+    entries = candidates(gs["category"], gs["qa"])
+    if not entries:
+        return f"ask {rng.choice(question_bank())}"
+    question = best_split(entries)
+    if len(entries) == 1 or gs["questions_left"] <= 1 or question is None:
+        return f"guess {entries[0]['word']}"
+    return f"ask {question}"
+
+
 class InsiderHeuristic(BasePolicy):
     policy_id = "scripted:heuristic:insider"
 
@@ -93,18 +113,7 @@ class InsiderHeuristic(BasePolicy):
             return Decision(sample_from_info(info, rng))
         me, word = info["agent"], gs["word"]
         if phase == "questions":
-            entries = candidates(gs["category"], gs["qa"])
-            if word is not None:
-                if gs["questions_left"] <= 5 or not entries:
-                    return Decision(f"guess {word}")
-                question = steering_question(entries, word) if any(e["word"] == word for e in entries) else None
-                return Decision(f"ask {question}" if question else f"guess {word}")
-            if not entries:
-                return Decision(f"ask {rng.choice(question_bank())}")
-            question = best_split(entries)
-            if len(entries) == 1 or gs["questions_left"] <= 1 or question is None:
-                return Decision(f"guess {entries[0]['word']}")
-            return Decision(f"ask {question}")
+            return Decision(common_move(gs, rng) if word is None else insider_move(gs, word))
         others = [a for a in gs["players"] if a != me]
         suspect = min(others, key=lambda a: (useful_turns(gs, a), a != gs["guesser"], a))
         if phase == "discussion":

@@ -50,52 +50,62 @@ def spy_risk(team, scores: dict, game: dict, me: str) -> float:
     return 1.0 - clean
 
 
+def _propose(game: dict, me: str, spies, rng) -> str:
+    size = game["team_size"]
+    others = [a for a in game["players"] if a != me]
+    if spies:
+        pool = [a for a in others if a not in spies]
+        rng.shuffle(pool)
+        team = [me] + pool[: size - 1]
+    else:
+        scores = suspicion(game, me)
+        rng.shuffle(others)
+        others.sort(key=lambda a: scores[a])
+        team = [me] + others[: size - 1]
+    return "propose " + " ".join(game["players"][a] for a in team)
+
+
+def _vote(game: dict, me: str, spies, rng) -> str:
+    team = game["team"]
+    last_chance = game["rejections"] >= 4
+    if spies:
+        if last_chance:
+            return "reject"
+        return "approve" if any(a in spies for a in team) else "reject"
+    if last_chance:
+        return "approve"
+    scores = suspicion(game, me)
+    others = sorted((a for a in game["players"] if a != me), key=lambda a: scores[a])
+    best = spy_risk([me] + others[: len(team) - 1], scores, game, me)
+    return "approve" if spy_risk(team, scores, game, me) <= best + 1e-9 else "reject"
+
+
+def _mission(game: dict, me: str, spies, rng) -> str:
+    if not spies:
+        return "success"
+    partners_on_team = [a for a in game["team"] if a in spies and a != me]
+    index = list(game["players"]).index
+    if any(index(a) < index(me) for a in partners_on_team):
+        return "success"
+    return "fail"
+
+
+# phase -> move(game state, own seat, known Spies (a Spy's view only), rng)
+_MOVES = {"discussion": lambda game, me, spies, rng: "pass", "proposal": _propose, "vote": _vote,
+          "mission": _mission}
+
+
 class ResistanceHeuristic(BasePolicy):
     policy_id = "scripted:heuristic:resistance"
 
     def act(self, observation, info, key=("", "")):
         rng = self.rng(key)
         game = info.get("game_state") or {}
-        phase = info.get("phase")
+        move = _MOVES.get(info.get("phase"))
         me = info["agent"]
-        spies = game.get("known_spies")
-        if phase == "discussion":
-            return Decision("pass")
-        if phase == "proposal":
-            size = game["team_size"]
-            others = [a for a in game["players"] if a != me]
-            if spies:
-                pool = [a for a in others if a not in spies]
-                rng.shuffle(pool)
-                team = [me] + pool[: size - 1]
-            else:
-                scores = suspicion(game, me)
-                rng.shuffle(others)
-                others.sort(key=lambda a: scores[a])
-                team = [me] + others[: size - 1]
-            return Decision("propose " + " ".join(game["players"][a] for a in team))
-        if phase == "vote":
-            team = game["team"]
-            last_chance = game["rejections"] >= 4
-            if spies:
-                if last_chance:
-                    return Decision("reject")
-                return Decision("approve" if any(a in spies for a in team) else "reject")
-            if last_chance:
-                return Decision("approve")
-            scores = suspicion(game, me)
-            others = sorted((a for a in game["players"] if a != me), key=lambda a: scores[a])
-            best = spy_risk([me] + others[: len(team) - 1], scores, game, me)
-            return Decision("approve" if spy_risk(team, scores, game, me) <= best + 1e-9 else "reject")
-        if phase == "mission":
-            if not spies:
-                return Decision("success")
-            partners_on_team = [a for a in game["team"] if a in spies and a != me]
-            index = list(game["players"]).index
-            if any(index(a) < index(me) for a in partners_on_team):
-                return Decision("success")
-            return Decision("fail")
-        return Decision(sample_from_info(info, rng))
+        if move is None:
+            return Decision(sample_from_info(info, rng))
+        return Decision(move(game, me, game.get("known_spies"), rng))
 
 
 POLICY = ResistanceHeuristic

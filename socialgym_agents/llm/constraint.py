@@ -412,36 +412,44 @@ def _cross(prefixes: list, options: list, limit: int = 4000) -> Optional[list]:
 
 
 def _branch_pattern(action_type: str, branch: dict, max_chars: int) -> list:
+    """The pieces of one action type's replies: literals, free text, integer arrays."""
     head = '{"action_type": ' + _dumps(action_type) + ', "argument": '
     arg = _argument_schema(branch)
     if arg is None:
         return [Literals((head + '""}',))]
     if arg.get("type") == "array":
-        items = arg.get("items") or []
-        if items and all(i.get("type") == "integer" and "enum" not in i for i in items):
-            lo = min(i.get("minimum", 0) for i in items)
-            hi = max(i.get("maximum", 0) for i in items)
-            return [Literals((head,)), IntArray(lo, hi, len(items), arg.get("x-sum")), Literals(("}",))]
-        pieces: list = []
-        current = [head + "["]
-        for index, item in enumerate(items):
-            sep = ", " if index + 1 < len(items) else "]}"
-            values = _scalar_values(item)
-            crossed = _cross(current, [v + sep for v in values]) if values is not None else None
-            if values is not None and crossed is not None:
-                current = crossed
-            elif values is not None:     # too many combinations: cut the literal here
-                pieces.append(Literals(tuple(current)))
-                current = [v + sep for v in values]
-            else:
-                pieces += [Literals(tuple(c + '"' for c in current)), _free(item, max_chars)]
-                current = ['"' + sep]
-        pieces.append(Literals(tuple(current)))
-        return pieces
+        return _array_pattern(head, arg, max_chars)
     values = _scalar_values(arg)
     if values is not None:
         return [Literals(tuple(head + v + "}" for v in values))]
     return [Literals((head + '"',)), _free(arg, max_chars), Literals(('"}',))]
+
+
+def _array_pattern(head: str, arg: dict, max_chars: int) -> list:
+    """An array argument's pieces: integers as one :class:`IntArray`, else item by item, the
+    finite items' values crossed into literals while the combinations stay few."""
+    items = arg.get("items") or []
+    if items and all(i.get("type") == "integer" and "enum" not in i for i in items):
+        lo = min(i.get("minimum", 0) for i in items)
+        hi = max(i.get("maximum", 0) for i in items)
+        return [Literals((head,)), IntArray(lo, hi, len(items), arg.get("x-sum")), Literals(("}",))]
+    pieces: list = []
+    current = [head + "["]
+    for index, item in enumerate(items):
+        sep = ", " if index + 1 < len(items) else "]}"
+        values = _scalar_values(item)
+        if values is None:
+            pieces += [Literals(tuple(c + '"' for c in current)), _free(item, max_chars)]
+            current = ['"' + sep]
+            continue
+        options = [v + sep for v in values]
+        crossed = _cross(current, options)
+        if crossed is None:     # too many combinations: cut the literal here
+            pieces.append(Literals(tuple(current)))
+            crossed = options
+        current = crossed
+    pieces.append(Literals(tuple(current)))
+    return pieces
 
 
 def _finite_reply(entry: str, branches: dict) -> str:

@@ -1,5 +1,6 @@
 """Local Hugging Face transformers decoding, with per-seat KV-cache reuse, batched decoding,
-constrained replies and candidate scoring. Loading the model is :mod:`socialgym_agents.llm.loading`.
+constrained replies and candidate scoring. Loading the model is :mod:`socialgym_agents.llm.loading`;
+the rows' layout in passes and batches, and a decode batch's state, :mod:`socialgym_agents.llm.batching`.
 
 Generation (``mode=batched``, the default). Each seat (``Request.key``) keeps the token ids and
 per-layer key/value tensors of its last prompt+reply. A new prompt is compared token-wise with
@@ -60,14 +61,14 @@ reply``; as a last guard the backend keeps the last tokens of an over-long promp
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Optional
 
 from .backend import Completion, Reply
+from .batching import (DecodeBatch, Row, choose_tokens, common_prefix_len, pack, prefill_groups, prefill_layout,
+                       similar_lengths)
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
-from .loading import (ModelNotAvailable, cache_root, configure_threads, load_model, resolve_device,  # noqa: F401
-                      resolve_dtype, smollm2_gguf)
+from .loading import configure_threads, load_model, resolve_device, resolve_dtype
 from .parsing import json_object_complete
 
 # A constrained reply may run past max_new_tokens to finish its fixed text (free text is closed
@@ -76,24 +77,9 @@ GUIDED_EXTRA = 48
 CLOSE_RESERVE = 4
 PREFIX_ALLOWANCE = 16    # context kept for the prefilled start of a constrained reply
 SCORE_BATCH = 32    # candidate rows per scoring forward pass
-PREFILL_TOKENS = 3200  # padded tokens per prefill pass (see _token_budget)
 SHARE_MIN = 48      # tokens another seat's cache must share with a prompt to be worth a look
 # Bytes of every backend's seat caches now and at most (the memory benchmark reports it).
 SEAT_CACHES = {"bytes": 0, "peak_bytes": 0}
-
-@dataclass
-class _Row:
-    index: int
-    key: tuple
-    ids: list
-    reuse: int                 # tokens of the seat cache usable as prefix
-    kv: Optional[list]         # per layer (k, v), shape [1, heads, L, dim]
-    sample_seed: int
-    guide: Optional[Guide] = None   # constrained decoding state (None: free generation)
-    prefix: str = ""                # reply text prefilled with the prompt (the forced prefix)
-    prefix_tokens: int = 0          # its tokens, at the end of ``ids``
-    tail: str = ""                  # text added without decoding (a reply closed by its grammar)
-
 
 def chat_ids(tokenizer, messages: list) -> list:
     """The token ids a chat model reads for ``messages`` (chat template + assistant header)."""
@@ -129,14 +115,6 @@ def prompt_budget(context: int, config: LLMConfig) -> int:
     if config.constrained or config.mode == "score":
         reply += GUIDED_EXTRA + PREFIX_ALLOWANCE
     return max(64, context - reply - config.max_retries * (reply + 96))
-
-
-def _common_prefix(a: list, b: list) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 class HFBackend:
@@ -226,7 +204,7 @@ class HFBackend:
             reuse, kv = 0, None
             entry = self._seat_cache.get(item.key) if reuse_cache else None
             if entry is not None:
-                reuse = min(_common_prefix(entry[0], ids), len(ids) - 1)
+                reuse = min(common_prefix_len(entry[0], ids), len(ids) - 1)
                 kv = entry[1] if reuse > 0 else None
                 self._seat_cache.move_to_end(item.key)
             if reuse_cache and reuse < len(ids) // 2:
@@ -237,7 +215,7 @@ class HFBackend:
             if item.grammar is not None:
                 vocab = vocab or vocab_for(self.tokenizer, self._vocab_size())
                 guide = Guide(item.grammar, vocab, prefix)
-            rows.append(_Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
+            rows.append(Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
         return rows
 
     def _shared_prefix(self, ids: list) -> tuple[int, Optional[list]]:
@@ -247,7 +225,7 @@ class HFBackend:
         best, best_kv = 0, None
         for cached, kv, _ in self._seat_cache.values():
             if cached[:SHARE_MIN] == ids[:SHARE_MIN]:
-                n = _common_prefix(cached, ids)
+                n = common_prefix_len(cached, ids)
                 if n > best:
                     best, best_kv = n, kv
         return best, best_kv
@@ -263,12 +241,13 @@ class HFBackend:
         for group in alike.values():
             if len(group) < 2:
                 continue
-            shared = min(min(_common_prefix(group[0].ids, row.ids) for row in group[1:]), *(len(r.ids) - 1 for r in group))
+            shared = min(min(common_prefix_len(group[0].ids, row.ids) for row in group[1:]),
+                         *(len(r.ids) - 1 for r in group))
             if shared <= max(row.reuse for row in group):
                 continue
             prefix = group[0].ids[:shared]
             key = ("shared-prefix", hash(tuple(prefix)))
-            cache, mask, _, _ = self._prefill([_Row(-1, key, prefix, 0, None, 0)])
+            cache, mask, _, _ = self._prefill([Row(-1, key, prefix, 0, None, 0)])
             self.stats["encoded_tokens"] += shared
             self._store(key, prefix, cache, mask[0].bool(), 0)
             entry = self._seat_cache.get(key)
@@ -293,7 +272,7 @@ class HFBackend:
             return self._batched(rows)
 
     # ------------------------------------------------------------------ naive reference
-    def _naive(self, row: "_Row") -> Reply:
+    def _naive(self, row: Row) -> Reply:
         import torch
         cfg = self.config
         ids = row.ids
@@ -340,7 +319,7 @@ class HFBackend:
         every row held 1.5 GB of bfloat16 K/V (and, before the groups were prefilled into the
         batch's buffer, twice that while their caches were merged into it)."""
         room = self.config.max_new_tokens + GUIDED_EXTRA
-        return _pack(rows, lambda r: len(r.ids) + room, self.kv_token_budget(), self.config.batch_size)
+        return pack(rows, lambda r: len(r.ids) + room, self.kv_token_budget(), self.config.batch_size)
 
     def kv_token_budget(self) -> int:
         """Context tokens whose keys and values fit ``batch_kv_mb``."""
@@ -379,7 +358,7 @@ class HFBackend:
             self._encode_shared_prefixes(rows)
             results: list = [None] * len(rows)
             # Prompt caches of at most batch_size rows within batch_kv_mb, as in decoding.
-            for chunk in _pack(rows, lambda r: len(r.ids), self.kv_token_budget(), self.config.batch_size):
+            for chunk in pack(rows, lambda r: len(r.ids), self.kv_token_budget(), self.config.batch_size):
                 try:
                     scores = self._score_group(chunk, [suffixes[r.index] for r in chunk])
                 except Exception as err:
@@ -393,7 +372,7 @@ class HFBackend:
         from .kv_cache import select_rows
         by_index = {row.index: s for row, s in zip(rows, suffixes)}
         out_scores: dict = {}
-        for group in self._prefill_groups(rows):
+        for group in prefill_groups(rows):
             prompt_cache, mask, last_logits, starts = self._prefill(group)
             first = torch.log_softmax(last_logits, dim=-1)
             for i, (row, c) in enumerate(zip(group, starts)):
@@ -407,7 +386,7 @@ class HFBackend:
             # Each candidate row gets its own copy of its prompt's cache (mask.shape[1] positions)
             # plus its tokens: the copies of a pass fit batch_kv_mb. Unbounded, 32 rows after a
             # 700-token prompt copied 1 GB of float32 keys and values per pass.
-            for chunk in _pack(flat, lambda ic: mask.shape[1] + len(by_index[group[ic[0]].index][ic[1]]),
+            for chunk in pack(flat, lambda ic: mask.shape[1] + len(by_index[group[ic[0]].index][ic[1]]),
                                self.kv_token_budget(), SCORE_BATCH):
                 toks = [by_index[group[i].index][c] for i, c in chunk]
                 for (i, c), t in zip(chunk, toks):
@@ -434,25 +413,6 @@ class HFBackend:
                         out_scores[group[i].index][c] += float(picked.sum())
         return [out_scores[row.index] for row in rows]
 
-    def _prefill_groups(self, rows: list) -> list:
-        """Rows with similar new-suffix lengths and similar cached lengths, for the prefill
-        passes (a row pays attention over its group's longest cache, so a 300-token seat is
-        not padded to a 3,000-token one)."""
-        rows = sorted(rows, key=lambda r: len(r.ids) - r.reuse)
-        groups, current = [], []
-        for row in rows:
-            suffix = len(row.ids) - row.reuse
-            if current:
-                smallest = len(current[0].ids) - current[0].reuse
-                if suffix > smallest + smallest // 4 + 16:
-                    groups.append(current)
-                    current = []
-            current.append(row)
-        if current:
-            groups.append(current)
-        return [piece for group in groups for part in _similar_lengths(group, lambda r: r.reuse)
-                for piece in _token_budget(part)]
-
     def _prefill(self, rows: list, room: int = 0, into=None):
         """Encode the new suffixes of ``rows`` on top of their cached prefixes (one forward).
         Returns (cache with all padding on the left and ``room`` positions to spare, mask,
@@ -464,7 +424,7 @@ class HFBackend:
         import torch
         from .kv_cache import RoomyCache, RoomyLayer, empty_cache
         batch = len(rows)
-        span, starts, cached_len = _prefill_layout(rows)
+        span, starts, cached_len = prefill_layout(rows)
         pads = [span - (len(r.ids) - c) for r, c in zip(rows, starts)]
         input_ids = torch.full((batch, span), self.pad_id, dtype=torch.long, device=self.device)
         mask = torch.zeros((batch, cached_len + span), dtype=torch.long, device=self.device)
@@ -508,8 +468,8 @@ class HFBackend:
         batch's rows together, one token per forward pass. A batch is prefilled, decoded and
         stored before the next is prefilled, so one batch's keys and values are held at a time."""
         room = self.config.max_new_tokens + GUIDED_EXTRA          # the most decode steps
-        groups = [(group, _prefill_layout(group)) for group in self._prefill_groups(rows)]
-        batches = _similar_lengths(groups, lambda g: g[1][0] + g[1][2])
+        groups = [(group, prefill_layout(group)) for group in prefill_groups(rows)]
+        batches = similar_lengths(groups, lambda g: g[1][0] + g[1][2])
         del groups
         replies = []
         while batches:
@@ -547,7 +507,7 @@ class HFBackend:
         (:meth:`_prefill`), and the batch's mask, last logits and starts."""
         import torch
         from .kv_cache import zero_cache
-        length = max(span + cached_len for span, _, cached_len in map(_prefill_layout, groups))
+        length = max(span + cached_len for span, _, cached_len in map(prefill_layout, groups))
         heads, head_dim = self._kv_heads()
         # the dtype the projections give the keys: autocast's (a float32 model under a bfloat16
         # autocast writes bfloat16 keys), else the weights'
@@ -573,55 +533,43 @@ class HFBackend:
         """Decode every row together until each is done; returns the tokens per row. A row
         leaves the batch soon after it is done (its K/V kept for its seat first, if ``store``):
         a finished short reply must not keep paying for a long one's decode steps."""
-        import torch
-        from .kv_cache import keep_rows
         cfg = self.config
-        generators = None
-        if cfg.temperature > 0:
-            generators = [torch.Generator().manual_seed(r.sample_seed) for r in rows]
-        generated = [[] for _ in rows]
-        slots = list(range(len(rows)))            # the row decoded at each batch position
-        texts = [""] * len(rows)
-        active = [True] * len(rows)
-        next_pos = torch.tensor([len(r.ids) for r in rows], dtype=torch.long, device=self.device)
-        guided = any(r.guide is not None for r in rows)
-        limit = cfg.max_new_tokens + (GUIDED_EXTRA if guided else 0)
+        batch = DecodeBatch(rows, cache, mask, self.device, cfg.temperature)
+        limit = cfg.max_new_tokens + (GUIDED_EXTRA if batch.guided else 0)
         for step in range(limit):
-            if guided:
-                logits = self._mask_guided([rows[r] for r in slots], logits, [generated[r] for r in slots],
-                                           active, step == limit - 1)
-            tokens = self._choose(logits, None if generators is None else [generators[r] for r in slots], active)
-            for i, r in enumerate(slots):
-                if active[i]:
-                    active[i] = self._accept(rows[r], int(tokens[i]), generated[r], texts, r)
-            if not any(active) or step == limit - 1:
+            if batch.guided:
+                logits = self._mask_guided(batch.slot_rows(), logits, batch.slot_generated(), batch.active,
+                                           step == limit - 1)
+            tokens = choose_tokens(logits, batch.slot_generators(), batch.active, cfg.temperature, cfg.top_p)
+            for i, r in enumerate(batch.slots):
+                if batch.active[i]:
+                    batch.active[i] = self._accept(rows[r], int(tokens[i]), batch.generated[r], batch.texts, r)
+            if not any(batch.active) or step == limit - 1:
                 break
-            live = sum(active)
-            if live <= len(slots) * 3 // 4:      # retire the finished rows (a copy of the live ones' K/V)
+            if batch.worth_retiring():
                 if store:
-                    for i, r in enumerate(slots):
-                        if not active[i]:
-                            self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
-                kept = [i for i in range(len(slots)) if active[i]]
-                keep = torch.tensor(kept, device=self.device)
-                cache = keep_rows(cache, kept)
-                mask, next_pos = mask.index_select(0, keep), next_pos.index_select(0, keep)
-                slots = [r for i, r in enumerate(slots) if active[i]]
-                active = [True] * live
-            feed = torch.tensor([generated[r][-1] if active[i] else self.pad_id for i, r in enumerate(slots)],
-                                device=self.device)
-            flags = torch.tensor(active, dtype=torch.long, device=self.device)
-            mask = torch.cat([mask, flags.unsqueeze(1)], dim=1)
-            out = self.model(input_ids=feed.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
-                             cache=cache, use_cache=True, logits_to_keep=1)
-            self.stats["forward_passes"] += 1
-            cache = out.cache
-            logits = out.logits[:, -1, :].float()
-            next_pos = next_pos + flags
+                    self._store_slots(batch, finished_only=True)
+                batch.retire()
+            logits = self._decode_step(batch)
         if store:
-            for i, r in enumerate(slots):
-                self._store(rows[r].key, rows[r].ids + generated[r][:-1], cache, mask[i].bool(), i)
-        return generated
+            self._store_slots(batch)
+        return batch.generated
+
+    def _decode_step(self, batch: DecodeBatch):
+        """One forward pass of ``batch``, one token per row; returns the next logits."""
+        feed, positions = batch.step_inputs(self.pad_id)
+        out = self.model(input_ids=feed, attention_mask=batch.mask, position_ids=positions,
+                         cache=batch.cache, use_cache=True, logits_to_keep=1)
+        self.stats["forward_passes"] += 1
+        batch.cache = out.cache
+        return out.logits[:, -1, :].float()
+
+    def _store_slots(self, batch: DecodeBatch, finished_only: bool = False) -> None:
+        """Keep the K/V of the batch's rows (or of its finished ones) for their seats."""
+        for i, r in enumerate(batch.slots):
+            if not (finished_only and batch.active[i]):
+                row = batch.rows[r]
+                self._store(row.key, row.ids + batch.generated[r][:-1], batch.cache, batch.mask[i].bool(), i)
 
     def _accept(self, row, token: int, generated: list, texts: list, i: int) -> bool:
         """Append ``token`` to a row; False once the row is done (grammar finished, EOS, the
@@ -659,25 +607,6 @@ class HFBackend:
             logits[i] = logits[i].masked_fill(~mask.to(logits.device), float("-inf"))
         return logits
 
-    def _choose(self, logits, generators, active):
-        import torch
-        cfg = self.config
-        if generators is None:
-            return logits.argmax(dim=-1)
-        tokens = torch.zeros(logits.shape[0], dtype=torch.long)
-        for i in range(logits.shape[0]):
-            if not active[i]:
-                continue
-            # on the CPU: the seeded generators are CPU ones (same draws on every device)
-            probs = torch.softmax(logits[i].cpu() / cfg.temperature, dim=-1)
-            if cfg.top_p < 1.0:
-                sorted_probs, order = torch.sort(probs, descending=True)
-                keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < cfg.top_p
-                sorted_probs = sorted_probs * keep
-                probs = torch.zeros_like(probs).scatter(0, order, sorted_probs)
-            tokens[i] = torch.multinomial(probs / probs.sum(), 1, generator=generators[i])[0]
-        return tokens
-
     def _store(self, key, ids: list, cache, row_mask, row: int) -> None:
         """Keep seat ``key``'s real-token K/V (the mask's ones) for its next turn."""
         kv = []
@@ -705,43 +634,3 @@ class HFBackend:
         self._seat_cache[key] = (ids, kv, nbytes)
         self._account(nbytes)
 
-
-def _token_budget(rows: list) -> list:
-    """``rows`` (similar new-suffix lengths) cut into prefill passes of at most
-    ``PREFILL_TOKENS`` padded tokens: past a few thousand tokens a pass's activations outgrow
-    the CPU caches and tokens/s falls (bfloat16: 5,700 tokens/s at 16 x 200, 4,300 at 32 x 200)."""
-    return _pack(rows, lambda r: len(r.ids) - r.reuse, PREFILL_TOKENS)
-
-
-def _pack(items: list, length, budget: int, most: Optional[int] = None) -> list:
-    """``items`` sorted by ``length(item)`` and cut into runs whose size x longest length stays
-    within ``budget`` (a longer item runs alone) and that hold at most ``most`` items."""
-    runs, current = [], []
-    for item in sorted(items, key=length):
-        if current and ((len(current) + 1) * length(item) > budget or (most and len(current) >= most)):
-            runs.append(current)
-            current = []
-        current.append(item)
-    return runs + [current] if current else runs
-
-
-def _similar_lengths(items: list, length) -> list:
-    """``items`` in runs of similar ``length(item)``, shortest first: a run ends where the next
-    item is over twice the run's shortest plus 256 (padding a short row to a long one costs
-    more attention than one more weight pass)."""
-    runs, current = [], []
-    for item in sorted(items, key=length):
-        if current and length(item) > 2 * length(current[0]) + 256:
-            runs.append(current)
-            current = []
-        current.append(item)
-    return runs + [current] if current else runs
-
-
-def _prefill_layout(rows: list) -> tuple:
-    """(S, [c_i], C) of a prefill group: its input length (the longest new suffix), the cached
-    tokens each row uses (a row with a shorter suffix re-encodes some of its cache instead of
-    padding), and the longest of those."""
-    span = max(len(r.ids) - r.reuse for r in rows)
-    starts = [max(0, len(r.ids) - span) for r in rows]
-    return span, starts, max(starts)

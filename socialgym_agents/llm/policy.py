@@ -149,69 +149,70 @@ class LLMPolicy:
     def act_batch(self, requests: Sequence[Request]) -> list[Decision]:
         if any(self._silent(r.info) for r in requests):
             return self._silent_in_talk(requests)
-        states = []
-        for request in requests:
-            playbook = self.playbooks.get(request.key)
-            messages, omitted, chat = self._messages(request, playbook)
-            turn = self._turns.get(request.key, 0)
-            self._turns[request.key] = turn + 1
-            meta = {**self._meta(), "playbook": bool(playbook), "history_omitted": omitted,
-                    "continued": len(messages) > 1}
-            grammar = self._grammar(request.info)
-            states.append({"request": request, "turn": turn, "messages": messages, "chat": chat,
-                           "meta": meta, "action": None, "last_reply": "", "error": None, "grammar": grammar})
+        states = [self._start(request) for request in requests]
         pending = self._score(states) if self.config.mode == "score" else list(states)
         for attempt in range(1 + self.config.max_retries):
             if not pending:
                 break
-            completions = [self._completion(s, attempt) for s in pending]
-            replies = self.backend.complete(completions)
-            still = []
-            for state, reply in zip(pending, replies):
-                record = {"prompt": state["messages"][-1]["content"]} if attempt == 0 else \
-                    {"reask": state["messages"][-1]["content"]}
-                if isinstance(reply, BaseException):
-                    record["backend_error"] = clip(f"{type(reply).__name__}: {reply}")
-                    state["meta"]["attempts"].append(record)
-                    state["error"] = reply
-                    continue
-                record["reply"] = clip(reply.text, MAX_ACTION_CHARS)   # a longer reply is never a legal action
-                record["usage"] = reply.usage
-                if reply.reasoning:
-                    record["reasoning"] = clip(reply.reasoning, MAX_ACTION_CHARS)
-                state["last_reply"] = reply.text
-                try:
-                    action = parse_reply(reply.text, state["request"].info)
-                except ReplyError as err:
-                    self._feedback(reply, False)
-                    record["error"] = clip(str(err))
-                    state["meta"]["attempts"].append(record)
-                    state["messages"] += [{"role": "assistant", "content": reply.text},
-                                          {"role": "user", "content": REASK.format(
-                                              error=clip(str(err)), example=_example(state["request"].info))}]
-                    still.append(state)
-                    continue
-                self._feedback(reply, True)
-                record["action"] = action
-                state["meta"]["attempts"].append(record)
-                state["action"] = action
-                if self.config.think:
-                    self._keep_reasoning(state["meta"], reply)
-            pending = still
-        decisions = []
-        for state in states:
-            if self.config.prompt == "turns" and state["error"] is None:
-                state["chat"]["reply"] = state["last_reply"]
-                self._chats[state["request"].key] = state["chat"]
-            meta = state["meta"]
-            meta["valid"] = state["action"] is not None
-            if state["error"] is not None:
-                decisions.append(Decision("", meta, error=state["error"]))
-            elif state["action"] is not None:
-                decisions.append(Decision(action_string(state["action"]), meta))
-            else:   # retries exhausted: the env's invalid-action mode decides
-                decisions.append(Decision(self._for_env(state["last_reply"]), meta))
-        return decisions
+            replies = self.backend.complete([self._completion(s, attempt) for s in pending])
+            pending = [state for state, reply in zip(pending, replies) if self._take_reply(state, reply, attempt)]
+        return [self._decision(state) for state in states]
+
+    def _start(self, request: Request) -> dict:
+        """One decision's state: its first prompt and meta, its action and error still to come."""
+        playbook = self.playbooks.get(request.key)
+        messages, omitted, chat = self._messages(request, playbook)
+        turn = self._turns.get(request.key, 0)
+        self._turns[request.key] = turn + 1
+        meta = {**self._meta(), "playbook": bool(playbook), "history_omitted": omitted,
+                "continued": len(messages) > 1}
+        return {"request": request, "turn": turn, "messages": messages, "chat": chat, "meta": meta,
+                "action": None, "last_reply": "", "error": None, "grammar": self._grammar(request.info)}
+
+    def _take_reply(self, state: dict, reply, attempt: int) -> bool:
+        """Record the backend's ``reply`` (or error) to ``state``'s prompt; True when it did not
+        parse, so the chat now ends in a re-ask and the decision wants another attempt."""
+        record = {"prompt": state["messages"][-1]["content"]} if attempt == 0 else \
+            {"reask": state["messages"][-1]["content"]}
+        state["meta"]["attempts"].append(record)
+        if isinstance(reply, BaseException):
+            record["backend_error"] = clip(f"{type(reply).__name__}: {reply}")
+            state["error"] = reply
+            return False
+        record["reply"] = clip(reply.text, MAX_ACTION_CHARS)   # a longer reply is never a legal action
+        record["usage"] = reply.usage
+        if reply.reasoning:
+            record["reasoning"] = clip(reply.reasoning, MAX_ACTION_CHARS)
+        state["last_reply"] = reply.text
+        try:
+            action = parse_reply(reply.text, state["request"].info)
+        except ReplyError as err:
+            self._feedback(reply, False)
+            record["error"] = clip(str(err))
+            state["messages"] += [{"role": "assistant", "content": reply.text},
+                                  {"role": "user", "content": REASK.format(
+                                      error=clip(str(err)), example=_example(state["request"].info))}]
+            return True
+        self._feedback(reply, True)
+        record["action"] = action
+        state["action"] = action
+        if self.config.think:
+            self._keep_reasoning(state["meta"], reply)
+        return False
+
+    def _decision(self, state: dict) -> Decision:
+        """The decision a finished state makes; the seat keeps its conversation (turn layout)."""
+        if self.config.prompt == "turns" and state["error"] is None:
+            state["chat"]["reply"] = state["last_reply"]
+            self._chats[state["request"].key] = state["chat"]
+        meta = state["meta"]
+        meta["valid"] = state["action"] is not None
+        if state["error"] is not None:
+            return Decision("", meta, error=state["error"])
+        if state["action"] is not None:
+            return Decision(action_string(state["action"]), meta)
+        # retries exhausted: the env's invalid-action mode decides
+        return Decision(self._for_env(state["last_reply"]), meta)
 
     def _silent_in_talk(self, requests: Sequence[Request]) -> list[Decision]:
         """``talk=pass``: talk turns are passed without the model and leave the seat's chat as it

@@ -124,6 +124,36 @@ def _number(token: str) -> int:
     return int(token) if token.isdigit() else _NUMBERS[token]
 
 
+def _longer_or_shorter(word: str, m: re.Match) -> bool:
+    n = _number(m.group(2))
+    return len(word) > n if m.group(1) in ("more", "longer") else len(word) < n
+
+
+# The spelling questions: (the forms of one question, whether its answer about a word is yes).
+# The first form that matches answers; the order of the list is the order they are tried in.
+_SPELLING_QUESTIONS = [(tuple(re.compile(form) for form in forms), is_yes) for forms, is_yes in (
+    ((rf"(?:does|do|is) {_IT} (?:start|starts|starting|begin|begins|beginning) with {_LETTER}",
+      rf"is the first letter {_LETTER}"),
+     lambda word, m: word.startswith(m.group(1))),
+    ((rf"(?:does|do|is) {_IT} (?:end|ends|ending) (?:with|in) {_LETTER}",
+      rf"is the last letter {_LETTER}"),
+     lambda word, m: word.endswith(m.group(1))),
+    ((rf"(?:does|do) {_IT} (?:contain|contains|include|includes) {_LETTER}",
+      rf"(?:does|do) {_IT} have (?:the letter|letter) ([a-z])(?: in it)?",
+      rf"does {_IT} have an? ([a-z]) in it",
+      rf"is there an? (?:letter )?([a-z]) in {_IT}"),
+     lambda word, m: m.group(1) in word),
+    ((rf"(?:does|do) {_IT} have (?:exactly )?{_NUM} letters",
+      rf"is {_IT} {_NUM} letters(?: long)?",
+      rf"(?:is|does) {_IT} (?:have )?(?:a )?length (?:of )?{_NUM}"),
+     lambda word, m: len(word) == _number(m.group(1))),
+    ((rf"(?:does|do) {_IT} have (more|fewer|less) than {_NUM} letters",
+      rf"is {_IT} (longer|shorter) than {_NUM} letters"),
+     _longer_or_shorter),
+)]
+_IS_IT = re.compile(rf"is {_IT} (.+)")
+
+
 def oracle_answer(question: str, entry: dict) -> str:
     """The default Master's answer to ``question`` about the table ``entry`` of the secret
     word: "yes", "no" or "I can't answer that" (see the module docstring for the forms)."""
@@ -132,38 +162,20 @@ def oracle_answer(question: str, entry: dict) -> str:
     word = entry["word"]
     if q in _attribute_questions():
         return YES if entry["attributes"][_attribute_questions()[q]] else NO
-    m = (re.fullmatch(rf"(?:does|do|is) {_IT} (?:start|starts|starting|begin|begins|beginning) with {_LETTER}", q)
-         or re.fullmatch(rf"is the first letter {_LETTER}", q))
-    if m:
-        return YES if word.startswith(m.group(1)) else NO
-    m = (re.fullmatch(rf"(?:does|do|is) {_IT} (?:end|ends|ending) (?:with|in) {_LETTER}", q)
-         or re.fullmatch(rf"is the last letter {_LETTER}", q))
-    if m:
-        return YES if word.endswith(m.group(1)) else NO
-    m = (re.fullmatch(rf"(?:does|do) {_IT} (?:contain|contains|include|includes) {_LETTER}", q)
-         or re.fullmatch(rf"(?:does|do) {_IT} have (?:the letter|letter) ([a-z])(?: in it)?", q)
-         or re.fullmatch(rf"does {_IT} have an? ([a-z]) in it", q)
-         or re.fullmatch(rf"is there an? (?:letter )?([a-z]) in {_IT}", q))
-    if m:
-        return YES if m.group(1) in word else NO
-    m = (re.fullmatch(rf"(?:does|do) {_IT} have (?:exactly )?{_NUM} letters", q)
-         or re.fullmatch(rf"is {_IT} {_NUM} letters(?: long)?", q)
-         or re.fullmatch(rf"(?:is|does) {_IT} (?:have )?(?:a )?length (?:of )?{_NUM}", q))
-    if m:
-        return YES if len(word) == _number(m.group(1)) else NO
-    m = (re.fullmatch(rf"(?:does|do) {_IT} have (more|fewer|less) than {_NUM} letters", q)
-         or re.fullmatch(rf"is {_IT} (longer|shorter) than {_NUM} letters", q))
-    if m:
-        more = m.group(1) in ("more", "longer")
-        n = _number(m.group(2))
-        return YES if (len(word) > n if more else len(word) < n) else NO
-    m = re.fullmatch(rf"is {_IT} (.+)", q)
-    if m:
-        thing = _ARTICLE.sub("", m.group(1))
-        if thing in _category_names():
-            return YES if _category_names()[thing] == entry["category"] else NO
-        if thing in _entries() or thing.rstrip("s") in _entries():
-            return YES if thing in (word, word + "s") else NO
+    for forms, is_yes in _SPELLING_QUESTIONS:
+        m = next((m for m in (form.fullmatch(q) for form in forms) if m), None)
+        if m:
+            return YES if is_yes(word, m) else NO
+    m = _IS_IT.fullmatch(q)
+    return _is_it_answer(_ARTICLE.sub("", m.group(1)), entry) if m else CANT
+
+
+def _is_it_answer(thing: str, entry: dict) -> str:
+    """"Is it THING?": yes or no for a category or a word of the table, else CANT."""
+    if thing in _category_names():
+        return YES if _category_names()[thing] == entry["category"] else NO
+    if thing in _entries() or thing.rstrip("s") in _entries():
+        return YES if thing in (entry["word"], entry["word"] + "s") else NO
     return CANT
 
 

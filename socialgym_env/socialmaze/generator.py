@@ -173,6 +173,20 @@ class GenerationStats:
         return self.accepted / self.attempts if self.attempts else 0.0
 
 
+def _player1_role(config: MazeConfig, player1_role: Role | str | None, rng: random.Random) -> Role:
+    """Player 1's true role: ``player1_role``, or drawn uniformly over the roles present."""
+    present = config.roles_present()
+    if player1_role is None:
+        return rng.choice(present)
+    p1 = parse_role(player1_role)
+    if p1 not in present:
+        raise ValueError(
+            f"player1_role {p1.value} is absent from variant {config.variant!r}; "
+            f"valid: {', '.join(r.value for r in present)}"
+        )
+    return p1
+
+
 def generate_instance(
     config: MazeConfig,
     seed: int,
@@ -188,16 +202,7 @@ def generate_instance(
     Raises ``RuntimeError`` if no certifiable game turns up within ``max_attempts``.
     """
     rng = random.Random(seed)
-    present = config.roles_present()
-    if player1_role is None:
-        p1 = rng.choice(present)
-    else:
-        p1 = parse_role(player1_role)
-        if p1 not in present:
-            raise ValueError(
-                f"player1_role {p1.value} is absent from variant {config.variant!r}; "
-                f"valid: {', '.join(r.value for r in present)}"
-            )
+    p1 = _player1_role(config, player1_role, rng)
     told_criminal = TOLD_ROLE[p1] == Role.CRIMINAL
     n = config.n_players
     for attempt in range(1, max_attempts + 1):
@@ -219,15 +224,14 @@ def generate_instance(
         assert roles[c] == Role.CRIMINAL and role == p1, "verifier disagrees with the truth"
         if stats is not None:
             stats.accepted += 1
-        puzzle = Puzzle(
-            config=config,
-            told_role=TOLD_ROLE[p1],
-            statements=tuple(Statement(t, v + 1, u + 1, claim) for t, v, u, claim in log),
-        )
         return MazeInstance(
             id=instance_id if instance_id is not None else f"hrd-{config.preset}-{config.variant}-{seed}",
             seed=seed,
-            puzzle=puzzle,
+            puzzle=Puzzle(
+                config=config,
+                told_role=TOLD_ROLE[p1],
+                statements=tuple(Statement(t, v + 1, u + 1, claim) for t, v, u, claim in log),
+            ),
             roles=tuple(roles),
             n_consistent=ways,
             attempts=attempt,

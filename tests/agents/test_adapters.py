@@ -99,7 +99,7 @@ def test_adapted_policy_plays_against_its_base(random_adapter):
 
 
 def test_bad_adapter_folder_is_a_clear_error(smollm2_available, tmp_path):
-    from socialgym_agents.llm.hf_backend import ModelNotAvailable
+    from socialgym_agents.llm.loading import ModelNotAvailable
     with pytest.raises(ModelNotAvailable, match="adapter_config.json"):
         make_policy(f"smollm2?adapter={tmp_path}")
     with pytest.raises(ValueError, match="local models only"):

@@ -65,9 +65,9 @@ def test_zero_cache_is_zeros_with_its_filled_length_and_room():
 def test_prefill_passes_stay_within_the_token_budget():
     from types import SimpleNamespace
 
-    from socialgym_agents.llm.hf_backend import PREFILL_TOKENS, _token_budget
+    from socialgym_agents.llm.batching import PREFILL_TOKENS, prefill_passes
     rows = [SimpleNamespace(ids=[0] * n, reuse=0, name=i) for i, n in enumerate([200] * 20 + [260] * 10 + [4000])]
-    pieces = _token_budget(rows)
+    pieces = prefill_passes(rows)
     assert sorted(r.name for piece in pieces for r in piece) == list(range(31))
     for piece in pieces:
         assert len(piece) == 1 or len(piece) * max(len(r.ids) for r in piece) <= PREFILL_TOKENS
