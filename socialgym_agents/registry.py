@@ -138,15 +138,12 @@ def policy_kind(spec) -> PolicyKind:
     return found
 
 
-@functools.lru_cache(maxsize=None)
-def _backend_policy_kind(name: str, form: str) -> PolicyKind:
-    return PolicyKind(name, _make_model, _check_model, loads_model=True, form=form)
-
-
 def _model_kind(name: str) -> Optional[PolicyKind]:
+    """The kind of a registered model backend: it loads a model or opens a connection."""
     from .llm.backends import backend_kind
     backend = backend_kind(name)
-    return None if backend is None else _backend_policy_kind(name, backend.written)
+    return None if backend is None else PolicyKind(name, _make_model, _check_model, loads_model=True,
+                                                   form=backend.written)
 
 
 def _valid_forms() -> str:
@@ -157,13 +154,10 @@ def _valid_forms() -> str:
 
 
 def is_model_spec(spec) -> bool:
-    """Whether ``spec`` (an AgentSpec, or a string: a request's opponent, a logged roster's
-    policy) names a language model (a registered backend's kind); False for one that does not
-    parse or names no known kind."""
-    try:
-        return _model_kind(AgentSpec.of(spec).kind) is not None
-    except PolicySpecError:
-        return False
+    """Whether ``spec`` (an AgentSpec or a string) names a registered model backend's kind
+    (:func:`socialgym_agents.llm.backends.is_model_spec`); False for one that does not parse."""
+    from .llm.backends import is_model_spec as names_backend
+    return names_backend(spec)
 
 
 def make_policy(spec, seed: int = 0):

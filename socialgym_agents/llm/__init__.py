@@ -43,6 +43,11 @@ def check_llm_spec(spec: AgentSpec, seed: int = 0) -> LLMConfig:
     values in range, a target its backend could build (``hf:`` a model that exists locally,
     ``openai:`` an http(s) URL), ``adapter=`` a PEFT folder of a local model. ValueError (or
     ModelNotAvailable) names what is wrong."""
+    return _checked(spec, seed)[2]
+
+
+def _checked(spec: AgentSpec, seed: int) -> tuple[BackendKind, str, LLMConfig]:
+    """:func:`check_llm_spec`'s checks; the backend, the target it is built for and the options."""
     backend = _backend_of(spec)
     config = parse_options(spec.options, seed=seed)
     target = _target(spec, backend)
@@ -54,13 +59,12 @@ def check_llm_spec(spec: AgentSpec, seed: int = 0) -> LLMConfig:
     if config.adapter:
         from .adapters import adapter_folder
         adapter_folder(config.adapter)
-    return config
+    return backend, target, config
 
 
 def make_llm_policy(spec, seed: int = 0) -> LLMPolicy:
     """The LLM policy of a model spec (any registered backend; an AgentSpec, or a string parsed
     here), recorded under the spec's canonical string."""
     spec = AgentSpec.of(spec)
-    config = check_llm_spec(spec, seed)
-    backend = _backend_of(spec)
-    return LLMPolicy(backend.build(_target(spec, backend), config), config, str(spec))
+    backend, target, config = _checked(spec, seed)
+    return LLMPolicy(backend.build(target, config), config, str(spec))

@@ -157,6 +157,17 @@ def backend_kind(kind: str) -> Optional[BackendKind]:
     return backend_kinds().get(kind)
 
 
+def is_model_spec(spec) -> bool:
+    """Whether ``spec`` (an AgentSpec, or a string: a request's opponent, a logged roster's
+    policy) names a language model, a registered backend's kind; False for one that does not
+    parse or names no backend."""
+    from ..specs import AgentSpec, PolicySpecError
+    try:
+        return backend_kind(AgentSpec.of(spec).kind) is not None
+    except PolicySpecError:
+        return False
+
+
 def _load_reference(reference: str) -> BackendKind:
     """The BackendKind an entry point names: "pkg.mod" (its ``BACKEND``) or "pkg.mod:attr"."""
     found = resolve(reference if ":" in reference else f"{reference}:BACKEND")

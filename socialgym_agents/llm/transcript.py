@@ -30,8 +30,8 @@ import functools
 from typing import Callable, Optional
 
 from ..base import Request
-from ..specs import AgentSpec, PolicySpecError
-from .backends import backend_kind, backend_kinds
+from ..specs import AgentSpec
+from .backends import backend_kind, backend_kinds, is_model_spec
 from .config import parse_options
 from .parsing import action_string
 from .policy import LLMPolicy
@@ -64,15 +64,6 @@ class _NoGeneration:
 
     def complete(self, items):
         raise RuntimeError("a replayed policy does not generate")
-
-
-def is_backend_spec(spec) -> bool:
-    """Whether ``spec`` (an AgentSpec or a logged string) names a registered model backend;
-    False for one that does not parse."""
-    try:
-        return backend_kind(AgentSpec.of(spec).kind) is not None
-    except PolicySpecError:
-        return False
 
 
 def replay_policy(spec: str) -> LLMPolicy:
@@ -150,7 +141,7 @@ def rebuild_conversations(record: dict, as_spec: str = "smollm2", seats: Optiona
     spec_of, policy_of = {}, {}
     for agent, seat in roster.items():
         spec = seat.get("policy") or ""
-        spec_of[agent] = spec if is_backend_spec(spec) else as_spec
+        spec_of[agent] = spec if is_model_spec(spec) else as_spec
         if spec_of[agent] not in policies:
             policies[spec_of[agent]] = replay_policy(spec_of[agent])
         policy_of[agent] = policies[spec_of[agent]]
