@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import socialgym_env
+from socialgym_agents.registry import policy_kind
 from socialgym_agents.runner import EpisodeJob
 from socialgym_agents.specs import AgentSpec, PolicySpecError, parse_specs
 from socialgym_benchmarks.ratings import check_ties
@@ -250,7 +251,12 @@ def combinations(agents: Sequence[str], units: int) -> list[tuple]:
 
 
 def is_scripted(spec) -> bool:
-    return AgentSpec.of(spec).kind == "scripted"
+    """A cheap policy that loads no model and is no person (the registry's trait, so a plugin kind
+    counts as what it declares); False for a spec of no known kind."""
+    try:
+        return policy_kind(spec).scripted
+    except PolicySpecError:
+        return False
 
 
 # The most episodes one plan may hold: a plan is built whole before the first episode, so a

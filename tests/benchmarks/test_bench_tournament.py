@@ -189,3 +189,16 @@ def test_one_process_runs_start_the_longest_games_first(tmp_path, monkeypatch):
     shards = {g: tour.plan_game(g, ["scripted:random"], 1) for g in games}
     backends.run_local(shards, tmp_path, workers=1, progress=False)
     assert list(dict.fromkeys(started)) == ["triadic_werewolf", "resistance", "coup", "prisoners_dilemma", "chameleon"]
+
+
+def test_is_scripted_goes_by_the_kinds_declared_traits(monkeypatch):
+    """A plugin kind counts as scripted (cheap: many worker processes, the scripted episode count)
+    only when it declares no model and no person; an unknown kind is not scripted."""
+    from socialgym_agents import registry
+    from socialgym_benchmarks.tournament.plan import is_scripted
+
+    monkeypatch.setattr(registry, "_PLUGINS", {})
+    registry.register_kind("cheap", lambda spec, seed: None)
+    registry.register_kind("weights", lambda spec, seed: None, loads_model=True)
+    assert [is_scripted(s) for s in ("scripted:random", "cheap:x", "weights:x", "smollm2", "human", "nosuch:x")] == [
+        True, True, False, False, False, False]
