@@ -6,7 +6,6 @@ pass ``twine check --strict`` with the metadata a PyPI page shows, and the wheel
 into a fresh venv that runs ``socialgym list``."""
 import configparser
 import email
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import venv_with
 
 PREFIX = "socialgym_"
 # What setup-test fetches (the Makefile says it once): the SDK's pinned wheel and where it goes.
@@ -150,19 +150,6 @@ def sdk_wheel() -> Path:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", COEXIST_SDK,
                         "-d", str(WHEEL_CACHE)], check=True, capture_output=True, text=True, timeout=300)
     return sorted(WHEEL_CACHE.glob(pattern))[-1]
-
-
-def venv_with(wheels, tmp_path) -> tuple[Path, dict]:
-    """A fresh venv holding ``wheels`` in its own site-packages: its bin folder and the
-    environment to run it in. --system-site-packages: the dependencies come from this
-    environment (offline, --no-deps); the wheels go into the venv, ahead of them."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                   check=True, timeout=120)
-    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-    subprocess.run([str(bindir / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--ignore-installed", *map(str, wheels)], check=True, capture_output=True, text=True, timeout=300)
-    return bindir, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}     # only what the venv installed
 
 
 def assert_socialgym_lists_every_game(bindir: Path, env: dict, cwd: Path) -> None:
