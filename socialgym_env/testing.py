@@ -133,7 +133,7 @@ def check_parallel_api(game_id: str, num_cycles: int = 60, **config) -> None:
     every phase is simultaneous (``GameInfo.simultaneous``)."""
     from pettingzoo.test import parallel_api_test
     from pettingzoo.utils.conversions import aec_to_parallel
-    if not game_class(game_id).info.simultaneous:
+    if not make(game_id, **config).game_info.simultaneous:
         _fail(f"{game_id}: GameInfo.simultaneous is False, so it has no parallel form to test")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -318,7 +318,7 @@ def check_game(game_id: str, episodes: int = 6, **config) -> None:
     games); ``config`` goes to each ``make``."""
     check_api(game_id, **config)
     check_seed(game_id, **config)
-    if game_class(game_id).info.simultaneous:
+    if make(game_id, **config).game_info.simultaneous:      # the configured game's (a config may change it)
         check_parallel_api(game_id, **config)
     check_random_play(game_id, episodes=episodes, **config)
     check_determinism(game_id, **config)
