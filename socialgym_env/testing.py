@@ -22,7 +22,7 @@ import random
 import warnings
 from typing import Callable, Sequence
 
-from .registry import game_class, make
+from .registry import make
 
 # Strings no game accepts as they stand: empty, blank, near-misses ("eyes" is not "yes"), bad
 # JSON, negative numbers, non-ASCII, repeated keywords and an over-long talk line.
@@ -204,6 +204,8 @@ def check_clone(game_id: str, seed: int = 11, decisions: int = 5, max_steps: int
     env.reset(seed=seed)
     rng = random.Random(5)
     for _ in range(decisions):       # a few decisions in, so the clone copies a game in progress
+        if env.state.finished:       # a game shorter than that (one Colonel Blotto allocation)
+            break
         agent = env.agent_selection
         _, _, terminated, truncated, info = env.last(observe=False)
         env.step(None if terminated or truncated else grammar_sample(env, agent, info, rng))
