@@ -304,3 +304,22 @@ def test_seeded_games_match_openspiel(players, tokens, fuses):
     if (tokens, fuses) == (8, 3):
         # the seeds reach both ends: the deck running out and the fuses burning
         assert any("deck ran out" in r for r in reasons) and any("explode" in r for r in reasons), reasons
+
+
+def test_the_turn_cap_is_a_draw_that_keeps_the_score():
+    env = play("hanabi", ["play 1", "play 1", "hint player_1 green"], deck=DECK, max_steps=3)
+    result = env.state.result
+    assert result.truncated and result.rewards == {P0: 0.0, P1: 0.0} and result.scores == {P0: 2, P1: 2}
+    assert result.reason.startswith("turn cap reached: a draw")
+
+
+def test_the_quick_tournament_preset_plays_it():
+    from socialgym_agents.runner import PolicyPool, run_jobs
+    from socialgym_benchmarks.tournament.plan import QUICK_MAX_STEPS, game_configs, plan_tournament
+    configs = game_configs(["hanabi", "colonel_blotto"], quick=True)
+    assert configs["hanabi"] == {"max_steps": QUICK_MAX_STEPS}
+    jobs = plan_tournament(["hanabi", "colonel_blotto"], ["scripted:heuristic", "scripted:random"], 2, seed=0,
+                           configs=configs)
+    records = run_jobs(jobs, PolicyPool())
+    assert {r["game"] for r in records} == {"hanabi", "colonel_blotto"}
+    assert all(r["finished"] and not r.get("failed") for r in records)
