@@ -45,6 +45,8 @@ GAME_MODULES = {
     "triadic_werewolf": "triadic_werewolf",
     "kuhn_poker": "kuhn_poker",
     "leduc_poker": "leduc_poker",
+    "hanabi": "hanabi",
+    "colonel_blotto": "colonel_blotto",
 }
 
 

@@ -22,7 +22,7 @@ import random
 import warnings
 from typing import Callable, Sequence
 
-from .registry import game_class, make
+from .registry import make
 
 # Strings no game accepts as they stand: empty, blank, near-misses ("eyes" is not "yes"), bad
 # JSON, negative numbers, non-ASCII, repeated keywords and an over-long talk line.
@@ -133,7 +133,7 @@ def check_parallel_api(game_id: str, num_cycles: int = 60, **config) -> None:
     every phase is simultaneous (``GameInfo.simultaneous``)."""
     from pettingzoo.test import parallel_api_test
     from pettingzoo.utils.conversions import aec_to_parallel
-    if not game_class(game_id).info.simultaneous:
+    if not make(game_id, **config).game_info.simultaneous:
         _fail(f"{game_id}: GameInfo.simultaneous is False, so it has no parallel form to test")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -204,6 +204,8 @@ def check_clone(game_id: str, seed: int = 11, decisions: int = 5, max_steps: int
     env.reset(seed=seed)
     rng = random.Random(5)
     for _ in range(decisions):       # a few decisions in, so the clone copies a game in progress
+        if env.state.finished:       # a game shorter than that (one Colonel Blotto allocation)
+            break
         agent = env.agent_selection
         _, _, terminated, truncated, info = env.last(observe=False)
         env.step(None if terminated or truncated else grammar_sample(env, agent, info, rng))
@@ -318,7 +320,7 @@ def check_game(game_id: str, episodes: int = 6, **config) -> None:
     games); ``config`` goes to each ``make``."""
     check_api(game_id, **config)
     check_seed(game_id, **config)
-    if game_class(game_id).info.simultaneous:
+    if make(game_id, **config).game_info.simultaneous:      # the configured game's (a config may change it)
         check_parallel_api(game_id, **config)
     check_random_play(game_id, episodes=episodes, **config)
     check_determinism(game_id, **config)
