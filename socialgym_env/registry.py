@@ -41,6 +41,7 @@ GAME_MODULES = {
     "spyfall": "spyfall",
     "undercover": "undercover",
     "resistance": "resistance",
+    "avalon": "avalon",
     "werewolves": "werewolves",
     "triadic_werewolf": "triadic_werewolf",
     "kuhn_poker": "kuhn_poker",

@@ -123,12 +123,12 @@ class Resistance(Game):
             Phase("proposal", actors=lambda s: [s.g.leader], grammar=self._proposal_grammar,
                   resolve=self._proposed, fallback="random", instructions=self._proposal_instructions),
             Phase("vote", actors=everyone, simultaneous=True, resolve=self._voted,
-                  grammar=lambda s, a: [ActionSpec("approve", help="send this team on the mission"),
+                  grammar=lambda s, a: [ActionSpec("approve", help=f"send this team on the {self.MISSION}"),
                                         ActionSpec("reject", help="pass the leadership on")],
                   fallback="reject", instructions=self._vote_instructions),
             Phase(self.MISSION, actors=lambda s: list(s.g.team), simultaneous=True,
                   grammar=self._mission_grammar, resolve=self._mission_done, fallback="success",
-                  instructions="Play your mission card in secret."),
+                  instructions=f"Play your {self.MISSION} card in secret."),
         ]
 
     def setup(self, state: State) -> None:
@@ -208,7 +208,7 @@ class Resistance(Game):
         state.g.leader = state.next_alive(state.g.leader)
 
     def _mission_grammar(self, state, agent):
-        specs = [ActionSpec("success", help="the mission succeeds as far as you are concerned")]
+        specs = [ActionSpec("success", help=f"the {self.MISSION} succeeds as far as you are concerned")]
         if self.can_fail(state, agent):
             specs.append(ActionSpec("fail", help=f"sabotage the {self.MISSION}"))
         return specs

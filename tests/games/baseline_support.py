@@ -108,7 +108,7 @@ def paired_side_counts(game, side, opponent, seeds, config=None, pool=None) -> t
 
 def assert_plays_cleanly_through_the_runner(game, config=None, seed=7):
     """An all-heuristic table finishes through socialgym_agents.runner without one invalid action."""
-    num_seats = len(socialgym_env.make(game).possible_agents)
+    num_seats = len(socialgym_env.make(game, **dict(config or {})).possible_agents)
     record, = run_jobs([EpisodeJob(game, seed=seed, seats=[HEURISTIC] * num_seats, config=dict(config or {}))])
     assert record["finished"] and not record.get("failed"), record.get("error")
     assert sum(record["invalid_actions"].values()) == 0
