@@ -42,6 +42,7 @@ GAME_MODULES = {
     "undercover": "undercover",
     "resistance": "resistance",
     "avalon": "avalon",
+    "codenames": "codenames",
     "werewolves": "werewolves",
     "triadic_werewolf": "triadic_werewolf",
     "kuhn_poker": "kuhn_poker",
