@@ -1,4 +1,4 @@
-"""The Resistance: Avalon — 5 to 10 players, good (Arthur's loyal servants) against hidden evil.
+"""The Resistance: Avalon — 5 players (5 to 10), good (Arthur's loyal servants) against hidden evil.
 
 Create: ``socialgym_env.make("avalon", num_players=7, percival=True, morgana=True)``
 (``num_players`` 5–10, default 5; the special roles ``merlin`` (with the Assassin, default on),

@@ -1,4 +1,4 @@
-"""Codenames — 4 to 8 players in two teams, red and blue, each a spymaster and operatives.
+"""Codenames — 4 players (4 to 8) in two teams, red and blue, each a spymaster and operatives.
 
 Create: ``socialgym_env.make("codenames", num_players=6)`` (``num_players`` 4–8, default 4).
 
@@ -15,8 +15,11 @@ and 1 assassin. The teams alternate turns, the starting team first.
 | team_talk | its operatives, when it has two or more     | ``say MESSAGE`` / ``pass`` (one each, heard by the team only) |
 | guess     | its operatives in turn, one guess each      | ``guess WORD`` (a face-down board word) / ``stop`` (after at least one guess) |
 
-A clue is illegal when it is a face-down board word, is part of one, or contains one (compared
-case-insensitively, letters only): ``sea`` is illegal while ``seal`` is face down. A clue number
+A clue is illegal when it is not a word of letters only, or when it is a face-down board word,
+is part of one, or contains one (compared case-insensitively): ``sea`` is illegal while ``seal``
+is face down. An illegal clue is penalised as the published rulebook says: the team's turn ends
+at once, without a guess, and one of the other team's face-down words (drawn with the env's RNG)
+is turned face up for them. A clue number
 N allows up to N + 1 guesses; N = 0 allows any number of guesses. Each guess turns the word's
 card face up for everyone: the team's own word → it may guess again (while guesses are left);
 the other team's word (it counts for them) or a bystander → the turn ends; the assassin → the
@@ -35,7 +38,10 @@ allowed, else a random face-down word.
 
 Where the sources differ or are silent: the published rulebook (Czech Games Edition) lets a
 clue of 0 allow any number of guesses; this follows it (a plain N + 1 would allow one). Its
-``unlimited`` clue is not offered (0 already gives no limit). At the table operatives talk aloud;
+``unlimited`` clue is not offered (0 already gives no limit). An illegal clue is a move with the
+rulebook's penalty, not an invalid action, so every reply the action schema allows is a move;
+the rulebook lets the other spymaster choose which of its words to cover, here the env's RNG
+draws it. At the table operatives talk aloud;
 here their talk goes to their own team (the spymaster hears it but may not answer), and with
 several operatives the guesses go round them in seat order, one guess each.
 
@@ -120,8 +126,9 @@ def _description(num_players: int) -> str:
             f"{'one operative' if num_players == 4 else 'operatives'}. {GRID} words lie on the table; "
             f"only the spymasters see the key card: the starting team's {START_WORDS} words, the other "
             f"team's {OTHER_WORDS}, {BYSTANDERS} bystanders and 1 assassin. On its turn a team's spymaster "
-            f"gives a clue: one word and a number N from 0 to {MAX_CLUE} (a clue may not be a face-down "
-            f"word, part of one, or contain one). Its operatives then guess words one at a time, up to "
+            f"gives a clue: one word and a number N from 0 to {MAX_CLUE} (a clue that is a face-down "
+            f"word, part of one, or contains one ends the turn and gives the other team one of its "
+            f"words). Its operatives then guess words one at a time, up to "
             f"N + 1 guesses (any number after a 0), and may stop after the first. Their own word: they "
             f"may go on; the other team's word or a bystander: the turn ends; the assassin: their team "
             f"loses at once. The first team with all its words face up wins.")
@@ -176,7 +183,7 @@ class Codenames(Game):
         g.guesses = 0                    # guesses this turn
         g.guess_count = {RED: 0, BLUE: 0}   # guesses so far per team (whose turn to guess)
         g.turns = 0
-        g.clues = []                     # {"team", "word", "number"}
+        g.clues = []                     # {"team", "word", "number", "legal"}
         state.round = 1
         lineup = "; ".join(f"{team}: spymaster {state.name(self.spymaster(state, team))}, operatives "
                            f"{state.names(self.operatives(state, team))}" for team in (RED, BLUE))
@@ -207,21 +214,48 @@ class Codenames(Game):
     def _clue_grammar(self, state, agent):
         face_down = self.face_down(state)
         legal_fillers = [w for w in FILLER_CLUES if clue_problem(w, face_down) is None]
+        # no check: an illegal clue is a move with a penalty (see _clued); random play and the
+        # invalid-action fallback draw legal fillers
         return [ActionSpec("clue", (Word(30, name="WORD"), Int(0, MAX_CLUE)),
-                           help="one word (not a face-down board word, part of one, or containing one) and a number",
-                           check=lambda values: clue_problem(values[0], face_down),
+                           help=("one word and a number; a word that is not letters only, or is, is part of or "
+                                 "contains a face-down board word, ends your turn and gives the other team a word"),
                            sampler=lambda rng: (rng.choice(legal_fillers), rng.randint(0, MAX_CLUE)))]
 
     def _clued(self, state, actions):
         (agent, action), = actions.items()
         word, number = action.values
         g = state.g
+        problem = clue_problem(word, self.face_down(state))
+        g.clues.append({"team": g.turn, "word": word, "number": number, "legal": problem is None})
+        if problem:
+            self._penalise(state, agent, word, number, problem)
+            return
         g.clue = (word, number)
-        g.clues.append({"team": g.turn, "word": word, "number": number})
         limit = guess_limit(number)
         allows = "any number of guesses" if limit is None else f"up to {limit} guesses"
         state.announce(f"{state.name(agent)} ({g.turn} spymaster) gives the clue: {word} {number} ({allows}).")
         state.goto("team_talk" if len(self.operatives(state, g.turn)) > 1 else "guess")
+
+    def _penalise(self, state, agent, word, number, problem) -> None:
+        """An illegal clue: the turn ends, and the other team gets one of its words face up."""
+        g = state.g
+        other = other_team(g.turn)
+        gift = state.rng.choice([w for w in self.face_down(state) if g.key[w] == other])
+        g.revealed[gift] = other
+        state.announce(f"{state.name(agent)} ({g.turn} spymaster) gives the clue {word} {number}, which is "
+                       f"illegal: {problem}. {g.turn.capitalize()}'s turn ends, and {other} gets {gift} "
+                       f"(a {other} word) turned face up.")
+        if not self._ended_by_words(state):
+            self._end_turn(state)
+
+    def _ended_by_words(self, state) -> bool:
+        """Finish the game when a team's words are all face up (the team on turn checked first)."""
+        for side in (state.g.turn, other_team(state.g.turn)):
+            if self.words_left(state, side) == 0:
+                state.finish(f"all {side} words are face up: {side} wins",
+                             winners=state.on_team(side, alive_only=False))
+                return True
+        return False
 
     def _guess_grammar(self, state, agent):
         specs = [ActionSpec("guess", (Choice(tuple(self.face_down(state)), name="WORD"),),
@@ -263,11 +297,8 @@ class Codenames(Game):
             state.finish(f"{team} found the assassin: {other_team(team)} wins",
                          winners=state.on_team(other_team(team), alive_only=False))
             return
-        for side in (team, other_team(team)):
-            if self.words_left(state, side) == 0:
-                state.finish(f"all {side} words are face up: {side} wins",
-                             winners=state.on_team(side, alive_only=False))
-                return
+        if self._ended_by_words(state):
+            return
         limit = guess_limit(g.clue[1])
         if outcome == "again" and (limit is None or g.guesses < limit):
             state.goto("guess")

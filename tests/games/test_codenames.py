@@ -121,27 +121,57 @@ def test_only_spymasters_see_the_key(seed):
 
 
 # ------------------------------------------------------------------ clues
-def test_illegal_clues_are_refused_and_face_up_words_free_their_parts():
+def test_malformed_clues_are_invalid_actions():
     env = new_env()
-    g = env.state.g
-    word = g.board[0]
-    for bad in (f"clue {word} 1", f"clue {word[:-1]} 1" if len(word) > 3 else f"clue {word}x 1",
-                f"clue {word}s 1", "clue two words 1", "clue fruit 10", "clue fruit"):
+    for bad in ("clue two words 1", "clue fruit 10", "clue fruit", "clue 3"):
         with pytest.raises(InvalidActionError):
             env.step(bad)
+
+
+@pytest.mark.parametrize("form", ["word", "part", "contains", "not letters"])
+def test_an_illegal_clue_ends_the_turn_and_gives_the_other_team_a_word(form):
+    env = new_env(seed=3)
+    g = env.state.g
+    team, other = g.turn, other_team(g.turn)
+    word = next(w for w in g.board if len(w) > 3)
+    text = {"word": word.upper(), "part": word[:-1], "contains": word + "s", "not letters": "ice-cream"}[form]
+    before = env.game.words_left(env.state, other)
+    env.step(f"clue {text} 2")
+    assert env.state.phase == "clue" and g.turn == other          # no guess: the turn is over
+    assert env.game.words_left(env.state, other) == before - 1
+    gift, = g.revealed
+    assert g.key[gift] == other
+    assert g.clues == [{"team": team, "word": text, "number": 2, "legal": False}]
+    line = next(t for t in env.episode_record()["transcript"] if "which is illegal" in t)
+    assert f"{team.capitalize()}'s turn ends, and {other} gets {gift} (a {other} word) turned face up." in line
+
+
+def test_a_face_up_word_is_a_legal_clue_again():
+    env = new_env()
+    g = env.state.g
     own = words_of(env, g.turn)[0]
     clue(env, "thing 1")
     env.step(f"guess {own}")
-    assert env.state.phase == "guess"
     env.step("stop")
     clue(env, f"{own} 1")                     # face up now: a legal clue for the other team
-    assert g.clues[-1] == {"team": other_team(g.starting), "word": own, "number": 1}
+    assert g.clues[-1] == {"team": other_team(g.starting), "word": own, "number": 1, "legal": True}
+    assert env.state.phase == "guess"
+
+
+def test_an_illegal_clue_that_turns_the_other_teams_last_word_makes_them_win():
+    env = new_env(seed=7)
+    g = env.state.g
+    other = other_team(g.turn)
+    for word in words_of(env, other)[:-1]:
+        g.revealed[word] = other
+    env.step(f"clue {words_of(env, BYSTANDER)[0]} 1")
+    assert env.state.result.reason == f"all {other} words are face up: {other} wins"
 
 
 def test_an_invalid_clue_falls_back_to_a_random_legal_clue():
     env = socialgym_env.make("codenames")
     env.reset(seed=0)
-    env.step(f"clue {env.state.g.board[3]} 2")
+    env.step("clue 2 fruit")
     assert env.turns[-1]["fallback"] and env.state.phase == "guess"
     word, number = env.state.g.clue
     assert clue_problem(word, env.state.g.board) is None and 0 <= number <= 9
