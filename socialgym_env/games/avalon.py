@@ -11,7 +11,7 @@ with the env's RNG. Quest team sizes by count: 5 → 2, 3, 2, 3, 3; 6 → 2, 3, 
 on two fail cards; every other quest fails on one.
 
 What each role is told at the start, privately (and keeps in its observation and
-``game_state``; nobody is ever told another player's role by name):
+``game_state``; nobody learns another player's role but Percival, who learns who may be Merlin):
 
 | Role            | Team | Sees                                                                 |
 |-----------------|------|----------------------------------------------------------------------|

@@ -300,3 +300,20 @@ def test_without_merlin_three_successes_win_at_once():
     assert not holders(env, MERLIN) and not holders(env, ASSASSIN)
     succeed_quests(env, 3)
     assert env.state.result.reason == "3 quests succeeded: good wins"
+
+
+# ------------------------------------------------------------------ role gaps, as for Resistance
+def test_role_gaps_put_every_good_seat_on_main_and_every_evil_seat_on_alt():
+    """The leaderboard's role-conditioned ratings and SPaRTan's sides read main_role/alt_role;
+    special roles count with their team, whatever the configuration deals."""
+    from socialgym_benchmarks.leaderboard.summary import is_hidden_role, side_label
+    from socialgym_benchmarks.studies.spartan.sides import game_sides
+
+    info = socialgym_env.game_class("avalon").info.to_dict()
+    assert is_hidden_role(info)
+    label = side_label(info)
+    env = new_env(num_players=10, **ALL_ROLES)
+    for seat in env.state.seats:
+        side = label({"role": seat.role, "team": seat.team, "policy": "p"})
+        assert side == ("p|main" if seat.team == GOOD else "p|alt"), seat.role
+    assert game_sides("avalon").teams == {"main": GOOD, "alt": EVIL}
