@@ -144,3 +144,13 @@ def assert_significantly_better(successes, failures, alpha=0.01, chance=0.5, alt
     assert trials > 0, "no decisive episodes: nothing to test"
     p = binomtest(successes, trials, chance, alternative=alternative).pvalue
     assert successes > chance * trials and p < alpha, (successes, failures, p)
+
+
+def assert_interval_above_chance(successes, failures, confidence=0.99, chance=0.5):
+    """The exact (Clopper-Pearson) interval of the success share among decisive episodes lies
+    wholly above ``chance``; returns it."""
+    trials = successes + failures
+    assert trials > 0, "no decisive episodes: nothing to test"
+    interval = binomtest(successes, trials, chance).proportion_ci(confidence_level=confidence, method="exact")
+    assert interval.low > chance, (successes, failures, interval)
+    return interval

@@ -1,4 +1,5 @@
-"""The Avalon heuristic baseline beats random play (paired sign test over seeds, p < 0.01).
+"""The Avalon heuristic baseline beats random play (paired sign test over seeds, p < 0.01,
+and the exact 99% interval of its share of the decisive seeds above one half).
 
 Each seed is played twice with the same deal and opponents: once with the tested side played by
 ``scripted:heuristic`` and once by ``scripted:random``; the sign test counts the seeds where only
@@ -6,7 +7,8 @@ one of the two won. Both sides, at the default 5 players and at 7 with Percival 
 """
 import pytest
 
-from baseline_support import assert_plays_cleanly_through_the_runner, assert_significantly_better, paired_side_counts
+from baseline_support import (assert_interval_above_chance, assert_plays_cleanly_through_the_runner,
+                              assert_significantly_better, paired_side_counts)
 
 GAME = "avalon"
 SEVEN = {"num_players": 7, "percival": True, "morgana": True}
@@ -19,5 +21,6 @@ def test_heuristic_dispatch_through_the_runner(config):
 
 @pytest.mark.parametrize("side,config", [("good", {}), ("evil", {}), ("good", SEVEN), ("evil", SEVEN)])
 def test_heuristic_side_beats_random(side, config):
-    better, worse = paired_side_counts(GAME, side, "scripted:random", range(40), config)
+    better, worse = paired_side_counts(GAME, side, "scripted:random", range(80), config)
     assert_significantly_better(better, worse, alpha=0.01)
+    assert_interval_above_chance(better, worse, confidence=0.99)

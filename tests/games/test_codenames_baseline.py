@@ -1,4 +1,5 @@
-"""The Codenames heuristic baseline beats random play (paired sign test over seeds, p < 0.01).
+"""The Codenames heuristic baseline beats random play (paired sign test over seeds, p < 0.01,
+and the exact 99% interval of its share of the decisive seeds above one half).
 
 Each seed is played twice with the same board, key and opponents: once with the tested team
 played by ``scripted:heuristic`` and once by ``scripted:random``; the sign test counts the seeds
@@ -6,7 +7,8 @@ where only one of the two won. Both teams, at 4 and at 6 players.
 """
 import pytest
 
-from baseline_support import assert_plays_cleanly_through_the_runner, assert_significantly_better, paired_side_counts
+from baseline_support import (assert_interval_above_chance, assert_plays_cleanly_through_the_runner,
+                              assert_significantly_better, paired_side_counts)
 
 GAME = "codenames"
 
@@ -21,3 +23,4 @@ def test_heuristic_dispatch_through_the_runner(config):
 def test_heuristic_team_beats_random(side, config):
     better, worse = paired_side_counts(GAME, side, "scripted:random", range(30), config)
     assert_significantly_better(better, worse, alpha=0.01)
+    assert_interval_above_chance(better, worse, confidence=0.99)
