@@ -41,6 +41,8 @@ GAME_MODULES = {
     "spyfall": "spyfall",
     "undercover": "undercover",
     "resistance": "resistance",
+    "avalon": "avalon",
+    "codenames": "codenames",
     "werewolves": "werewolves",
     "triadic_werewolf": "triadic_werewolf",
     "kuhn_poker": "kuhn_poker",

@@ -8,7 +8,7 @@ For each repetition the games are played in turn (interleaved: game A's episodes
 each its ``--episodes`` seeded episodes (seeds 0, 1, ...) with every seat one of ``--seats`` in
 rotation; a game's episode time is its repetition's wall time over its episode count. Printed:
 per game the median [min-max] over repetitions of seconds per episode and the median [min-max]
-decisions per episode, with the CPU model and its AVX-512 / AMX flags. ``-c game.key=value``
+decisions per episode, with the CPU model and its AVX2 / AVX-512 / AMX flags. ``-c game.key=value``
 sets a game's config (repeatable).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def host_line() -> str:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
             elif line.startswith("flags") and not flags:
-                flags = sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx512", "amx")))
+                flags = sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx2", "avx512", "amx")))
     except OSError:
         pass
     return f"{model}; flags: {' '.join(flags) or 'no avx512 / amx'}"
@@ -46,7 +46,7 @@ def jobs_for(game: str, episodes: int, seats: list, config: dict) -> list:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", default="hanabi,colonel_blotto")
+    parser.add_argument("--games", default="avalon,codenames,hanabi,colonel_blotto")
     parser.add_argument("--seats", default="scripted:heuristic,scripted:random")
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--reps", type=int, default=3)
