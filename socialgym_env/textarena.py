@@ -120,9 +120,7 @@ class SocialGymTextArenaEnv(ta.Env):
 
     # ------------------------------------------------------------------ episode
     def reset(self, num_players: int, seed: Optional[int] = None):
-        counts = getattr(game_class(self.game_id), "player_counts", (game_class(self.game_id).info.num_players,))
-        if num_players not in counts:
-            raise ValueError(f"{self.game_id} is played by {', '.join(map(str, counts))} players, got {num_players!r}")
+        # a seat count the game is not played by is the registry's ConfigError (a ValueError)
         self.game_env = env = make(self.game_id, **{**self.config, "num_players": num_players})
         env.reset(seed=seed)
         self.pids = {agent: pid for pid, agent in enumerate(env.possible_agents)}
@@ -146,6 +144,9 @@ class SocialGymTextArenaEnv(ta.Env):
 
     # ------------------------------------------------------------------ moves
     def step(self, action: str):
+        if self.game_env is None or self.state.done:
+            raise RuntimeError(f"{self.game_id}: " + ("call reset() before step()" if self.game_env is None
+                                                      else "the game is over; call reset() to start another"))
         agent = self.game_env.agent_selection
         pid = self.pids[agent]
         text = action if isinstance(action, str) else str(action)

@@ -188,3 +188,15 @@ def test_game_options_pass_through_ta_make():
     env = ta.make("SocialGym-PrisonersDilemma-v0-raw", rounds=2)
     env.reset(num_players=2, seed=0)
     assert env.game_env.config["rounds"] == 2
+
+
+def test_a_step_before_reset_or_after_the_end_is_one_clear_error():
+    env = ta.make("SocialGym-KuhnPoker-v0-raw")
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step("[bet]")
+    env.reset(num_players=2, seed=0)
+    env.step("[bet]")
+    done, _ = env.step("[fold]")
+    assert done
+    with pytest.raises(RuntimeError, match="the game is over"):
+        env.step("[bet]")

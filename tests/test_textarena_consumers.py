@@ -5,7 +5,7 @@
   dependencies (vLLM, Ray, torch, tinker) into a cached venv beside this interpreter's packages
   (socialgym_benchmarks/perf/textarena_venv.py); their own loop code runs in a subprocess with
   the unused heavy imports stubbed (tests/textarena_consumers/). Marked ``outside_venv``: the
-  first run builds the venv (~20 s), later runs reuse it.
+  first run builds the venv, later runs reuse it.
 * OpenEnv's TextArena server (envs/textarena_env in the OpenEnv repository) is on no package
   registry, so it cannot run here: :class:`OpenEnvTextArenaCalls` makes exactly the calls its
   ``server/environment.py`` makes on the TextArena env (cited by line), served by
