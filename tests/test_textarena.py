@@ -84,7 +84,7 @@ def test_every_game_plays_to_its_end_through_ta_make_and_the_default_wrappers(ga
     assert sum(info["turn_count"] for info in game_info.values()) == len(seen)
 
 
-@pytest.mark.parametrize("game", ["werewolves", "kuhn_poker", "liars_dice", "coup"])
+@pytest.mark.parametrize("game", socialgym_env.game_ids())
 def test_the_train_variant_shows_prompt_board_lines_and_the_latest_board(game):
     seen, (rewards, _) = play(sg_ta.textarena_id(game) + "-train", seed=3)
     assert rewards and all(isinstance(observation, str) for _, observation in seen)

@@ -55,8 +55,10 @@ def ensure_venv(folder: Path | None = None, packages=(), no_deps=(), system_site
     folder.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=folder.name + ".building-", dir=folder.parent))
     try:
-        subprocess.run([base_python, "-m", "venv", *(["--system-site-packages"] if system_site else []),
-                        str(building)], check=True)
+        # beside the base's packages, the base's pip installs into the venv: no pip of its own
+        # (ensurepip is most of a venv's build time)
+        options = ["--system-site-packages", "--without-pip"] if system_site else []
+        subprocess.run([base_python, "-m", "venv", *options, str(building)], check=True)
         # a venv is not relocatable, so the packages go in after the rename into place
         shutil.rmtree(folder, ignore_errors=True)
         building.rename(folder)
