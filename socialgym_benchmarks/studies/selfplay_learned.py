@@ -17,10 +17,9 @@ episode, so they describe; the before/after test of the run is its win rate pair
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter
 from pathlib import Path
-
-from socialgym_env.logs import iter_log_dir
 
 
 def count(paths, targets: bool = False, against: str = "") -> dict:
@@ -29,19 +28,21 @@ def count(paths, targets: bool = False, against: str = "") -> dict:
     ``against``: only the episodes in which that policy holds a seat (players met on the same
     deals and opponents, e.g. before and after both against the heuristic)."""
     turns, episodes = Counter(), Counter()
-    for record in iter_log_dir(list(paths)):       # each episode once, however many files hold it
-        if against and all(s["policy"] != against for s in record["roster"]):
-            continue
-        seats = {s["agent"]: (s["policy"], s["role"]) for s in record["roster"]}
-        role_of_name = {s.get("name"): s["role"] for s in record["roster"] if s.get("name")}
-        for player_role in set(seats.values()):
-            episodes[player_role] += 1
-        for turn in record["turns"]:
-            player, role = seats[turn["agent"]]
-            word, _, rest = (turn["action"] or "").partition(" ")
-            if targets and rest in role_of_name:
-                word = f"{word} {role_of_name[rest]}"
-            turns[player, role, turn["phase"], word] += 1
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            record = json.loads(line)
+            if against and all(s["policy"] != against for s in record["roster"]):
+                continue
+            seats = {s["agent"]: (s["policy"], s["role"]) for s in record["roster"]}
+            role_of_name = {s.get("name"): s["role"] for s in record["roster"] if s.get("name")}
+            for player_role in set(seats.values()):
+                episodes[player_role] += 1
+            for turn in record["turns"]:
+                player, role = seats[turn["agent"]]
+                word, _, rest = (turn["action"] or "").partition(" ")
+                if targets and rest in role_of_name:
+                    word = f"{word} {role_of_name[rest]}"
+                turns[player, role, turn["phase"], word] += 1
     return {"turns": turns, "episodes": episodes}
 
 
