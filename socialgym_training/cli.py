@@ -70,6 +70,7 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
     except (ValueError, FileNotFoundError, FileExistsError) as err:   # FileExistsError: --out holds other files
         _fail(str(err))
     typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"],
+                           "duplicates_dropped": summary.get("duplicates_dropped", 0),
                            "token_lengths": summary.get("token_lengths")}))
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -53,7 +54,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_dir, atomic_write_text
 from socialgym_env.errors import LogFormatError
-from socialgym_env.logs import EpisodeLogs, iter_log_dir, validate_record, verify_replay
+from socialgym_env.logs import SKIPPED_DUPLICATES, EpisodeLogs, iter_log_dir, validate_record, verify_replay
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -96,6 +97,13 @@ def load_records(paths: Iterable, logs: Optional[EpisodeLogs] = None) -> Iterato
         if record.get("finished") and not record.get("failed"):
             verify_replay(record)          # rows of an edited log would carry another result's labels
             yield record
+
+
+def _warn_unless_counted(message: str, why: str) -> None:
+    """Bad lines and skipped files warn as the reader does; dropped copies of an episode are
+    counted in the summary instead (``duplicates_dropped``)."""
+    if why != SKIPPED_DUPLICATES:
+        warnings.warn(message, stacklevel=2)
 
 
 def _final_reply(meta: dict) -> Optional[tuple[str, int]]:
@@ -265,7 +273,7 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
     if kind not in EXPORT_KINDS:
         raise ValueError(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     keep = keep or ExportFilter()
-    logs = iter_log_dir(list(paths))
+    logs = iter_log_dir(list(paths), on_skip=_warn_unless_counted)
     records = list(load_records(paths, logs))
     report: dict = {"duplicates_dropped": logs.duplicates}
     rows = decision_rows(records, keep, as_spec, report)
