@@ -299,7 +299,7 @@ def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scri
           f"references held fixed) from {result['battles']} decisive battles in {result['episodes']} episodes")
     print(f"anchors ({pool.folder}): {anchors}")
     print(f"logs: {result['logs']}")
-    say_skipped(result["skipped"])
+    say_skipped(result.get("skipped") or {})
 
 
 @app.command("replay")

@@ -20,11 +20,11 @@ from .atomic import append_records, kind_of
 from .record import LOG_SCHEMA
 from .errors import InvalidActionError, LogFormatError
 
+PathLike = Union[str, os.PathLike]
+
 
 class NotRegularLogError(LogFormatError):
     """A log path that is a device, a pipe, a socket or a folder (anything but a regular file)."""
-
-PathLike = Union[str, os.PathLike]
 
 
 REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "scores", "rewards")
@@ -280,8 +280,8 @@ class EpisodeLogs:
 
     - **Duplicates.** The same episode in two files (a copied log, a folder holding a run and
       its backup) would count twice and narrow every interval. A successful record whose id was
-      already read with the same content (the same line: the logger writes sorted keys) is
-      dropped; after the last record one line says how many (``on_skip(message,
+      already read with the same content is dropped (told by a digest of the line, the logger
+      writing sorted keys; lines that differ are parsed and compared before being called a conflict); after the last record one line says how many (``on_skip(message,
       SKIPPED_DUPLICATES)``, else a warning), and :attr:`duplicates` holds the count. The same
       id with *other* content is no copy but a conflict: LogFormatError naming both
       ``file:line``. Failure records are an audit trail (a resume plays a failed episode again
@@ -315,28 +315,41 @@ class EpisodeLogs:
         for path in self.paths:
             for file in self._files(Path(path)):
                 for number, line, record in _numbered_records(file, self.strict, self.on_skip):
-                    if not self._first_copy(seen, record, line, f"{file}:{number}"):
-                        continue
-                    yield record
+                    if self._first_copy(seen, record, line, (file, number)):
+                        yield record
         if self.duplicates:
             _note(self.on_skip, f"dropped {self.duplicates} duplicate episode record(s) (an episode id already "
                                 f"read with the same content): each episode counted once", SKIPPED_DUPLICATES)
 
-    def _first_copy(self, seen: dict, record: dict, line: str, where: str) -> bool:
-        """Whether ``record`` is the first copy of its episode (False: a copy, counted);
-        LogFormatError when the same episode id was read before with other content."""
+    def _first_copy(self, seen: dict, record: dict, line: str, where: tuple) -> bool:
+        """Whether ``record`` (read at ``where``: file, line number) is the first copy of its
+        episode (False: a copy, counted); LogFormatError when the same episode id was read
+        before with other content."""
         digest = hashlib.blake2b(line.strip().encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        failed = bool(record.get("failed"))
-        key = (record["episode_id"], digest) if failed else record["episode_id"]
+        key = (record["episode_id"], digest) if record.get("failed") else record["episode_id"]
         earlier = seen.get(key)
         if earlier is None:
             seen[key] = (digest, where)
             return True
-        if earlier[0] != digest:
+        if earlier[0] != digest and _record_at(*earlier[1]) != record:
             raise LogFormatError(f"episode {safe_repr(record['episode_id'], 80)} is logged twice with different "
-                                 f"content: {earlier[1]} and {where} (two runs under one episode id? keep one)")
+                                 f"content: {_place(earlier[1])} and {_place(where)} (two runs under one episode id? "
+                                 f"keep one)")
         self.duplicates += 1
         return False
+
+
+def _place(where: tuple) -> str:
+    return f"{where[0]}:{where[1]}"
+
+
+def _record_at(path: PathLike, number: int) -> Optional[dict]:
+    """The record at line ``number`` of ``path`` (read again only when two copies' lines differ)."""
+    with open_log(path) as handle:
+        for index, line in enumerate(handle, start=1):
+            if index == number:
+                return parse_line(line)
+    return None
 
 
 def iter_log_dir(paths, strict: bool = False,

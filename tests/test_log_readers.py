@@ -61,6 +61,16 @@ def test_a_conflicting_copy_names_both_files(logs, tmp_path):
         load_records(tmp_path / "logs")
 
 
+def test_the_same_content_written_another_way_is_a_copy_not_a_conflict(logs, tmp_path):
+    """Lines differ (other key order and spacing) but the records are equal: a copy, dropped."""
+    shutil.copytree(logs / "once", tmp_path / "logs")
+    first = json.loads((logs / "once" / "chicken.jsonl").read_text().splitlines()[0])
+    reordered = dict(reversed(list(first.items())))
+    (tmp_path / "logs" / "z.jsonl").write_text(json.dumps(reordered, indent=None, separators=(" , ", " : ")) + "\n")
+    ids, dropped, _ = _read(tmp_path / "logs")
+    assert len(ids) == 6 and dropped == 1
+
+
 def test_a_failure_and_its_retry_are_no_conflict_and_copies_of_a_failure_drop(logs, tmp_path):
     """A resume plays a failed episode again under its id: the failure stays in the log (the audit trail)."""
     good = json.loads((logs / "once" / "chicken.jsonl").read_text().splitlines()[0])
