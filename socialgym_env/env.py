@@ -308,8 +308,10 @@ class SocialGymEnv(AECEnv):
         if parsed is not None:
             self._play(agent, grammar, parsed, action)
             return
-        if isinstance(action, str):
-            # a str subclass is read as the plain string it holds (its own methods may raise)
+        # type(), not isinstance(): an object can claim any class through __class__ (isinstance
+        # believes it), type() cannot lie. A str subclass is read as the plain string it holds
+        # (its own methods may raise).
+        if issubclass(type(action), str):
             action = str.__str__(action)
             raw = encodable(action)
         else:

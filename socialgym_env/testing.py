@@ -41,6 +41,31 @@ class _RaisingRepr:
         raise RuntimeError("__repr__ raised")
 
 
+class _ClaimsToBe:
+    """An object that lies about its class: ``__class__`` says ``claimed`` (so ``isinstance``
+    believes it is one) while ``type()`` tells the truth; it has none of that class's methods."""
+
+    def __init__(self, claimed: type):
+        self._claimed = claimed
+
+    @property
+    def __class__(self):
+        return self._claimed
+
+
+class _RaisingStr(str):
+    """A str subclass whose own methods raise: it is read as the plain string it holds."""
+
+    def strip(self, *args):
+        raise RuntimeError("strip raised")
+
+    def __str__(self):
+        raise RuntimeError("__str__ raised")
+
+    def __hash__(self):
+        raise RuntimeError("__hash__ raised")
+
+
 def _nested(depth: int, leaf=None):
     """A Python list nested ``depth`` deep, built without recursion."""
     value = leaf
@@ -72,6 +97,8 @@ def hostile_junk() -> dict:
         "list": ["vote", "Alice"], "deep list (10,000)": _nested(10_000), "dict": {"action_type": "pass"},
         "set": {1, 2}, "tuple": ("a",), "raising __str__/__repr__": _RaisingRepr(), "object": object(),
         "a type": int, "a function": len, "list holding a huge int": [10**5000],
+        "object whose __class__ says str": _ClaimsToBe(str), "object whose __class__ says int": _ClaimsToBe(int),
+        "str subclass whose methods raise": _RaisingStr("pass"),
     }
 OUTCOMES = {"win", "draw", "loss"}
 
@@ -281,7 +308,7 @@ def _step_junk(env, action, mode: str, where: str) -> str:
         _fail(f"{where}: the step logged {len(env.turns) - before} turns")
     turn = env.turns[-1]
     if turn["valid"]:
-        if not isinstance(action, str):
+        if not issubclass(type(action), str):
             _fail(f"{where}: a {type(action).__name__} was accepted as an action")
         return "accepted"
     _check_rejected_turn(env, turn, mode, where)
