@@ -10,6 +10,9 @@ SELFPLAY_EPISODES ?= 40
 # tests/test_packaging.py installs this beside the project (its top-level package is also named
 # `agents`); setup-test fetches the wheel here once, so the test runs offline.
 COEXIST_SDK = openai-agents==0.24.0
+# tests/test_textarena_consumers.py installs these --no-deps into its cached venv (their declared
+# dependencies are vLLM, Ray, torch, tinker); fetched here once, so the test runs offline.
+TEXTARENA_CONSUMERS = unstable-rl==0.2.2 spiral-rl==0.2.0 trueskill==0.4.5
 WHEEL_CACHE = .cache/wheels
 
 .PHONY: setup setup-test demo test bench
@@ -30,6 +33,7 @@ setup-test: setup
 	(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update && apt-get install -y chromium chromium-driver)
 	# The OpenAI Agents SDK's wheel for the coexistence test (no dependencies: the test installs it --no-deps).
 	$(PIP) download --no-deps $(COEXIST_SDK) -d $(WHEEL_CACHE)
+	$(PIP) download --no-deps $(TEXTARENA_CONSUMERS) -d $(WHEEL_CACHE)
 
 demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the

@@ -17,7 +17,7 @@ from socialgym_env.cli_errors import check_output_file, check_output_folder, one
 
 from .leaderboard.render import build_leaderboard, print_leaderboard
 from .leaderboard.replay import write_replay
-from .ratings import check_ties
+from .ratings import check_ties, skipped_note
 from .tournament import plan as tour
 
 app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_args_is_help=True,
@@ -261,6 +261,13 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
         print(f"openskill: {out / 'openskill.json'} (also openskill.md)")
 
 
+def say_skipped(skipped: dict) -> None:
+    """One line on what reading the logs skipped (failed, duplicate, bad lines), if anything."""
+    note = skipped_note(skipped)
+    if note:
+        print(note)
+
+
 @app.command("ratings-validity")
 def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or a folder of *.jsonl logs"),
                          folds: int = typer.Option(5, "--folds", min=2, help="folds, split by episode"),
@@ -269,13 +276,14 @@ def ratings_validity_cmd(logdir: Path = typer.Argument(..., help="a log file or 
     split, Bradley–Terry vs online Elo), split by episode: which predicts outcomes best on these logs."""
     from .ratings.validity import format_table, validity_from_logs
     try:
-        table = validity_from_logs(logdir, folds, seed)
+        table, skipped = validity_from_logs(logdir, folds, seed)
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     print(f"held-out decisive battles, {folds} folds by episode, seed {seed} (lower is better; "
           "differences to pooled are paired, se clustered by episode)")
     print(format_table(table))
+    say_skipped(skipped)
 
 
 @app.command("rate")
@@ -306,6 +314,7 @@ def rate_cmd(spec: str = typer.Argument(..., help="the policy to rate, e.g. scri
           f"references held fixed) from {result['battles']} decisive battles in {result['episodes']} episodes")
     print(f"anchors ({pool.folder}): {anchors}")
     print(f"logs: {result['logs']}")
+    say_skipped(result.get("skipped") or {})
 
 
 @app.command("replay")

@@ -153,7 +153,9 @@ class SocialGymEnv(AECEnv):
         self.game_cls = game_cls
         config = encodable_data(config)      # its strings reach messages and the record
         self.game: Game = game_cls(config)
-        self.game_info = game_cls.info
+        # the game object's info: a configuration may refine its class's (Colonel Blotto with
+        # talk is no longer a simultaneous-move game)
+        self.game_info = self.game.info
         self.config = config
         self.render_mode = render_mode
         self.metadata = dict(self.metadata, name=f"socialgym/{self.game_info.id}-v{self.game_info.version}",
@@ -306,8 +308,10 @@ class SocialGymEnv(AECEnv):
         if parsed is not None:
             self._play(agent, grammar, parsed, action)
             return
-        if isinstance(action, str):
-            # a str subclass is read as the plain string it holds (its own methods may raise)
+        # type(), not isinstance(): an object can claim any class through __class__ (isinstance
+        # believes it), type() cannot lie. A str subclass is read as the plain string it holds
+        # (its own methods may raise).
+        if issubclass(type(action), str):
             action = str.__str__(action)
             raw = encodable(action)
         else:

@@ -122,7 +122,7 @@ def read_timing(folder: PathLike) -> dict:
     files = sorted(folder.rglob(f"*{TIMING_SUFFIX}")) if folder.is_dir() else [timing_path(folder)]
     out: dict = {}
     for path in files:
-        if not path.exists():
+        if not path.is_file():         # absent, or a pipe or device that would block or never end
             continue
         with open(path, "rb") as handle:
             for raw in handle:

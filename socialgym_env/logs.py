@@ -6,19 +6,25 @@ A killed run loses at most the episode in flight: each record is written with a 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import stat
 import warnings
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
 from .actions import encodable, safe_repr
-from .atomic import append_records
+from .atomic import append_records, kind_of
 from .record import LOG_SCHEMA
 from .errors import InvalidActionError, LogFormatError
 
 PathLike = Union[str, os.PathLike]
+
+
+class NotRegularLogError(LogFormatError):
+    """A log path that is a device, a pipe, a socket or a folder (anything but a regular file)."""
 
 
 REQUIRED_KEYS = ("schema", "episode_id", "game", "seed", "roster", "turns", "scores", "rewards")
@@ -176,14 +182,23 @@ def append_episode(path: PathLike, record: dict) -> None:
     append_records(path, encode_line(record))
 
 
-def read_episodes(path: PathLike, strict: bool = False,
-                  on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
-    """Yield the valid episode records of a JSONL log (each checked by :func:`validate_record`:
-    later stages never see a malformed one). A corrupt, truncated (a run killed mid-line),
-    foreign or wrongly typed line raises LogFormatError naming ``file:line`` and what was
-    expected when ``strict``; else it is skipped: ``on_skip(message, why)`` is called if given
-    (``why`` is a short category such as "not JSON"), otherwise a warning names the line."""
-    with open(path, "r", encoding="utf-8", errors="replace") as handle:
+def open_log(path: PathLike):
+    """``path`` opened as UTF-8 text (undecodable bytes replaced), or :class:`NotRegularLogError`
+    when it is anything but a regular file: a device (``/dev/zero`` never ends, so reading it
+    grows memory until failure) or a named pipe (opening one blocks until a writer comes). The
+    open itself does not block (``O_NONBLOCK``), and the check is on what was opened."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularLogError(f"{safe_repr(os.fsdecode(path), 200)[1:-1]} is {kind_of(mode)}, not a regular "
+                                 f"file: not read as a log")
+    return os.fdopen(fd, "r", encoding="utf-8", errors="replace")
+
+
+def _numbered_records(path: PathLike, strict: bool, on_skip) -> Iterator[tuple[int, str, dict]]:
+    """(line number, line, record) of each valid record of one log file (see :func:`read_episodes`)."""
+    with open_log(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -194,15 +209,32 @@ def read_episodes(path: PathLike, strict: bool = False,
             except (ValueError, RecursionError) as err:    # bad JSON, huge numbers, deep nesting
                 why, detail = "not JSON (corrupt or truncated)", err
             else:
-                yield record
+                yield number, line, record
                 continue
             if strict:
                 raise LogFormatError(f"{path}:{number}: not a valid episode record: {str(detail)[:300]}") from None
-            message = f"{path}:{number}: skipped a bad episode line ({str(detail)[:200]})"
-            if on_skip is not None:
-                on_skip(message, why)
-            else:
-                warnings.warn(message, stacklevel=2)
+            _note(on_skip, f"{path}:{number}: skipped a bad episode line ({str(detail)[:200]})", why)
+
+
+def _note(on_skip, message: str, why: str) -> None:
+    if on_skip is not None:
+        on_skip(message, why)
+    else:
+        warnings.warn(message, stacklevel=3)
+
+
+def read_episodes(path: PathLike, strict: bool = False,
+                  on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
+    """Yield the valid episode records of a JSONL log (each checked by :func:`validate_record`:
+    later stages never see a malformed one). A corrupt, truncated (a run killed mid-line),
+    foreign or wrongly typed line raises LogFormatError naming ``file:line`` and what was
+    expected when ``strict``; else it is skipped: ``on_skip(message, why)`` is called if given
+    (``why`` is a short category such as "not JSON"), otherwise a warning names the line.
+    A path that is not a regular file (a device, a pipe) raises :class:`NotRegularLogError`.
+    Every record of the file, duplicates included (a resume's audit trail reads them all);
+    readers that count episodes use :func:`iter_log_dir`, which keeps one copy of each."""
+    for _, _, record in _numbered_records(path, strict, on_skip):
+        yield record
 
 
 def _skip_category(err: LogFormatError) -> str:
@@ -237,15 +269,94 @@ def failed_episode_ids(path: PathLike) -> set[str]:
     return failed - done
 
 
-def iter_log_dir(path: PathLike, strict: bool = False,
-                 on_skip: Optional[Callable[[str, str], None]] = None) -> Iterator[dict]:
-    """Every episode of a log file, or of every ``*.jsonl`` file under a folder (sorted)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no log file or folder at {path}")
-    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
-    for file in files:
-        yield from read_episodes(file, strict=strict, on_skip=on_skip)
+SKIPPED_DUPLICATES = "duplicate episodes"      # the ``why`` of on_skip's one line on dropped duplicates
+SKIPPED_NOT_REGULAR = "not a regular file"      # ... and of a pipe or device skipped inside a folder
+
+
+class EpisodeLogs:
+    """Every episode of some log files or folders (``*.jsonl`` under a folder, sorted), each
+    episode once: what :func:`iter_log_dir` returns, the one place every reader that counts
+    episodes (leaderboard, ratings, exports, studies) reads logs through.
+
+    - **Duplicates.** The same episode in two files (a copied log, a folder holding a run and
+      its backup) would count twice and narrow every interval. A successful record whose id was
+      already read with the same content is dropped (told by a digest of the line, the logger
+      writing sorted keys; lines that differ are parsed and compared before being called a conflict); after the last record one line says how many (``on_skip(message,
+      SKIPPED_DUPLICATES)``, else a warning), and :attr:`duplicates` holds the count. The same
+      id with *other* content is no copy but a conflict: LogFormatError naming both
+      ``file:line``. Failure records are an audit trail (a resume plays a failed episode again
+      under its id), so they never conflict with a success; only exact copies of them are dropped.
+    - **Files that never end.** A device or a named pipe named directly raises
+      :class:`NotRegularLogError`; one found inside a folder is skipped with one line
+      (``on_skip(message, SKIPPED_NOT_REGULAR)``, else a warning).
+    """
+
+    def __init__(self, paths, strict: bool = False, on_skip: Optional[Callable[[str, str], None]] = None):
+        self.paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        self.strict, self.on_skip = strict, on_skip
+        self.duplicates = 0
+
+    def _files(self, path: Path) -> Iterator[Path]:
+        if not path.exists():
+            raise FileNotFoundError(f"no log file or folder at {path}")
+        if not path.is_dir():
+            yield path                             # named directly: open_log refuses a pipe or device
+            return
+        for file in sorted(path.rglob("*.jsonl")):
+            mode = file.stat().st_mode if file.exists() else 0
+            if stat.S_ISREG(mode):
+                yield file
+            else:
+                _note(self.on_skip, f"{file}: skipped, it is {kind_of(mode)}, not a regular file", SKIPPED_NOT_REGULAR)
+
+    def __iter__(self) -> Iterator[dict]:
+        self.duplicates = 0
+        seen: dict = {}        # key -> (digest of the line, where it was read)
+        for path in self.paths:
+            for file in self._files(Path(path)):
+                for number, line, record in _numbered_records(file, self.strict, self.on_skip):
+                    if self._first_copy(seen, record, line, (file, number)):
+                        yield record
+        if self.duplicates:
+            _note(self.on_skip, f"dropped {self.duplicates} duplicate episode record(s) (an episode id already "
+                                f"read with the same content): each episode counted once", SKIPPED_DUPLICATES)
+
+    def _first_copy(self, seen: dict, record: dict, line: str, where: tuple) -> bool:
+        """Whether ``record`` (read at ``where``: file, line number) is the first copy of its
+        episode (False: a copy, counted); LogFormatError when the same episode id was read
+        before with other content."""
+        digest = hashlib.blake2b(line.strip().encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = (record["episode_id"], digest) if record.get("failed") else record["episode_id"]
+        earlier = seen.get(key)
+        if earlier is None:
+            seen[key] = (digest, where)
+            return True
+        if earlier[0] != digest and _record_at(*earlier[1]) != record:
+            raise LogFormatError(f"episode {safe_repr(record['episode_id'], 80)} is logged twice with different "
+                                 f"content: {_place(earlier[1])} and {_place(where)} (two runs under one episode id? "
+                                 f"keep one)")
+        self.duplicates += 1
+        return False
+
+
+def _place(where: tuple) -> str:
+    return f"{where[0]}:{where[1]}"
+
+
+def _record_at(path: PathLike, number: int) -> Optional[dict]:
+    """The record at line ``number`` of ``path`` (read again only when two copies' lines differ)."""
+    with open_log(path) as handle:
+        for index, line in enumerate(handle, start=1):
+            if index == number:
+                return parse_line(line)
+    return None
+
+
+def iter_log_dir(paths, strict: bool = False,
+                 on_skip: Optional[Callable[[str, str], None]] = None) -> EpisodeLogs:
+    """Every episode of a log file, or of every ``*.jsonl`` file under a folder (sorted), or of
+    several of these (a list), each episode once: see :class:`EpisodeLogs`."""
+    return EpisodeLogs(paths, strict=strict, on_skip=on_skip)
 
 
 # ---------------------------------------------------------------------- deterministic replay

@@ -52,6 +52,16 @@ def talk_specs(max_length: int = TALK_MAX_CHARS, allow_pass: bool = True) -> lis
     return list(specs)
 
 
+# ------------------------------------------------------------------ splits of a whole number
+def random_split(rng, parts: int, total: int) -> tuple:
+    """``parts`` non-negative integers summing to ``total``, from ``parts - 1`` random cut points
+    in ``0..total`` (the env's RNG): a legal random split for an action whose numbers must add up
+    (Dead Last's offer, Colonel Blotto's allocation) without enumerating every split."""
+    cuts = sorted(rng.randint(0, total) for _ in range(parts - 1))
+    bounds = [0, *cuts, total]
+    return tuple(bounds[i + 1] - bounds[i] for i in range(parts))
+
+
 # ------------------------------------------------------------------ talk phase
 def is_talk_turn(info: dict) -> bool:
     """Whether a seat's decision is a talk turn it may pass (its only actions: ``say``, ``pass``):

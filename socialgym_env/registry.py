@@ -41,10 +41,14 @@ GAME_MODULES = {
     "spyfall": "spyfall",
     "undercover": "undercover",
     "resistance": "resistance",
+    "avalon": "avalon",
+    "codenames": "codenames",
     "werewolves": "werewolves",
     "triadic_werewolf": "triadic_werewolf",
     "kuhn_poker": "kuhn_poker",
     "leduc_poker": "leduc_poker",
+    "hanabi": "hanabi",
+    "colonel_blotto": "colonel_blotto",
 }
 
 

@@ -22,7 +22,7 @@ import random
 import warnings
 from typing import Callable, Sequence
 
-from .registry import game_class, make
+from .registry import make
 
 # Strings no game accepts as they stand: empty, blank, near-misses ("eyes" is not "yes"), bad
 # JSON, negative numbers, non-ASCII, repeated keywords and an over-long talk line.
@@ -39,6 +39,31 @@ class _RaisingRepr:
 
     def __repr__(self):
         raise RuntimeError("__repr__ raised")
+
+
+class _ClaimsToBe:
+    """An object that lies about its class: ``__class__`` says ``claimed`` (so ``isinstance``
+    believes it is one) while ``type()`` tells the truth; it has none of that class's methods."""
+
+    def __init__(self, claimed: type):
+        self._claimed = claimed
+
+    @property
+    def __class__(self):
+        return self._claimed
+
+
+class _RaisingStr(str):
+    """A str subclass whose own methods raise: it is read as the plain string it holds."""
+
+    def strip(self, *args):
+        raise RuntimeError("strip raised")
+
+    def __str__(self):
+        raise RuntimeError("__str__ raised")
+
+    def __hash__(self):
+        raise RuntimeError("__hash__ raised")
 
 
 def _nested(depth: int, leaf=None):
@@ -72,6 +97,8 @@ def hostile_junk() -> dict:
         "list": ["vote", "Alice"], "deep list (10,000)": _nested(10_000), "dict": {"action_type": "pass"},
         "set": {1, 2}, "tuple": ("a",), "raising __str__/__repr__": _RaisingRepr(), "object": object(),
         "a type": int, "a function": len, "list holding a huge int": [10**5000],
+        "object whose __class__ says str": _ClaimsToBe(str), "object whose __class__ says int": _ClaimsToBe(int),
+        "str subclass whose methods raise": _RaisingStr("pass"),
     }
 OUTCOMES = {"win", "draw", "loss"}
 
@@ -133,7 +160,7 @@ def check_parallel_api(game_id: str, num_cycles: int = 60, **config) -> None:
     every phase is simultaneous (``GameInfo.simultaneous``)."""
     from pettingzoo.test import parallel_api_test
     from pettingzoo.utils.conversions import aec_to_parallel
-    if not game_class(game_id).info.simultaneous:
+    if not make(game_id, **config).game_info.simultaneous:
         _fail(f"{game_id}: GameInfo.simultaneous is False, so it has no parallel form to test")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -204,6 +231,8 @@ def check_clone(game_id: str, seed: int = 11, decisions: int = 5, max_steps: int
     env.reset(seed=seed)
     rng = random.Random(5)
     for _ in range(decisions):       # a few decisions in, so the clone copies a game in progress
+        if env.state.finished:       # a game shorter than that (one Colonel Blotto allocation)
+            break
         agent = env.agent_selection
         _, _, terminated, truncated, info = env.last(observe=False)
         env.step(None if terminated or truncated else grammar_sample(env, agent, info, rng))
@@ -279,7 +308,7 @@ def _step_junk(env, action, mode: str, where: str) -> str:
         _fail(f"{where}: the step logged {len(env.turns) - before} turns")
     turn = env.turns[-1]
     if turn["valid"]:
-        if not isinstance(action, str):
+        if not issubclass(type(action), str):
             _fail(f"{where}: a {type(action).__name__} was accepted as an action")
         return "accepted"
     _check_rejected_turn(env, turn, mode, where)
@@ -318,7 +347,7 @@ def check_game(game_id: str, episodes: int = 6, **config) -> None:
     games); ``config`` goes to each ``make``."""
     check_api(game_id, **config)
     check_seed(game_id, **config)
-    if game_class(game_id).info.simultaneous:
+    if make(game_id, **config).game_info.simultaneous:      # the configured game's (a config may change it)
         check_parallel_api(game_id, **config)
     check_random_play(game_id, episodes=episodes, **config)
     check_determinism(game_id, **config)

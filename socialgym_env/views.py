@@ -335,45 +335,55 @@ class Views:
             text = self._observations[agent] = self.render_observation(agent)
         return text
 
+    def head_blocks(self, agent: str) -> list[str]:
+        """The observation's head: the game, who the seat is (and its role), its goal."""
+        state, game, info = self.machine.state, self.game, self.game_info
+        seat = state.seat[agent]
+        # three memoised pieces: the first is every seat's, the others few
+        return [sanitize(f"=== {info.name} ===\n{game.description(state)}\n"),
+                sanitize(f"You are {seat.name} ({agent})."
+                         + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
+                         + ("" if seat.alive else " You have been eliminated and only watch.")),
+                sanitize(f"Your goal: {game.goal(state, agent)}")]
+
+    def private_blocks(self, agent: str) -> list[str]:
+        """The seat's private information and status lines (none, or one block)."""
+        state = self.machine.state
+        secret = self.game.secret(state, agent)
+        status = self.game.status(state, agent)
+        if not (secret or status):
+            return []
+        middle = []
+        if secret:
+            middle.append("Your private information:")
+            middle.extend(f"- {line}" for line in secret)
+        if status:
+            middle.append("Status:")
+            middle.extend(f"- {line}" for line in status)
+        # not memoised: status lines change every round, the memo would fill with them
+        return [_OUTSIDE_CHARSET.sub("?", "\n".join(middle))]
+
+    def now_blocks(self, agent: str, answer_format: str) -> list[str]:
+        """The observation's tail: the phase, the instructions, the legal actions and
+        ``answer_format`` when the seat acts; else that the game is over or it waits."""
+        state = self.machine.state
+        if self.acting(agent):
+            return [sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()),
+                    self._legal_block(self.grammar(agent)), answer_format]
+        if state.result is not None:
+            return [sanitize(f"--- Now ---\nThe game is over: {state.result.reason}.")]
+        return [sanitize(f"--- Now ---\nPhase: {state.phase}. You have no decision to make now.")]
+
     def render_observation(self, agent: str) -> str:
         # Built from a few blocks, each sanitised as a whole (sanitising works character by
         # character, so this equals sanitising every line); the legal-action block is kept
         # while decisions share their specs; history lines are sanitised once, when first shown.
-        state = self.machine.state
-        game = self.game
-        seat = state.seat[agent]
-        info = self.game_info
-        if self._state is not state:
+        if self._state is not self.machine.state:
             self._caches()
-        # the head in three memoised pieces: the first is every seat's, the others few
-        blocks = [sanitize(f"=== {info.name} ===\n{game.description(state)}\n"),
-                  sanitize(f"You are {seat.name} ({agent})."
-                           + (f" Your role: {game.known_role(state, agent)[0]}." if info.roles else "")
-                           + ("" if seat.alive else " You have been eliminated and only watch.")),
-                  sanitize(f"Your goal: {game.goal(state, agent)}")]
-        secret = game.secret(state, agent)
-        status = game.status(state, agent)
-        if secret or status:
-            middle = []
-            if secret:
-                middle.append("Your private information:")
-                middle.extend(f"- {line}" for line in secret)
-            if status:
-                middle.append("Status:")
-                middle.extend(f"- {line}" for line in status)
-            # not memoised: status lines change every round, the memo would fill with them
-            blocks.append(_OUTSIDE_CHARSET.sub("?", "\n".join(middle)))
+        blocks = self.head_blocks(agent) + self.private_blocks(agent)
         blocks.append("--- What you have seen ---")
         blocks.extend(self._clean_history(agent) or ["(nothing yet)"])
-        if self.acting(agent):
-            grammar = self.grammar(agent)
-            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. {self.instructions(agent)}".rstrip()))
-            blocks.append(self._legal_block(grammar))
-            blocks.append(ANSWER_FORMAT)
-        elif state.result is not None:
-            blocks.append(sanitize(f"--- Now ---\nThe game is over: {state.result.reason}."))
-        else:
-            blocks.append(sanitize(f"--- Now ---\nPhase: {state.phase}. You have no decision to make now."))
+        blocks.extend(self.now_blocks(agent, ANSWER_FORMAT))
         text = "\n".join(blocks)
         if len(text) > MAX_OBSERVATION_CHARS:
             # Keep the newest history: drop from the front with a marker.

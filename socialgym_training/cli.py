@@ -70,6 +70,7 @@ def export_cmd(kind: str = typer.Argument(..., help=f"what to build: {', '.join(
     except (ValueError, FileNotFoundError, FileExistsError) as err:   # FileExistsError: --out holds other files
         _fail(str(err))
     typer.echo(json.dumps({"out": out, "rows": summary["rows"], "episodes": summary["episodes"],
+                           "duplicates_dropped": summary.get("duplicates_dropped", 0),
                            "token_lengths": summary.get("token_lengths")}))
 
 
@@ -94,11 +95,11 @@ def suspicion_rows(record: dict, detector, cut: Optional[int] = None) -> tuple[i
 
 
 def detect(log: Path, model: Path, episode: Optional[str] = None, cut: Optional[int] = None) -> None:
-    from socialgym_env.logs import read_episodes
+    from socialgym_env.logs import iter_log_dir
     from socialgym_training.detection_data import usable
     if not log.is_file():
         _fail(f"no log file at {log}")
-    records = [r for r in read_episodes(log) if usable(r)]
+    records = [r for r in iter_log_dir(log) if usable(r)]
     if not records:
         _fail(f"{log} holds no usable episode of a hidden-role game ({', '.join(DETECTION_GAMES)})")
     if episode is not None:

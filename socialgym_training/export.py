@@ -46,6 +46,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -53,7 +54,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_dir, atomic_write_text
 from socialgym_env.errors import LogFormatError
-from socialgym_env.logs import iter_log_dir, validate_record, verify_replay
+from socialgym_env.logs import SKIPPED_DUPLICATES, EpisodeLogs, iter_log_dir, validate_record, verify_replay
 
 EXPORT_KINDS = ("sft", "dpo", "grpo")
 OUTCOMES = ("win", "draw", "loss")
@@ -85,15 +86,24 @@ class ExportFilter:
                 and (not self.legal_only or (row["valid"] and not row["fallback"] and row["reasks"] == 0)))
 
 
-def load_records(paths: Iterable) -> Iterator[dict]:
-    """Every finished episode of the given log files or folders (failed episodes are skipped)."""
+def load_records(paths: Iterable, logs: Optional[EpisodeLogs] = None) -> Iterator[dict]:
+    """Every finished episode of the given log files or folders, each once however many of them
+    hold it (failed episodes are skipped; ``logs``: the reader to use, to read its counts after)."""
+    paths = list(paths)
     for path in paths:
         if not Path(path).exists():
             raise FileNotFoundError(f"no log file or folder at {path}")
-        for record in iter_log_dir(path):
-            if record.get("finished") and not record.get("failed"):
-                verify_replay(record)          # rows of an edited log would carry another result's labels
-                yield record
+    for record in logs if logs is not None else iter_log_dir(paths):
+        if record.get("finished") and not record.get("failed"):
+            verify_replay(record)          # rows of an edited log would carry another result's labels
+            yield record
+
+
+def _warn_unless_counted(message: str, why: str) -> None:
+    """Bad lines and skipped files warn as the reader does; dropped copies of an episode are
+    counted in the summary instead (``duplicates_dropped``)."""
+    if why != SKIPPED_DUPLICATES:
+        warnings.warn(message, stacklevel=2)
 
 
 def _final_reply(meta: dict) -> Optional[tuple[str, int]]:
@@ -263,8 +273,9 @@ def export(kind: str, paths: Sequence, out, keep: Optional[ExportFilter] = None,
     if kind not in EXPORT_KINDS:
         raise ValueError(f"unknown export {kind!r}; valid: {', '.join(EXPORT_KINDS)}")
     keep = keep or ExportFilter()
-    records = list(load_records(paths))
-    report: dict = {}
+    logs = iter_log_dir(list(paths), on_skip=_warn_unless_counted)
+    records = list(load_records(paths, logs))
+    report: dict = {"duplicates_dropped": logs.duplicates}
     rows = decision_rows(records, keep, as_spec, report)
     if kind == "sft":
         data = sft_dataset(rows, test_fraction, seed)

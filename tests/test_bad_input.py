@@ -72,7 +72,7 @@ def test_a_lone_surrogate_in_talk_reaches_the_log_as_a_replacement_character(tmp
 # ---------------------------------------------------------------------- the fuzz (issue 30)
 @pytest.mark.parametrize("game_id", socialgym_env.game_ids())
 def test_hostile_junk_never_raises_and_records_stay_strict_utf8_json(game_id):
-    """Every game x the three invalid-action modes x 38 kinds of junk (testing.hostile_junk):
+    """Every game x the three invalid-action modes x 41 kinds of junk (testing.hostile_junk):
     0 exceptions besides InvalidActionError in raise mode, records always strict UTF-8 JSON."""
     from socialgym_env.testing import check_hostile_junk, hostile_junk
     kinds = len(hostile_junk())
@@ -177,8 +177,16 @@ class _StrIsAnInt:
         return 5
 
 
-@pytest.mark.parametrize("action", [_deep_list(200_000), _StrIsAnInt(), 10**5000],
-                         ids=["200k-deep-list", "str-returns-int", "10**5000"])
+class _ClaimsToBeStr:
+    """Lies about its class (issue 65.8): isinstance(x, str) is True, type(x) is not str."""
+
+    @property
+    def __class__(self):
+        return str
+
+
+@pytest.mark.parametrize("action", [_deep_list(200_000), _StrIsAnInt(), 10**5000, _ClaimsToBeStr()],
+                         ids=["200k-deep-list", "str-returns-int", "10**5000", "__class__-says-str"])
 def test_single_seat_env_takes_any_object_as_an_invalid_action(action):
     """The single-seat env once called str(action): RecursionError, TypeError, ValueError."""
     from socialgym_agents.single_agent import make_single_agent_env
@@ -218,7 +226,8 @@ def test_single_seat_step_before_reset_is_game_over_error():
         make_single_agent_env("prisoners_dilemma", 0).step("cooperate")
 
 
-@pytest.mark.parametrize("index", [True, 0.0, "0", None, [0]])
+@pytest.mark.parametrize("index", [True, 0.0, "0", None, [0], _ClaimsToBeStr()],
+                         ids=["True", "0.0", "'0'", "None", "[0]", "__class__-says-str"])
 def test_step_index_refuses_what_is_not_an_integer_with_value_error(index):
     env = socialgym_env.make("prisoners_dilemma")
     env.reset(seed=0)
@@ -302,3 +311,17 @@ def test_llm_options_refuse_non_finite_repeated_and_huge_values(query, message):
     with pytest.raises(ValueError, match=message) as caught:
         parse_options(query)
     assert len(str(caught.value)) < 400
+
+
+@pytest.mark.parametrize("mode", ["fallback", "forfeit", "raise"])
+def test_an_object_lying_about_its_class_is_an_invalid_action(mode):
+    """``env.step`` once raised TypeError (str.__str__ of a non-str) for an object whose __class__ says str."""
+    env = socialgym_env.make("prisoners_dilemma", invalid_action=mode)
+    env.reset(seed=0)
+    if mode == "raise":
+        with pytest.raises(InvalidActionError, match="an action must be a string, not _ClaimsToBeStr"):
+            env.step(_ClaimsToBeStr())
+        assert not env.turns
+        return
+    env.step(_ClaimsToBeStr())
+    assert not env.turns[-1]["valid"] and "not _ClaimsToBeStr" in env.turns[-1]["reason"]

@@ -51,6 +51,16 @@ def inputs(tmp_path_factory):
     (root / "sft_truncated.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[0])[:30], encoding="utf-8")
     (root / "sft_prompt_5.jsonl").write_text(json.dumps({"prompt": 5, "completion": 6}) + "\n", encoding="utf-8")
     os.mkfifo(root / "fifo")        # stands for a device: an output path no command may replace
+    # one episode id, two contents: in two files of a folder, and twice in one file (issue 65.2)
+    other = json.dumps({**record, "seed": record["seed"] + 1}, sort_keys=True) + "\n"
+    (root / "conflict").mkdir()
+    shutil.copy(log, root / "conflict" / "a.jsonl")
+    (root / "conflict" / "b.jsonl").write_text(other, encoding="utf-8")
+    (root / "withpipe").mkdir()     # a logs folder holding a pipe and a device among its *.jsonl (issue 65.4)
+    shutil.copy(log, root / "withpipe" / "good.jsonl")
+    os.mkfifo(root / "withpipe" / "pipe.jsonl")
+    os.symlink("/dev/zero", root / "withpipe" / "zero.jsonl")
+    (root / "conflict_one.jsonl").write_text(log.read_text(encoding="utf-8") + other, encoding="utf-8")
     assert run_command(lambda: invoke_typer(cli.app, ["maze", "generate", "--n", "2", "--out", str(root / "maze.jsonl")], "socialgym"),
                        "t") == 0
     assert run_command(lambda: invoke_typer(cli.app, ["spy", "generate", "--n", "2", "--out", str(root / "spy.jsonl")], "socialgym"),
@@ -199,9 +209,13 @@ SOCIALGYM = [
     ("leaderboard-ties", ["leaderboard", "{in}/good.jsonl", "--ties", "maybe"], 2, "--ties"),
     ("leaderboard-bootstrap-0", ["leaderboard", "{in}/good.jsonl", "--bootstrap", "0"], 2, "greater than or equal to 1"),
     ("leaderboard-out-is-file", ["leaderboard", "{in}/good.jsonl", "--out", "{in}/good.jsonl"], 2, "is a file, expected a folder"),
+    ("leaderboard-conflicting-duplicate", ["leaderboard", "{in}/conflict"], 2,
+     "is logged twice with different content: {in}/conflict/a.jsonl:1 and {in}/conflict/b.jsonl:1"),
     # ratings-validity
     ("ratings-validity-missing", ["ratings-validity", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
     ("ratings-validity-few-episodes", ["ratings-validity", "{in}/good.jsonl"], 2, "competitive episodes"),
+    ("ratings-validity-conflicting-duplicate", ["ratings-validity", "{in}/conflict"], 2,
+     "is logged twice with different content: {in}/conflict/a.jsonl:1 and {in}/conflict/b.jsonl:1"),
     ("ratings-validity-folds-1", ["ratings-validity", "{in}/good.jsonl", "--folds", "1"], 2, "greater than or equal to 2"),
     # replay
     ("replay-missing", ["replay", "/no/such/log.jsonl"], 2, "no log file at /no/such/log.jsonl"),
@@ -211,6 +225,8 @@ SOCIALGYM = [
     ("replay-unknown-episode", ["replay", "{in}/good.jsonl", "--episode", "nope"], 2, "episode 'nope' is not in"),
     ("replay-index-range", ["replay", "{in}/good.jsonl", "--index", "5"], 2, "--index 5 is out of range"),
     ("replay-binary", ["replay", "{in}/binary.bin"], 2, "holds no played episode"),
+    ("replay-conflicting-duplicate", ["replay", "{in}/conflict_one.jsonl"], 2,
+     "is logged twice with different content: {in}/conflict_one.jsonl:1 and {in}/conflict_one.jsonl:2"),
     ("replay-truncated", ["replay", "{in}/trunc.jsonl"], 2, "holds no played episode"),
     ("replay-index-negative", ["replay", "{in}/good.jsonl", "--index", "-1"], 2, "--index -1 is out of range"),
     ("replay-episode-empty", ["replay", "{in}/good.jsonl", "--episode", ""], 2, "--episode is empty"),
@@ -241,6 +257,10 @@ SOCIALGYM = [
     ("export-unknown-kind", ["export", "bogus", "{in}/good.jsonl", "--out", "o"], 2, "unknown export 'bogus'"),
     ("export-edited-log", ["export", "sft", "{in}/edited.jsonl", "--out", "o"], 2, "are not what its actions give"),
     ("export-missing-logs", ["export", "sft", "/no/such.jsonl", "--out", "o"], 2, "/no/such.jsonl"),
+    ("export-conflicting-duplicate", ["export", "sft", "{in}/conflict", "--out", "o"], 2,
+     "is logged twice with different content: {in}/conflict/a.jsonl:1 and {in}/conflict/b.jsonl:1"),
+    ("export-conflicting-duplicate-across-arguments", ["export", "sft", "{in}/good.jsonl", "{in}/conflict/b.jsonl",
+                                                       "--out", "o"], 2, "{in}/conflict/b.jsonl:1"),
     ("export-missing-out", ["export", "sft", "{in}/good.jsonl"], 2, "Missing option '--out'"),
     ("export-bad-outcome", ["export", "sft", "{in}/good.jsonl", "--out", "o", "--outcome", "maybe"], 2, "maybe"),
     ("export-bad-rollout-policy", ["export", "dpo", "{in}/good.jsonl", "--out", "o", "--rollout-policy", "bogus"], 2,
@@ -321,6 +341,65 @@ FAILED_RUNS = [
 ]
 
 
+# Inputs that never end (issue 65.4): a device or a named pipe as a log, named directly (one line,
+# exit 2, nothing read) or found in a logs folder (skipped with one line each). Before the fix these
+# blocked forever (a pipe) or grew memory until failure (/dev/zero), so they run in one child process
+# under a memory cap and a timeout: a regression fails the test, never hangs the suite.
+# (id, argv, exit code, a fragment of the output; None: one line on stderr, exit 2)
+NEVER_ENDING = [
+    ("leaderboard-device", ["leaderboard", "/dev/zero"], 2, "/dev/zero is a device, not a regular file"),
+    ("leaderboard-pipe", ["leaderboard", "{in}/fifo"], 2, "fifo is a pipe, not a regular file"),
+    ("ratings-validity-device", ["ratings-validity", "/dev/zero"], 2, "/dev/zero is a device, not a regular file"),
+    ("ratings-validity-pipe", ["ratings-validity", "{in}/fifo"], 2, "fifo is a pipe, not a regular file"),
+    ("export-device", ["export", "sft", "/dev/zero", "--out", "o"], 2, "/dev/zero is a device, not a regular file"),
+    ("export-pipe", ["export", "sft", "{in}/fifo", "--out", "o"], 2, "fifo is a pipe, not a regular file"),
+    ("replay-device", ["replay", "/dev/zero"], 2, "no log file at /dev/zero"),
+    ("replay-pipe", ["replay", "{in}/fifo"], 2, "no log file at {in}/fifo"),
+    ("leaderboard-pipe-in-folder", ["leaderboard", "{in}/withpipe", "--out", "lb", "--bootstrap", "10"], 0,
+     "2 *.jsonl entries that are not regular files"),
+    ("ratings-validity-pipe-in-folder", ["ratings-validity", "{in}/withpipe", "--folds", "2"], 2,
+     "need at least 2 competitive episodes for 2 folds, got 1"),
+    ("export-pipe-in-folder", ["export", "sft", "{in}/withpipe", "--out", "ex", "--tokenizer", ""], 0,
+     "pipe.jsonl: skipped, it is a pipe, not a regular file"),
+]
+
+_NEVER_ENDING_CHILD = """
+import contextlib, io, json, os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))   # /dev/zero read whole would pass this at once
+from socialgym_env import cli
+results = []
+for name, argv in json.loads(sys.argv[1]):
+    print("running", name, file=sys.__stderr__, flush=True)      # says which case hung, if one does
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli.main(argv)
+            code = 0
+        except SystemExit as stop:
+            code = stop.code
+    results.append([name, code, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def test_a_device_or_a_pipe_as_a_log_never_blocks_or_grows(inputs, tmp_path):
+    import subprocess
+    import sys
+    cases = [(name, [a.replace("{in}", str(inputs)) for a in argv]) for name, argv, _, _ in NEVER_ENDING]
+    run = subprocess.run([sys.executable, "-c", _NEVER_ENDING_CHILD, json.dumps(cases)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = {name: (code, out, err) for name, code, out, err in json.loads(run.stdout.splitlines()[-1])}
+    for name, argv, code, fragment in NEVER_ENDING:
+        got, out, err = results[name]
+        assert got == code, (name, out, err)
+        assert "Traceback" not in out + err, name
+        assert fragment.replace("{in}", str(inputs)) in out + err, (name, out, err)
+        if code == 2:
+            assert len([line for line in err.splitlines() if line.strip()]) == 1, (name, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ex", "lb"]      # only the runs that succeeded wrote
+
+
 def _argv(argv, inputs, tmp_path):
     argv = [a.replace("{in}", str(inputs)) for a in argv]
     if argv[0] == "tournament" and "--out" not in argv:
@@ -342,6 +421,7 @@ def _files(folder):
 @pytest.mark.parametrize("case", SOCIALGYM, ids=[c[0] for c in SOCIALGYM])
 def test_bad_input_is_one_line_and_writes_nothing(case, inputs, tmp_path, monkeypatch, capsys):
     name, argv, code, fragment = case
+    fragment = fragment.replace("{in}", str(inputs))
     monkeypatch.chdir(tmp_path)
     before = _files(inputs)
     got, out, err = _run(capsys, _argv(argv, inputs, tmp_path))

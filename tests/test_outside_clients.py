@@ -30,7 +30,8 @@ def test_aec_to_parallel_with_caps_that_fall_mid_round(game_id):
             rounds += 1
             ended = {a for a in terminations if terminations[a] or truncations[a]}
             assert ended in (set(), set(terminations)), (cap, ended)      # all seats end together
-        assert rounds >= 1 and env.state.step >= cap
+        # the cap was reached, or the rules ended the game first (one Colonel Blotto allocation)
+        assert rounds >= 1 and (env.state.step >= cap or not env.state.result.truncated)
         assert env.state.step % seats == 0 or env.episode_record()["finished"], (cap, env.state.step)
 
 

@@ -13,30 +13,36 @@ and ``known_spies`` for a Spy) and ``info["role"]``.
 """
 from __future__ import annotations
 
+import itertools
+
 from socialgym_agents.base import BasePolicy, Decision
 from socialgym_agents.scripted import sample_from_info
 
 
 def suspicion(game: dict, me: str) -> dict:
-    """Per player, the probability of being a Spy given the mission results, over every pair
-    of Spies among the others (a mission with f fail cards needs at least f Spies on it; a
-    clean mission with a Spy on it is less likely, weight 0.3)."""
+    """Per player, the probability of being a Spy given the mission results, over every set
+    of Spies among the others (``game["evil_count"]`` of them, 2 when the game does not say; a
+    mission with f fail cards needs at least f Spies on it; a clean mission with a Spy on it is
+    less likely, weight 0.3). Only sets holding every player the seat was shown as evil
+    (``known_evil``: Avalon's Merlin) count."""
     others = [a for a in game["players"] if a != me]
+    known = set(game.get("known_evil", ()))
     weights = {}
-    for i, a in enumerate(others):
-        for b in others[i + 1:]:
-            w = 1.0
-            for result in game["results"]:
-                spies_on = sum(1 for x in result["team"] if x in (a, b))
-                if result["fails"] > spies_on:
-                    w = 0.0
-                elif result["fails"] == 0 and spies_on:
-                    w *= 0.3
-            weights[(a, b)] = w
+    for group in itertools.combinations(others, game.get("evil_count", 2)):
+        if not known.issubset(group):
+            continue
+        w = 1.0
+        for result in game["results"]:
+            spies_on = sum(1 for x in result["team"] if x in group)
+            if result["fails"] > spies_on:
+                w = 0.0
+            elif result["fails"] == 0 and spies_on:
+                w *= 0.3
+        weights[group] = w
     total = sum(weights.values()) or 1.0
     scores = {a: 0.0 for a in game["players"]}
-    for pair, w in weights.items():
-        for a in pair:
+    for group, w in weights.items():
+        for a in group:
             scores[a] += w / total
     return scores
 
@@ -83,6 +89,8 @@ def _vote(game: dict, me: str, spies, rng) -> str:
 def _mission(game: dict, me: str, spies, rng) -> str:
     if not spies:
         return "success"
+    if game.get("fails_needed", ())[game["mission"] - 1:game["mission"]] == [2]:
+        return "fail"          # a mission that two fail cards fail (Avalon): every Spy on it fails
     partners_on_team = [a for a in game["team"] if a in spies and a != me]
     index = list(game["players"]).index
     if any(index(a) < index(me) for a in partners_on_team):

@@ -41,7 +41,9 @@ end's ``info.rewards_by_seat`` holds each played seat's rule-decided reward. The
 token (``seat`` and ``seat_token`` instead of ``session_token``) reads only that seat's view
 (``GET /state``: the observation, ``your_turn``, its reward at the end) and moves only for it,
 only on its turn (``POST /step`` answers that seat's view after the move, never the next
-seat's), so each seat's observation stays private to its own caller.
+seat's), so each seat's observation stays private to its own caller. A reset of the session to
+other seats (or to one ``seat``) revokes every seat token of the old layout (401); a reset to the
+same seats keeps them.
 
 **HTTP** (``POST /reset``, ``POST /step``, ``GET /state``, as OpenEnv's server defines them):
 OpenEnv's HTTP endpoints build a fresh env per request, which cannot play a game across steps,
@@ -59,7 +61,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -222,6 +223,7 @@ async def reset(server: Server, body: dict = Body(default_factory=dict)):
     try:
         result = await store.run(session, lambda: session.value.reset(**options))
     except BadRequest as err:
+        _reseat(session)                           # a failed rebuild may have dropped the old seats
         if session_id is None:                     # a session opened for a bad request is not kept
             await store.close(session)
         return json_response({"detail": str(err)}, 400)
@@ -230,14 +232,18 @@ async def reset(server: Server, body: dict = Body(default_factory=dict)):
     return json_response(result)
 
 
+def _reseat(session) -> None:
+    """Seat tokens for the seats the session's game plays now: a reset to other seats (or to one
+    seat) revokes every token of the old layout."""
+    session.reseat(getattr(session.value.env, "seats", None) or ())
+
+
 def _session_keys(session) -> dict:
     """What a reset answers about its session: id and token and, when it plays several seats,
     a token per seat (hand each to that seat's caller: it reads and moves for that seat only)."""
-    seats = getattr(session.value.env, "seats", None)
-    if seats and set(session.seat_tokens) != set(seats):
-        session.seat_tokens = {seat: secrets.token_urlsafe(32) for seat in seats}
+    _reseat(session)
     keys = {"id": session.id, "token": session.token}
-    if seats:
+    if session.seat_tokens:
         keys["seat_tokens"] = dict(session.seat_tokens)
     return keys
 
@@ -380,7 +386,10 @@ async def _answer(store: SessionStore, session, raw: str):
                 return _error("reset data is an object of reset options", "VALIDATION_ERROR"), session
             if "session_id" in data or "session_token" in data:
                 return await _resume(store, session, data)
-            result = await store.run(session, lambda: game.reset(**data))
+            try:
+                result = await store.run(session, lambda: game.reset(**data))
+            finally:
+                _reseat(session)
             session.touch()
             return _with_session(result, session), session
         if kind == "step":

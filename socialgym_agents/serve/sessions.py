@@ -11,7 +11,7 @@ reuses it for seats): the store owns the limits, the tokens and the idle reaper,
   is not enough to read or act for a session. A session may also hold *seat tokens*, one per
   named seat (``create(..., seats=[...])``): the browser arena gives each seat of a game its own
   secret, and ``get(id, token, seat=...)`` accepts only that seat's token, never the game's
-  own token or another seat's.
+  own token or another seat's. :meth:`Session.reseat` revokes them all when the seats change.
 - **Idle timeout.** :meth:`SessionStore.reap` closes sessions idle longer than
   ``idle_timeout_s``; the app runs it periodically. Closing calls the session's ``on_close``
   hooks (a WebSocket session closes its socket there), then the held object's ``close()``.
@@ -79,6 +79,13 @@ class Session:
     def touch(self, step: bool = False) -> None:
         self.last_active = time.monotonic()
         self.steps += int(step)
+
+    def reseat(self, seats: Sequence[str]) -> None:
+        """Seat tokens for the seats now held by callers: kept when they are the same seats (the
+        same holders), else every old token revoked and one new per seat (none for no seats), so a
+        token never outlives the seat it was handed out for."""
+        if set(self.seat_tokens) != set(seats):
+            self.seat_tokens = {seat: secrets.token_urlsafe(32) for seat in seats}
 
 
 def _token_matches(expected: Optional[str], token) -> bool:

@@ -25,6 +25,7 @@ from socialgym_env.journal import read_timing
 from socialgym_env.registry import game_ids
 
 from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.markup import md_cell, md_text
 from socialgym_benchmarks.ratings import load_records, skipped_note
 
 from .plots import plot_elo_heatmap, plot_role_gap
@@ -110,12 +111,6 @@ def names_note(names: dict, intro: str = "Shown by shorter names (the files give
     return "\n".join([intro, *longer]) if longer else ""
 
 
-def md_cell(value) -> str:
-    """A table cell safe in Markdown: no column break, no raw HTML, one line."""
-    return (str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\n", " "))
-
-
 def interval_note(settings: dict) -> str:
     """How the 95% intervals were made, for the page headers."""
     if settings.get("interval", "bootstrap") == "profile":
@@ -128,10 +123,10 @@ def write_markdown(summary: dict, path: Path, notes: list) -> None:
     lines = ["# Social Gym leaderboard", "",
              f"{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"{interval_note(summary['settings'])}.", ""]
-    for note in notes:                # each its own paragraph, its lines kept (hard breaks)
-        lines += [note.replace("\n", "  \n"), ""]
+    for note in notes:                # each its own paragraph, its lines kept (hard breaks); names are text
+        lines += [md_text(note).replace("\n", "  \n"), ""]
     for title, header, rows in (table.page_cells(summary) for table in page_tables(summary)):
-        lines += [f"## {title}", "", "| " + " | ".join(map(md_cell, header)) + " |",
+        lines += [f"## {md_text(title)}", "", "| " + " | ".join(map(md_cell, header)) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
         lines.append("")

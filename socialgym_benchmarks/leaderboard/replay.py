@@ -23,7 +23,7 @@ from typing import Optional
 from socialgym_env.actions import safe_repr
 from socialgym_env.atomic import atomic_write_text
 from socialgym_env.errors import LogFormatError, UnknownGameError
-from socialgym_env.logs import read_episodes, verify_replay
+from socialgym_env.logs import SKIPPED_DUPLICATES, iter_log_dir, verify_replay
 from socialgym_env.registry import game_ids
 
 MODERATOR = "Moderator"
@@ -32,17 +32,21 @@ MODERATOR = "Moderator"
 def find_episode(log_path, episode_id: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for record in read_episodes(log_path):
+        for record in iter_log_dir(log_path):
             if record.get("episode_id") == episode_id:
                 return record
     raise LogFormatError(f"episode {safe_repr(episode_id, 80)} is not in {log_path}")
 
 
 def nth_episode(log_path, index: int = 0) -> dict:
-    """The ``index``-th episode record of a log (0 = the first; failed records are skipped)."""
+    """The ``index``-th episode record of a log (0 = the first; failed records and copies of an
+    episode already read are skipped)."""
     skipped: list = []
-    played = [r for r in read_episodes(log_path, on_skip=lambda message, why: skipped.append(message))
-              if not r.get("failed")]
+
+    def skip(message: str, why: str) -> None:
+        if why != SKIPPED_DUPLICATES:
+            skipped.append(message)
+    played = [r for r in iter_log_dir(log_path, on_skip=skip) if not r.get("failed")]
     if not played:
         # why the only records were not usable, without the path said twice
         first = f" (line {skipped[0][len(str(log_path)) + 1:]})" if skipped else ""

@@ -29,13 +29,14 @@ rendering and infos alone. Neither is a usable env.
 Agents: uniform random legal actions (ours: the action grammar's sample; TextArena: a random
 legal bracketed move per game, a fixed sentence in free-talk phases), one RNG seeded per episode.
 
-TextArena (0.7.4) is optional and lives in its own virtualenv (any Python >= 3.10)::
+TextArena (0.7.4) is optional. Its contender runs in its own virtualenv (Python 3.12 where there
+is one, else this one; built once by ``textarena_venv.py``, which the tests' venvs share)::
 
-    python3.12 -m venv ~/.cache/socialgym/textarena-venv
-    ~/.cache/socialgym/textarena-venv/bin/pip install textarena==0.7.4 numpy
+    python -m socialgym_benchmarks.perf.textarena_venv
 
-or point ``--textarena-python`` (or ``$TEXTARENA_PYTHON``) at a Python that imports textarena.
-Without it the comparison is skipped with a message and only this engine is timed.
+else in this Python if it imports textarena (the ``textarena`` extra), or in the Python that
+``--textarena-python`` (or ``$TEXTARENA_PYTHON``) names. Without one the comparison is skipped
+with a message and only this engine is timed.
 
 Shared games: prisoners_dilemma ~ IteratedPrisonersDilemma-v0, stag_hunt ~ IteratedStagHunt-v0,
 rock_paper_scissors ~ IteratedRockPaperScissors-v0, liars_dice ~ LiarsDice-v0 (3 players),
@@ -55,7 +56,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TEXTARENA_PYTHON = Path.home() / ".cache" / "socialgym" / "textarena-venv" / "bin" / "python"
 MODES = ("render", "bare", "index", "reset")
 # our game id -> (TextArena env id, number of players)
 TEXTARENA_GAMES = {
@@ -282,12 +282,18 @@ class Contender:
 
 
 def textarena_python(arg: str | None) -> str | None:
-    candidate = arg or os.environ.get("TEXTARENA_PYTHON") or str(DEFAULT_TEXTARENA_PYTHON)
-    try:
-        ok = subprocess.run([candidate, "-c", "import textarena"], capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    return candidate if ok else None
+    """The Python the TextArena contender runs in: the one named (``arg``), else the benchmark's
+    venv (or ``$TEXTARENA_PYTHON``), else this one; the first that imports textarena."""
+    # imported here: the TextArena worker runs this file in a venv without this project
+    from socialgym_benchmarks.perf.textarena_venv import BENCHMARK_VENV, venv_python
+    candidates = [arg] if arg else [os.environ.get("TEXTARENA_PYTHON") or str(venv_python(BENCHMARK_VENV)), sys.executable]
+    for candidate in candidates:
+        try:
+            if subprocess.run([candidate, "-c", "import textarena"], capture_output=True, timeout=120).returncode == 0:
+                return candidate
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return None
 
 
 def summarise(values: list[float]) -> tuple[float, float, float]:
@@ -305,7 +311,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {MODES}")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
-    parser.add_argument("--textarena-python", help=f"Python that imports textarena (default {DEFAULT_TEXTARENA_PYTHON})")
+    parser.add_argument("--textarena-python", help="Python that imports textarena (default: the venv textarena_venv.py builds, else this one)")
     parser.add_argument("--no-textarena", action="store_true")
     parser.add_argument("--baseline-src", type=Path, help="folder holding an older socialgym_env, timed as 'before'")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
@@ -335,10 +341,9 @@ def contenders_for(args) -> list:
     if args.floor:
         contenders.append(Contender("aec-floor", "floor", sys.executable, ROOT))
     elif not args.no_textarena:
-        print("TextArena not found: comparison skipped. Set it up with\n"
-              "  python3.12 -m venv ~/.cache/socialgym/textarena-venv && "
-              "~/.cache/socialgym/textarena-venv/bin/pip install textarena==0.7.4 numpy\n"
-              "or pass --textarena-python.\n")
+        print("TextArena not found: comparison skipped. Build its venv with\n"
+              "  python -m socialgym_benchmarks.perf.textarena_venv\n"
+              "or pip install textarena (pip install 'socialgym[textarena]'), or pass --textarena-python.\n")
     return contenders
 
 

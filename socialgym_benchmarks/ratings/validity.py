@@ -109,9 +109,10 @@ def _clustered_mean(values: np.ndarray, cluster: np.ndarray):
     return float(mean), float(math.sqrt(g / (g - 1) * (residual ** 2).sum()) / n)
 
 
-def validity_from_logs(logdir, folds: int = 5, seed: int = 0) -> dict:
-    records, _ = load_records(logdir)
-    return validity(records, folds, seed)
+def validity_from_logs(logdir, folds: int = 5, seed: int = 0) -> tuple[dict, dict]:
+    """(:func:`validity` of the logs under ``logdir``, what was skipped reading them: load_records')."""
+    records, skipped = load_records(logdir)
+    return validity(records, folds, seed), skipped
 
 
 def format_table(table: dict) -> str:

@@ -337,7 +337,7 @@ def _field(games, agents, seed: int, config_overrides, quick: bool, preset: Opti
     import socialgym_env
     from socialgym_agents.specs import AgentSpec
 
-    games = tour.available_games(games)
+    games = tour.preset_games(games, preset)
     specs = list(dict.fromkeys(AgentSpec.of(a.strip() if isinstance(a, str) else a) for a in agents if str(a).strip()))
     tour._check_policies(specs, games)
     agents = [str(s) for s in specs]

@@ -82,6 +82,10 @@ DEMO_CONFIGS = {
     # one debate turn a day, no explanation round (a day cap would end it as a truncation)
     "triadic_werewolf": {"max_debate_turns": 1, "max_explanation_turns": 0},
 }
+# Registered games the demo preset leaves out unless named with --games: each would add a minute
+# or more of SmolLM2 decisions to a main job held to 5 minutes on 2 cores (docs/benchmarks.md#episode-cost:
+# 45-90 decisions a scripted episode, most of them the model's when it holds a side).
+DEMO_LEFT_OUT = ("avalon", "codenames", "hanabi")
 PRESETS = ("quick", "demo")
 
 
@@ -93,6 +97,13 @@ def available_games(games: Optional[Iterable[str]] = None) -> list[str]:
     for game in wanted:
         socialgym_env.game_class(game)
     return wanted
+
+
+def preset_games(games: Optional[Iterable[str]], preset: Optional[str]) -> list[str]:
+    """available_games, less DEMO_LEFT_OUT under the demo preset when no games were named."""
+    if preset == "demo" and not games:
+        return [g for g in available_games() if g not in DEMO_LEFT_OUT]
+    return available_games(games)
 
 
 def parse_value(text: str):
@@ -415,7 +426,7 @@ def tournament(games: Optional[Sequence[str]] = None, agents: Sequence[str] = DE
         raise ValueError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
     quick = quick or preset == "quick"
     check_ties(ties)          # bad input fails before anything is played
-    games = available_games(games)
+    games = preset_games(games, preset)
     if not games:
         raise ValueError("no playable games selected")
     agents, rosters = _checked_rosters(agents, rosters or {}, games)

@@ -189,10 +189,11 @@ def rate_against(spec: str, pool: Pool, episodes: int = EPISODES, seed: int = SE
     out = Path(out) if out is not None else Path("runs") / "rate"
     tour.run_tournament(jobs, out, workers=workers or 1, progress=progress, pool_seed=seed, leaderboard=False)
     wanted = {job.episode_id for job in jobs}
-    records = [r for r in bt.load_records(out / "logs")[0] if r.get("episode_id") in wanted]
+    logged, skipped = bt.load_records(out / "logs")
+    records = [r for r in logged if r.get("episode_id") in wanted]
     battles = bt.collect_battles(records, players=[spec] + list(references))
     result = anchored_fit(battles, spec, pool.ratings, level)
-    result.update(episodes=len(records), planned=len(jobs), logs=str(out / "logs"))
+    result.update(episodes=len(records), planned=len(jobs), logs=str(out / "logs"), skipped=skipped)
     return result
 
 

@@ -51,7 +51,7 @@ class Grammar:
         """Parse an agent's string (JSON or plain form) into a legal Action, or raise ActionError."""
         if raw is None:
             raise ActionError("no action given")
-        if not isinstance(raw, str):
+        if not issubclass(type(raw), str):     # type(): __class__ can claim str, isinstance believes it
             raise ActionError(f"an action must be a string, not {type(raw).__name__}")
         text = encodable(raw).strip()
         if not text:
@@ -79,7 +79,7 @@ class Grammar:
         choices, players and integers), at its second look-up, and shared by every decision
         that declares it. Other decisions parse: their legal set may depend on the live
         state, and a table built for one look-up costs more than the parse."""
-        if raw.__class__ is not str or not self._facts.shared:
+        if type(raw) is not str or not self._facts.shared:      # type(): __class__ can lie
             return None
         facts = self._facts
         table = facts.table

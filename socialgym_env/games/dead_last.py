@@ -33,6 +33,7 @@ Version history: v0 initial.
 from ..actions import ActionSpec, Int
 from ..game import CUSTOM, Game, GameInfo, Phase
 from ..patterns import everyone, player_arg, rotating_from, strict_majority, talk_phase
+from ..patterns import random_split as split_total
 
 FINAL_SIZE = 3
 TOTAL = 100
@@ -66,9 +67,7 @@ def shares_reason(values) -> str | None:
 
 
 def random_split(rng, k: int) -> tuple:
-    cuts = sorted(rng.randint(0, TOTAL) for _ in range(k - 1))
-    bounds = [0, *cuts, TOTAL]
-    return tuple(bounds[i + 1] - bounds[i] for i in range(k))
+    return split_total(rng, k, TOTAL)
 
 
 def first_speaker(state) -> str:

@@ -88,6 +88,32 @@ class Resistance(Game):
                      "proposals in a row: the Spies win."))
     config_defaults: dict = {}
 
+    # What the flow calls its missions, teams and winners: Avalon (a subclass) says quest, good, evil.
+    MISSION = "mission"
+    GOOD_TEAM, EVIL_TEAM = TEAM_RESISTANCE, TEAM_SPIES
+    GOOD_LABEL, EVIL_LABEL = "Resistance", "Spies"          # the score line's names
+    GOOD_WINS, EVIL_WINS = "the Resistance wins", "the Spies win"
+
+    # -- rules a subclass changes ---------------------------------------------------------
+    def team_sizes(self) -> tuple:
+        """The team size of every mission, in order."""
+        return TEAM_SIZES
+
+    def fails_needed(self, mission: int) -> int:
+        """How many fail cards fail mission ``mission``."""
+        return 1
+
+    def can_fail(self, state, agent) -> bool:
+        return state.role(agent) == SPY
+
+    def missions_succeeded(self, state) -> None:
+        """Three missions succeeded: the game's last step."""
+        state.finish(f"{MISSIONS_TO_WIN} {self.MISSION}s succeeded: {self.GOOD_WINS}",
+                     winners=state.on_team(self.GOOD_TEAM, alive_only=False))
+
+    def evil_wins(self, state, reason: str) -> None:
+        state.finish(f"{reason}: {self.EVIL_WINS}", winners=state.on_team(self.EVIL_TEAM, alive_only=False))
+
     # -- flow -----------------------------------------------------------------------------
     def phases(self):
         return [
@@ -97,15 +123,21 @@ class Resistance(Game):
             Phase("proposal", actors=lambda s: [s.g.leader], grammar=self._proposal_grammar,
                   resolve=self._proposed, fallback="random", instructions=self._proposal_instructions),
             Phase("vote", actors=everyone, simultaneous=True, resolve=self._voted,
-                  grammar=lambda s, a: [ActionSpec("approve", help="send this team on the mission"),
+                  grammar=lambda s, a: [ActionSpec("approve", help=f"send this team on the {self.MISSION}"),
                                         ActionSpec("reject", help="pass the leadership on")],
                   fallback="reject", instructions=self._vote_instructions),
-            Phase("mission", actors=lambda s: list(s.g.team), simultaneous=True,
+            Phase(self.MISSION, actors=lambda s: list(s.g.team), simultaneous=True,
                   grammar=self._mission_grammar, resolve=self._mission_done, fallback="success",
-                  instructions="Play your mission card in secret."),
+                  instructions=f"Play your {self.MISSION} card in secret."),
         ]
 
     def setup(self, state: State) -> None:
+        self.start_bookkeeping(state)
+        spies = state.with_role(SPY)
+        state.tell_team(TEAM_SPIES, f"The Spies are {state.names(spies)}. Fail missions without being caught.")
+        self.first_leader(state)
+
+    def start_bookkeeping(self, state: State) -> None:
         g = state.g
         g.mission = 1
         g.successes = 0
@@ -115,26 +147,31 @@ class Resistance(Game):
         g.proposals = []      # {"mission", "leader", "team", "votes", "approved"}
         g.results = []        # {"mission", "team", "fails", "success"}
         state.round = 1
-        spies = state.with_role(SPY)
-        state.tell_team(TEAM_SPIES, f"The Spies are {state.names(spies)}. Fail missions without being caught.")
-        g.leader = state.agents[state.rng.randrange(len(state.agents))]
-        state.announce(f"The Resistance begins. Mission team sizes: {', '.join(map(str, TEAM_SIZES))}. "
-                       f"The first leader, drawn at random, is {state.name(g.leader)}.")
+
+    def first_leader(self, state: State, opening: str = "The Resistance begins. Mission team sizes") -> None:
+        """Draw the first leader, announce it with the team sizes, and start the first proposal."""
+        state.g.leader = state.agents[state.rng.randrange(len(state.agents))]
+        state.announce(f"{opening}: {', '.join(map(str, self.team_sizes()))}. "
+                       f"The first leader, drawn at random, is {state.name(state.g.leader)}.")
         self._start_proposal(state)
 
     def _start_proposal(self, state: State) -> None:
         g = state.g
         state.goto("discussion")
-        state.announce(f"Mission {g.mission} (team of {mission_size(g.mission)}), proposal "
+        state.announce(f"{self.MISSION.capitalize()} {g.mission} (team of {self.team_size(g.mission)}), proposal "
                        f"{g.rejections + 1} of {MAX_REJECTIONS}: {state.name(g.leader)} leads.")
 
+    def team_size(self, mission: int) -> int:
+        return self.team_sizes()[mission - 1]
+
     def _proposal_grammar(self, state, agent):
-        size = mission_size(state.g.mission)
+        size = self.team_size(state.g.mission)
         return [ActionSpec("propose", (player_arg(state, state.agents),), repeat=size, distinct=True,
                            unordered=True, help=f"name exactly {size} different players for the mission")]
 
     def _proposal_instructions(self, state, agent):
-        return f"You lead: propose a team of exactly {mission_size(state.g.mission)} players for mission {state.g.mission}."
+        return (f"You lead: propose a team of exactly {self.team_size(state.g.mission)} players for "
+                f"{self.MISSION} {state.g.mission}.")
 
     def _proposed(self, state, actions):
         (leader, action), = actions.items()
@@ -158,12 +195,11 @@ class Resistance(Game):
         state.announce(f"Votes: {cast}. {'Approved' if approved else 'Rejected'} ({approvals} of {len(votes)} approve).")
         if approved:
             g.rejections = 0
-            state.goto("mission")
+            state.goto(self.MISSION)
             return
         g.rejections += 1
         if game_winner(g.successes, g.failures, g.rejections) == TEAM_SPIES:
-            state.finish(f"{MAX_REJECTIONS} proposals in a row were rejected: the Spies win",
-                         winners=state.on_team(TEAM_SPIES, alive_only=False))
+            self.evil_wins(state, f"{MAX_REJECTIONS} proposals in a row were rejected")
             return
         self._next_leader(state)
         self._start_proposal(state)
@@ -172,31 +208,31 @@ class Resistance(Game):
         state.g.leader = state.next_alive(state.g.leader)
 
     def _mission_grammar(self, state, agent):
-        specs = [ActionSpec("success", help="the mission succeeds as far as you are concerned")]
-        if state.role(agent) == SPY:
-            specs.append(ActionSpec("fail", help="sabotage the mission"))
+        specs = [ActionSpec("success", help=f"the {self.MISSION} succeeds as far as you are concerned")]
+        if self.can_fail(state, agent):
+            specs.append(ActionSpec("fail", help=f"sabotage the {self.MISSION}"))
         return specs
 
     def _mission_done(self, state, actions):
         g = state.g
         fails = mission_fails({a: act.type for a, act in actions.items()})
-        success = fails == 0
+        success = fails < self.fails_needed(g.mission)
         g.results.append({"mission": g.mission, "team": list(g.team), "fails": fails, "success": success})
         if success:
             g.successes += 1
         else:
             g.failures += 1
-        state.announce(f"Mission {g.mission} ({state.names(g.team)}) {'succeeded' if success else 'failed'}: "
-                       f"{fails} fail card{'s' if fails != 1 else ''}. "
-                       f"Score: Resistance {g.successes}, Spies {g.failures}.")
+        needed = self.fails_needed(g.mission)
+        state.announce(f"{self.MISSION.capitalize()} {g.mission} ({state.names(g.team)}) "
+                       f"{'succeeded' if success else 'failed'}: {fails} fail card{'s' if fails != 1 else ''}"
+                       f"{f' ({needed} needed to fail it)' if needed > 1 else ''}. "
+                       f"Score: {self.GOOD_LABEL} {g.successes}, {self.EVIL_LABEL} {g.failures}.")
         winner = game_winner(g.successes, g.failures, g.rejections)
         if winner == TEAM_RESISTANCE:
-            state.finish(f"{MISSIONS_TO_WIN} missions succeeded: the Resistance wins",
-                         winners=state.on_team(TEAM_RESISTANCE, alive_only=False))
+            self.missions_succeeded(state)
             return
         if winner == TEAM_SPIES:
-            state.finish(f"{MISSIONS_TO_WIN} missions failed: the Spies win",
-                         winners=state.on_team(TEAM_SPIES, alive_only=False))
+            self.evil_wins(state, f"{MISSIONS_TO_WIN} {self.MISSION}s failed")
             return
         g.mission += 1
         state.round = g.mission
@@ -220,14 +256,14 @@ class Resistance(Game):
 
     def status(self, state, agent):
         g = state.g
-        return [f"Mission {g.mission} of 5 (team of {mission_size(g.mission)}); score: Resistance "
-                f"{g.successes}, Spies {g.failures}.",
+        return [f"{self.MISSION.capitalize()} {g.mission} of {len(self.team_sizes())} (team of "
+                f"{self.team_size(g.mission)}); score: {self.GOOD_LABEL} {g.successes}, {self.EVIL_LABEL} {g.failures}.",
                 f"Leader: {state.name(g.leader)}; rejected proposals in a row: {g.rejections} of {MAX_REJECTIONS}."]
 
     def public_data(self, state, agent):
         g = state.g
         data = {"players": {a: state.name(a) for a in state.agents}, "mission": g.mission,
-                "team_size": mission_size(g.mission), "team_sizes": list(TEAM_SIZES), "leader": g.leader,
+                "team_size": self.team_size(g.mission), "team_sizes": list(self.team_sizes()), "leader": g.leader,
                 "team": list(g.team), "rejections": g.rejections, "successes": g.successes,
                 "failures": g.failures, "proposals": [dict(p, votes=dict(p["votes"])) for p in g.proposals],
                 "results": [dict(r) for r in g.results]}

@@ -353,3 +353,40 @@ def test_seat_tokens_keep_each_seat_to_its_own_caller(server_url):
     after = moved.json()["observation"]
     assert after["seat"] == "player_0" and not after["your_turn"]                  # its own view, not the next seat's
     assert view("player_1", tokens["player_1"]).json()["observation"]["your_turn"]
+
+
+def test_a_reset_that_changes_the_seats_revokes_every_old_seat_token():
+    """Issue 65.1: liars_dice with seats [0, 2], then the same session re-reset with seat 0 (a scripted
+    opponent now plays player_2): the old player_2 token no longer reads /state (its dice are the
+    opponent's now) and the old player_0 token no longer moves (401 both); a re-reset with the same seats
+    keeps the tokens, one with other seats answers new ones and revokes the old."""
+    with TestClient(create_openenv_app()) as http:
+        keys = http.post("/reset", json={"game": "liars_dice", "seats": [0, 2], "seed": 3}).json()["observation"]["session"]
+        old = keys["seat_tokens"]
+        owner = {"session_id": keys["id"], "session_token": keys["token"]}
+
+        def as_seat(seat, token):
+            return {"session_id": keys["id"], "seat": seat, "seat_token": token}
+
+        assert http.get("/state", params=as_seat("player_2", old["player_2"])).status_code == 200
+        again = http.post("/reset", json={**owner, "game": "liars_dice", "seats": [2, 0], "seed": 4}).json()["observation"]["session"]
+        assert again["seat_tokens"] == old                            # the same seats: the same holders
+        single = http.post("/reset", json={**owner, "game": "liars_dice", "seat": 0, "seed": 5}).json()["observation"]["session"]
+        assert "seat_tokens" not in single
+        assert http.get("/state", params=as_seat("player_2", old["player_2"])).status_code == 401
+        assert http.get("/state", params=as_seat("player_0", old["player_0"])).status_code == 401
+        move = http.post("/step", json={**as_seat("player_0", old["player_0"]), "action": {"message": "bid 1 1"}})
+        assert move.status_code == 401
+        assert http.get("/state", params=owner).json()["step_count"] == 0
+        other = http.post("/reset", json={**owner, "game": "liars_dice", "seats": [0, 1], "seed": 6}).json()["observation"]["session"]
+        assert set(other["seat_tokens"]) == {"player_0", "player_1"}
+        assert not set(other["seat_tokens"].values()) & set(old.values())
+        assert http.get("/state", params=as_seat("player_0", old["player_0"])).status_code == 401
+        assert http.get("/state", params=as_seat("player_0", other["seat_tokens"]["player_0"])).status_code == 200
+    with TestClient(create_openenv_app()) as http, http.websocket_connect("/ws") as ws:   # the WebSocket reset too
+        ws.send_text(json.dumps({"type": "reset", "data": {"game": "liars_dice", "seats": [0, 2], "seed": 3}}))
+        keys = ws.receive_json()["data"]["observation"]["session"]
+        ws.send_text(json.dumps({"type": "reset", "data": {"game": "liars_dice", "seat": 0, "seed": 3}}))
+        assert "seat_tokens" not in ws.receive_json()["data"]["observation"]["session"]
+        stale = {"session_id": keys["id"], "seat": "player_2", "seat_token": keys["seat_tokens"]["player_2"]}
+        assert http.get("/state", params=stale).status_code == 401

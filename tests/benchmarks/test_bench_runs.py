@@ -119,7 +119,8 @@ def test_leaderboard_rebuilt_from_logs(tmp_path, toy_spy, capsys):
     for key in ("overall", "per_game", "win_rates", "cooperative", "profiles", "roles", "roles_overall", "policies",
                 "skipped", "settings", "game_info"):
         assert key in data, key
-    assert data["skipped"] == {"failed": 1, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}}
+    assert data["skipped"] == {"failed": 1, "unfinished": 0, "bad_lines": 0, "bad_line_reasons": {}, "duplicates": 0,
+                               "not_regular_files": 0}
     assert data["episodes"] == len(jobs)
     assert set(data["policies"]) == set(AGENTS)
     # one replay page per game, linked from the HTML leaderboard

@@ -202,3 +202,15 @@ def test_is_scripted_goes_by_the_kinds_declared_traits(monkeypatch):
     registry.register_kind("weights", lambda spec, seed: None, loads_model=True)
     assert [is_scripted(s) for s in ("scripted:random", "cheap:x", "weights:x", "smollm2", "human", "nosuch:x")] == [
         True, True, False, False, False, False]
+
+
+def test_the_demo_preset_leaves_out_its_long_games_unless_they_are_named():
+    """--preset demo without --games plays every registered game but DEMO_LEFT_OUT (each would add
+    minutes of model decisions); named with --games, they are played."""
+    from socialgym_benchmarks.tournament.plan import DEMO_LEFT_OUT, preset_games
+    demo = preset_games(None, "demo")
+    assert demo and not set(demo) & set(DEMO_LEFT_OUT)
+    assert set(demo) | set(DEMO_LEFT_OUT) == set(socialgym_env.game_ids())
+    assert "colonel_blotto" in demo
+    assert preset_games(["hanabi"], "demo") == ["hanabi"]
+    assert preset_games(None, "quick") == socialgym_env.game_ids()

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from socialgym_benchmarks.leaderboard import render, tables
 from socialgym_benchmarks.leaderboard.render import md_cell
+from socialgym_benchmarks.markup import md_text
 from socialgym_benchmarks.leaderboard.tables import Column
 from socialgym_benchmarks.tournament import plan_tournament, run_tournament
 
@@ -122,9 +123,9 @@ def test_every_page_table_shows_its_declared_titles_in_every_row(board):
     html = HtmlTables((outdir / "leaderboard.html").read_text()).tables
     declared = tables.page_tables(summary)
     titles = [tables.heading(table.title, summary) for table in declared]
-    assert list(page) == titles and [t for t in html if t in titles] == titles
+    assert list(page) == [md_text(t) for t in titles] and [t for t in html if t in titles] == titles
     for table, title in zip(declared, titles):
-        for (header, *rows), titles_as_written in ((page[title], map(md_cell, page_header(table))),
+        for (header, *rows), titles_as_written in ((page[md_text(title)], map(md_cell, page_header(table))),
                                                    (html[title], page_header(table))):
             assert header == list(titles_as_written), title
             assert rows and all(len(row) == len(header) for row in rows), title
@@ -155,7 +156,7 @@ def test_a_column_added_to_a_declaration_reaches_every_output(board, name, monke
     header, *rows = read_csv(tmp_path / table.file)
     assert header[-1] == "planted_field" and all(row[-1] == row[header.index("policy")] for row in rows)
     title = tables.heading(table.title, summary)
-    for header, *rows in (markdown_tables((tmp_path / "board.md").read_text())[title],
+    for header, *rows in (markdown_tables((tmp_path / "board.md").read_text())[md_text(title)],
                           HtmlTables((tmp_path / "board.html").read_text()).tables[title]):
         assert header[-1] == "planted" and all(row[-1] == row[header.index("policy")][::-1] for row in rows)
     header, *rows = console_tables(printed(summary))[tables.heading(table.console_title, summary)]

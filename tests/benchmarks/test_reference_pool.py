@@ -2,6 +2,7 @@
 the anchored fit covers planted strengths (and a null), agrees with a full round robin, and
 ``socialgym rate`` refuses bad input with one line and exit 2."""
 import json
+import re
 import shutil
 
 import numpy as np
@@ -70,6 +71,17 @@ def test_rate_command_prints_the_anchored_rating(tmp_path):
                                       "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert f"{NEWCOMER}: Elo" in result.output and "references held fixed" in result.output
+    # Issue 65.2: a copy of its log in the rating's folder counts once, and the command says so.
+    logs = sorted((tmp_path / "r" / "logs").glob("*.jsonl"))
+    copied = sum(len(log.read_text().splitlines()) for log in logs)
+    for log in logs:
+        shutil.copy(log, log.with_name("copy-" + log.name))
+    again = CliRunner().invoke(app, ["rate", NEWCOMER, "--against", "reference", "--episodes", "4",
+                                     "--out", str(tmp_path / "r")])
+    assert again.exit_code == 0, again.output
+    rating = re.search(f"{NEWCOMER}: Elo .* episodes", result.output)
+    assert rating and rating.group(0) in again.output                   # the same rating from the same episodes
+    assert f"Skipped {copied} duplicate copies of episodes already read" in again.output
 
 
 def broken_pool(tmp_path, how):

@@ -108,7 +108,7 @@ def paired_side_counts(game, side, opponent, seeds, config=None, pool=None) -> t
 
 def assert_plays_cleanly_through_the_runner(game, config=None, seed=7):
     """An all-heuristic table finishes through socialgym_agents.runner without one invalid action."""
-    num_seats = len(socialgym_env.make(game).possible_agents)
+    num_seats = len(socialgym_env.make(game, **dict(config or {})).possible_agents)
     record, = run_jobs([EpisodeJob(game, seed=seed, seats=[HEURISTIC] * num_seats, config=dict(config or {}))])
     assert record["finished"] and not record.get("failed"), record.get("error")
     assert sum(record["invalid_actions"].values()) == 0
@@ -144,3 +144,13 @@ def assert_significantly_better(successes, failures, alpha=0.01, chance=0.5, alt
     assert trials > 0, "no decisive episodes: nothing to test"
     p = binomtest(successes, trials, chance, alternative=alternative).pvalue
     assert successes > chance * trials and p < alpha, (successes, failures, p)
+
+
+def assert_interval_above(successes, failures, chance=0.5, level=0.99):
+    """The two-sided Clopper-Pearson interval (``level``) of the success rate lies wholly above
+    ``chance``; returns the interval, for the test's message."""
+    trials = successes + failures
+    assert trials > 0, "no decisive episodes: nothing to test"
+    interval = binomtest(successes, trials, chance).proportion_ci(confidence_level=level)
+    assert interval.low > chance, (successes, failures, interval)
+    return interval

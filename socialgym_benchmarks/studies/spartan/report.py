@@ -11,6 +11,8 @@ from typing import Optional
 
 from socialgym_env.atomic import atomic_file, atomic_savefig, atomic_write_text
 
+from socialgym_benchmarks.markup import md_cell, md_text
+
 COLUMNS = ("game", "side", "condition", "round", "source", "held_out", "student", "armed_model",
            "opponent_model", "playbook_id", "wins", "n", "win_rate", "ci_low", "ci_high", "ci_method",
            "baseline_win_rate", "delta_points", "delta_ci_low", "delta_ci_high", "delta_ci_method",
@@ -41,8 +43,9 @@ def cell(row: Optional[dict]) -> str:
 
 
 def markdown_table(header: list, rows: list[list]) -> str:
-    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
+    """Cells as text (md_cell): model, game and playbook names come from configs and logs."""
+    lines = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if v is None else md_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -255,13 +258,13 @@ def write_report(out, protocol: str, result: dict, config: dict) -> dict:
     paths["csv"] = out / f"{protocol}.csv"
     with atomic_file(paths["csv"], "w", newline="") as handle:
         frame.to_csv(handle, index=False)
-    md = [f"# SPaRTan {protocol}: {config.get('model')}", "", CELL_LEGEND, "", SUMMARIES[protocol](rows)]
+    md = [f"# SPaRTan {md_text(protocol)}: {md_text(config.get('model'))}", "", CELL_LEGEND, "", SUMMARIES[protocol](rows)]
     if protocol == "within":
         stops = result.get("stop_rule", {})
         if stops:
             md += ["", "Stop rule (" + ("enforced" if next(iter(stops.values()))["enforced"] else "reported only, every round played")
-                   + "): " + next(iter(stops.values()))["rule"] + ". "
-                   + "; ".join(f"{g}: stop after R{s['stop_round']}" if s["stop_round"] else f"{g}: no stop"
+                   + "): " + md_text(next(iter(stops.values()))["rule"]) + ". "
+                   + "; ".join(f"{md_text(g)}: stop after R{s['stop_round']}" if s["stop_round"] else f"{md_text(g)}: no stop"
                                for g, s in stops.items())]
     md += ["", "## All conditions", "", all_rows_table(rows), ""]
     paths["md"] = out / f"{protocol}.md"

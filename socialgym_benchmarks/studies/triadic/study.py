@@ -45,7 +45,7 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_agents.specs import AgentSpec
 from socialgym_benchmarks.tournament.plan import episode_seed
 from socialgym_env.atomic import atomic_write_text
-from socialgym_env.logs import read_episodes
+from socialgym_env.logs import iter_log_dir
 
 from .lessons import (DEFAULT_THRESHOLD, LessonBook, MiniLMEncoder, format_playbook, parse_lessons,
                       reflection_prompt)
@@ -168,7 +168,7 @@ def default_reflector(pool: PolicyPool, spec: str, cfg: StudyConfig) -> Reflecto
 
 
 def _logged(log: Path) -> dict:
-    return {r["episode_id"]: r for r in read_episodes(log)} if log.exists() else {}
+    return {r["episode_id"]: r for r in iter_log_dir(log)} if log.exists() else {}
 
 
 def run_cell(cfg: StudyConfig, model: str, condition: str, pool: PolicyPool, encoder=None,
