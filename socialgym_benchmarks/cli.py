@@ -49,6 +49,12 @@ class BootstrapBy(str, Enum):
     battle = "battle"
 
 
+class Rating(str, Enum):
+    """Which rating the leaderboard prints: Bradley–Terry alone, or openskill's beside it."""
+    bt = "bt"
+    openskill = "openskill"
+
+
 class Interval(str, Enum):
     """How the leaderboard's Elo intervals are made (socialgym_benchmarks.ratings.rate)."""
     profile = "profile"
@@ -231,7 +237,11 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
                                                            "episodes and under separation) | bootstrap: percentile"),
                     price: Optional[List[str]] = typer.Option(
                         None, "--price", help="SPEC=IN,OUT: a policy's price per million prompt (IN) and completion "
-                                              "(OUT) tokens, for the cost column (repeatable)")):
+                                              "(OUT) tokens, for the cost column (repeatable)"),
+                    rating: Rating = typer.Option(Rating.bt, "--rating",
+                                                  help="bt: the Bradley–Terry Elo leaderboard | openskill: also the "
+                                                       "openskill Plackett–Luce ratings (the arena's live ones), "
+                                                       "in openskill.json and openskill.md")):
     """Rebuild the leaderboard files from logs alone."""
     _check_ties(ties)
     check_output_folder(out, "--out")
@@ -244,6 +254,11 @@ def leaderboard_cmd(logdir: Path = typer.Argument(..., help="a log file or a fol
                                 prices=prices)
     print_leaderboard(summary)
     print(f"leaderboard: {out / 'leaderboard.html'} (also .md, .csv, .json, elo_heatmap.png, role_gap.png)")
+    if rating is Rating.openskill:
+        from .leaderboard.skill import build_skill_table, format_skill_table
+        print("openskill (Plackett–Luce, episodes in log order; best first by mu - 3 sigma):")
+        print(format_skill_table(build_skill_table(logdir, out)))
+        print(f"openskill: {out / 'openskill.json'} (also openskill.md)")
 
 
 def say_skipped(skipped: dict) -> None:

@@ -3,7 +3,11 @@
 conftest: several folders have a ``conftest`` module, and which one ``import conftest`` finds
 depends on which tests are collected together."""
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import socialgym_env
 from socialgym_agents.llm.backend import Reply
@@ -138,3 +142,16 @@ class SeededChoiceBackend:
 
 
 EPISODES = 8          # episodes in the training tests' fixed Prisoner's Dilemma log (the pd_log fixture)
+
+
+def venv_with(wheels, tmp_path) -> tuple[Path, dict]:
+    """A fresh venv holding ``wheels`` in its own site-packages: its bin folder and the
+    environment to run it in. --system-site-packages: the dependencies come from this
+    environment (offline, --no-deps); the wheels go into the venv, ahead of them."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                   check=True, timeout=120)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    subprocess.run([str(bindir / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--ignore-installed", *map(str, wheels)], check=True, capture_output=True, text=True, timeout=300)
+    return bindir, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}     # only what the venv installed

@@ -201,6 +201,7 @@ SOCIALGYM = [
     # leaderboard
     ("leaderboard-missing", ["leaderboard", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
     ("leaderboard-bootstrap-by", ["leaderboard", "{in}/good.jsonl", "--bootstrap-by", "seat"], 2, "'seat' is not one of"),
+    ("leaderboard-rating", ["leaderboard", "{in}/good.jsonl", "--rating", "glicko"], 2, "'glicko' is not one of"),
     ("leaderboard-unknown-game", ["leaderboard", "{in}/unknown_game.jsonl"], 2, "games not registered here: nosuchgame"),
     ("leaderboard-binary", ["leaderboard", "{in}/binary.bin"], 2, "no usable episode records"),
     ("leaderboard-empty", ["leaderboard", "{in}/empty.jsonl"], 2, "no usable episode records"),
@@ -240,6 +241,10 @@ SOCIALGYM = [
     ("serve-port-not-int", ["serve-env", "--port", "x"], 2, "should be a valid integer"),
     ("serve-log-level", ["serve-env", "--log-level", "chatty"], 2, "'chatty' is not one of critical"),
     ("serve-port-out-of-range", ["serve-env", "--port", "70000"], 2, "less than or equal to 65535"),
+    # serve-ors (never starts a server)
+    ("ors-unknown-game", ["serve-ors", "--game", "nope"], 2, "unknown game 'nope'"),
+    ("ors-bad-opponent", ["serve-ors", "--opponents", "bogus"], 2, "unknown policy spec 'bogus'"),
+    ("ors-remote-host", ["serve-ors", "--host", "0.0.0.0"], 2, "--allow-remote"),
     # arena (never starts a server)
     ("arena-remote-host", ["arena", "--host", "0.0.0.0"], 2, "--allow-remote"),
     ("arena-bad-model", ["arena", "--models", "nosuch:x"], 2, "unknown policy spec 'nosuch:x'"),
@@ -503,7 +508,7 @@ def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypa
     assert not (tmp_path / "out").exists(), "bad input left an output folder"
 
 
-@pytest.mark.parametrize("command", ["arena", "serve-env"])
+@pytest.mark.parametrize("command", ["arena", "serve-env", "serve-ors"])
 def test_a_port_in_use_is_one_line_and_exit_2(command, tmp_path, monkeypatch, capsys):
     """Once uvicorn's own startup line and exit 3; now refused before serving."""
     import socket

@@ -1,9 +1,11 @@
 """One install that coexists with the ecosystem (issue 39, item 1): the wheel holds no top-level
 import name outside ``socialgym_*`` and holds every package-data file, and it installs beside
 the OpenAI Agents SDK (whose top-level package is ``agents``) with both importable and
-``socialgym`` working."""
+``socialgym`` working. Ready for PyPI (issue 64, item 3a): the sdist and the wheel built from it
+pass ``twine check --strict`` with the metadata a PyPI page shows, and the wheel alone installs
+into a fresh venv that runs ``socialgym list``."""
 import configparser
-import os
+import email
 import re
 import shutil
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import venv_with
 
 PREFIX = "socialgym_"
 # What setup-test fetches (the Makefile says it once): the SDK's pinned wheel and where it goes.
@@ -36,18 +39,79 @@ def foreign_top_level(paths) -> set:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The project's wheel, built from a copy of the checkout (setuptools writes build/ and
-    *.egg-info beside setup.cfg), without the network."""
-    tmp = tmp_path_factory.mktemp("wheel")
+def dists(tmp_path_factory) -> dict:
+    """The project's sdist and the wheel ``python -m build`` makes from that sdist (so the sdist
+    is shown to be complete), built from a copy of the checkout (setuptools writes build/ and
+    *.egg-info beside setup.cfg), with the installed setuptools and without the network."""
+    tmp = tmp_path_factory.mktemp("dists")
     source = tmp / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".cache", "runs", "build", "dist", "site", "*.egg-info", "__pycache__", ".pytest_cache",
         ".import_linter_cache", ".venv"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-                    "-w", str(tmp / "dist"), str(source)], check=True, capture_output=True, text=True, timeout=600)
-    (built,) = (tmp / "dist").glob("socialgym-*.whl")
-    return built
+    built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp / "dist"),
+                            str(source)], capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    (sdist,) = (tmp / "dist").glob("socialgym-*.tar.gz")
+    (wheel_path,) = (tmp / "dist").glob("socialgym-*.whl")
+    return {"sdist": sdist, "wheel": wheel_path}
+
+
+@pytest.fixture(scope="module")
+def wheel(dists) -> Path:
+    return dists["wheel"]
+
+
+def twine_check(*paths) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, paths)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_sdist_and_the_wheel_pass_twine_check_strict(dists):
+    checked = twine_check(dists["sdist"], dists["wheel"])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
+
+
+def test_twine_check_strict_fails_a_readme_pypi_cannot_render(wheel, tmp_path):
+    """The check bites: the same wheel with a reStructuredText description that does not parse."""
+    broken = tmp_path / wheel.name
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith(".dist-info/METADATA"):
+                head, _, _ = data.decode().partition("\n\n")
+                head = head.replace("Description-Content-Type: text/markdown", "Description-Content-Type: text/x-rst")
+                data = (head + "\n\n" + "Title\n==\n\n`unclosed\n").encode()
+            target.writestr(item, data)
+    checked = twine_check(broken)
+    assert checked.returncode != 0 and "FAILED" in checked.stdout, checked.stdout
+
+
+def wheel_metadata(wheel_path: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel_path) as archive:
+        (name,) = [p for p in archive.namelist() if p.endswith(".dist-info/METADATA")]
+        return email.message_from_bytes(archive.read(name))
+
+
+def test_the_metadata_a_pypi_page_shows(wheel):
+    metadata = wheel_metadata(wheel)
+    classifiers = metadata.get_all("Classifier")
+    assert metadata["License-Expression"] == "MIT" and metadata["License-File"] == "LICENSE"
+    assert metadata["Description-Content-Type"] == "text/markdown" and "make demo" in metadata.get_payload()
+    assert len(metadata["Keywords"].split(",")) >= 3
+    # every Python version the classifiers name is one python_requires admits, and the oldest admitted is named
+    oldest = tuple(map(int, re.fullmatch(r">=(\d+)\.(\d+)", metadata["Requires-Python"]).groups()))
+    versions = [tuple(map(int, c.rsplit(":: ", 1)[1].split("."))) for c in classifiers
+                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert oldest in versions and min(versions) == oldest, versions
+    assert "Operating System :: OS Independent" in classifiers
+    assert any(c.startswith("Topic :: ") for c in classifiers)
+    # PEP 639: with a License-Expression, license classifiers are deprecated (setuptools warns, PyPI may refuse)
+    assert not [c for c in classifiers if c.startswith("License :: ")]
+    # Project URLs only where the project itself names a home (CITATION.cff, mkdocs.yml): no invented hosts
+    named = " ".join((ROOT / f).read_text(encoding="utf-8") for f in ("CITATION.cff", "mkdocs.yml"))
+    for url in metadata.get_all("Project-URL") or []:
+        assert url.split(", ", 1)[1] in named, url
 
 
 def test_the_check_finds_a_foreign_top_level_name():
@@ -88,27 +152,32 @@ def sdk_wheel() -> Path:
     return sorted(WHEEL_CACHE.glob(pattern))[-1]
 
 
-def test_socialgym_installs_beside_the_openai_agents_sdk(wheel, tmp_path):
-    # --system-site-packages: the dependencies (theirs and ours) come from this environment;
-    # the two wheels go into the new one's own site-packages, where they would collide.
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                   check=True, timeout=120)
-    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-    python = bindir / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--ignore-installed",
-                    str(wheel), str(sdk_wheel())], check=True, capture_output=True, text=True, timeout=300)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}     # only what the venv installed
-    probe = ("import agents, socialgym_agents, socialgym_env; from agents import Agent; "
-             "print(Agent.__module__); print(agents.__file__); print(socialgym_agents.__file__)")
-    lines = subprocess.run([str(python), "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
-                           text=True, timeout=120).stdout.split()
-    site = str(venv)
-    assert lines[0] == "agents.agent"                                     # theirs: the SDK's Agent
-    assert lines[1].startswith(site) and lines[2].startswith(site), lines   # both from the venv's wheels
-    listed = subprocess.run([str(bindir / "socialgym"), "list"], cwd=tmp_path, env=env, capture_output=True,
+def assert_socialgym_lists_every_game(bindir: Path, env: dict, cwd: Path) -> None:
+    listed = subprocess.run([str(bindir / "socialgym"), "list"], cwd=cwd, env=env, capture_output=True,
                             text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr[-2000:]
     import socialgym_env
 
     assert all(game in listed.stdout for game in socialgym_env.game_ids())
+
+
+def test_the_wheel_alone_installs_into_a_fresh_venv_and_runs(wheel, tmp_path):
+    bindir, env = venv_with([wheel], tmp_path)
+    # the import comes from the venv's copy, not this checkout (an editable install would point here)
+    where = subprocess.run([str(bindir / "python"), "-c", "import socialgym_env; print(socialgym_env.__file__)"],
+                           cwd=tmp_path, env=env, check=True, capture_output=True, text=True, timeout=120).stdout
+    assert where.startswith(str(tmp_path / "venv")) and not where.startswith(str(ROOT)), where
+    assert_socialgym_lists_every_game(bindir, env, tmp_path)
+
+
+def test_socialgym_installs_beside_the_openai_agents_sdk(wheel, tmp_path):
+    # the two wheels go into the venv's own site-packages, where they would collide
+    bindir, env = venv_with([wheel, sdk_wheel()], tmp_path)
+    probe = ("import agents, socialgym_agents, socialgym_env; from agents import Agent; "
+             "print(Agent.__module__); print(agents.__file__); print(socialgym_agents.__file__)")
+    lines = subprocess.run([str(bindir / "python"), "-c", probe], cwd=tmp_path, env=env, check=True,
+                           capture_output=True, text=True, timeout=120).stdout.split()
+    site = str(tmp_path / "venv")
+    assert lines[0] == "agents.agent"                                     # theirs: the SDK's Agent
+    assert lines[1].startswith(site) and lines[2].startswith(site), lines   # both from the venv's wheels
+    assert_socialgym_lists_every_game(bindir, env, tmp_path)

@@ -53,7 +53,9 @@ Every finished game is appended to ``<log_dir>/arena.jsonl`` by the engine's log
 the same record as every other run, the human seats' policy being ``human:<name>``:
 ``socialgym leaderboard <log_dir>`` rates them as any other competitor. A game abandoned
 before its end (idle timeout, server stop) or whose model seat failed is logged as a failed
-record with the reason; the leaderboard skips those.
+record with the reason; the leaderboard skips those. The arena also keeps live openskill
+(Plackett–Luce) ratings of everyone who played (``/api/ratings``, :mod:`socialgym_agents.skill`):
+the log folder's episodes when it starts, then each game as it is logged.
 
 Model seats act through the policy registry (one shared :class:`~socialgym_agents.jobs.PolicyPool`, so
 a model loads once) on the store's worker thread, off the event loop: pages stay live while a
@@ -78,6 +80,7 @@ from socialgym_env.logs import iter_log_dir, restore_env
 from socialgym_env.record import public_transcript
 
 from ..jobs import PolicyPool
+from ..skill import SkillRatings
 from ..registry import PolicySpecError, check_spec, policy_kind
 from ..specs import AgentSpec
 from .app import create_app, json_response, parse_json, to_json
@@ -153,6 +156,7 @@ class Arena:
     models: tuple                    # the model AgentSpecs the lobby may seat (checked)
     store: SessionStore
     pool: PolicyPool                 # one pool for every game: a model loads once
+    skill: SkillRatings              # live openskill ratings: the log folder's episodes, then each new game
     games: dict = field(default_factory=dict)     # game id -> its session (the store holds the tokens)
 
 
@@ -180,7 +184,11 @@ def create_arena_app(log_dir, models: Sequence = (), max_games: int = 64,
     app = create_app(store, title="Social Gym arena",
                      description="Play any Social Gym game in the browser against people and policies.",
                      limits=limits)
-    app.state.arena = Arena(Path(log_dir), models, store, PolicyPool(seed=policy_seed))
+    log_dir = Path(log_dir)
+    skill = SkillRatings()
+    if log_dir.exists():                    # what the folder already holds, in log order
+        skill.update_all(iter_log_dir(log_dir, on_skip=lambda message, why: None))
+    app.state.arena = Arena(log_dir, models, store, PolicyPool(seed=policy_seed), skill)
     app.include_router(router)
     return app
 
@@ -231,7 +239,8 @@ async def create(arena: ArenaState, body: dict = Body(...)):
         # The episode id names the game and seed, plus a random part: two arena games with
         # the same seed are two episodes (the engine's seed alone decides the deal).
         episode_id = f"arena-{game}-{seed}-{random.SystemRandom().getrandbits(32):08x}"
-        return ArenaGame(game, config, seed, plans, arena.pool, arena.log_dir / LOG_FILE, episode_id, loop)
+        return ArenaGame(game, config, seed, plans, arena.pool, arena.log_dir / LOG_FILE, episode_id, loop,
+                         on_logged=arena.skill.update)
 
     try:
         session = await arena.store.create(build, seats=humans)
@@ -275,6 +284,12 @@ async def live_games(arena: ArenaState):
                     "players": [s["player"] for s in view["seats"]], "done": view["done"],
                     "watch": f"/watch/{game_id}"})
     return out
+
+
+@router.get("/api/ratings")
+async def ratings(arena: ArenaState):
+    """The live openskill (Plackett–Luce) ratings of everyone who finished a game here."""
+    return {"model": "openskill Plackett-Luce", "ratings": arena.skill.table()}
 
 
 @router.get("/api/episodes")

@@ -11,7 +11,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import socialgym_env
 from socialgym_env.actions import ActionError
@@ -139,8 +139,10 @@ class ArenaGame:
     thinks, so every page can still be served then."""
 
     def __init__(self, game: str, config: dict, seed: int, plans: Sequence[SeatPlan], pool: PolicyPool,
-                 log_path: Path, episode_id: str, loop: asyncio.AbstractEventLoop):
+                 log_path: Path, episode_id: str, loop: asyncio.AbstractEventLoop,
+                 on_logged: Optional[Callable[[dict], None]] = None):
         self.env = make_env(game, config)
+        self.on_logged = on_logged              # told each record once it is in the log (live ratings)
         self.env.reset(seed=seed, options={"episode_id": episode_id})
         self.game, self.config, self.seed, self.episode_id = game, config, seed, episode_id
         self.plans = {p.agent: p for p in plans}
@@ -317,6 +319,8 @@ class ArenaGame:
                                  episode_id=self.episode_id, tags={"arena": True})
                 record = failed_record(job, RuntimeError(self.error or reason or "the game was stopped"))
             append_episode(self.log_path, record)
+            if self.on_logged is not None:
+                self.on_logged(record)
             for agent, plan in self.plans.items():
                 policy = None if plan.human else self.pool.get(plan.spec)
                 if hasattr(policy, "release"):

@@ -43,31 +43,43 @@ def _check_listen(host: str, port: int, log_level: str) -> None:
                                  f"server using it? choose another --port", param_hint="--port") from None
 
 
-def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)"),
-              port: int = typer.Option(8000, min=1, max=65535, help="TCP port"),
-              allow_remote: bool = typer.Option(False, help="allow binding an address other machines can reach"),
-              game: str = typer.Option("prisoners_dilemma", help="default game of a session (a reset may name another)"),
-              seat: str = typer.Option("0", help="default seat: index, seat id or role"),
-              opponents: str = typer.Option("scripted:heuristic", help="default opponent spec(s), comma-separated: one "
-                                            "for all other seats or one per seat; model specs only from here"),
+# What both game servers (serve-env, serve-ors) take: where to listen and a session's defaults.
+HOST = typer.Option("127.0.0.1", help="address to bind (another needs --allow-remote)")
+ALLOW_REMOTE = typer.Option(False, help="allow binding an address other machines can reach")
+GAME = typer.Option("prisoners_dilemma", help="default game of a session (a reset or task may name another)")
+SEAT = typer.Option("0", help="default seat: index, seat id or role")
+OPPONENTS = typer.Option("scripted:heuristic", help="default opponent spec(s), comma-separated: one for all other "
+                         "seats or one per seat; model specs only from here")
+POLICY_SEED = typer.Option(0, help="seed of the opponents' policy pool")
+LOG_LEVEL = typer.Option("warning", help="uvicorn log level")
+
+
+def game_defaults(game: str, seat: str, opponents: str, policy_seed: int):
+    """A session's defaults from the command line (SocialGymError, PolicySpecError, ValueError if bad)."""
+    import socialgym_env
+
+    from .game_session import GameDefaults
+    socialgym_env.make(game)
+    return GameDefaults(game=game, seat=int(seat) if seat.isdigit() else seat, opponents=parse_specs(opponents),
+                        policy_seed=policy_seed)
+
+
+def serve_env(host: str = HOST, port: int = typer.Option(8000, min=1, max=65535, help="TCP port"),
+              allow_remote: bool = ALLOW_REMOTE, game: str = GAME, seat: str = SEAT, opponents: str = OPPONENTS,
               max_sessions: int = typer.Option(1024, help="live sessions at most; one more is refused"),
               idle_timeout: float = typer.Option(300.0, help="seconds of silence after which a session is closed"),
-              policy_seed: int = typer.Option(0, help="seed of the opponents' policy pool"),
-              log_level: str = typer.Option("warning", help="uvicorn log level"),
+              policy_seed: int = POLICY_SEED, log_level: str = LOG_LEVEL,
               max_body_bytes: int = MAX_BODY_BYTES, handshake_timeout: float = HANDSHAKE_TIMEOUT,
               max_handshakes: int = MAX_HANDSHAKES):
     """Serve every game over OpenEnv's WebSocket/HTTP protocol: one seat (or several) per session."""
     import socialgym_env
 
     from .app import check_host, serve
-    from .game_session import GameDefaults
     from .openenv_app import create_openenv_app
 
     try:
         check_host(host, allow_remote)
-        socialgym_env.make(game)
-        defaults = GameDefaults(game=game, seat=int(seat) if seat.isdigit() else seat, opponents=parse_specs(opponents),
-                                policy_seed=policy_seed)
+        defaults = game_defaults(game, seat, opponents, policy_seed)
         app = create_openenv_app(defaults, max_sessions=max_sessions, idle_timeout_s=idle_timeout,
                                  limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (socialgym_env.SocialGymError, PolicySpecError, ValueError) as err:
@@ -75,6 +87,30 @@ def serve_env(host: str = typer.Option("127.0.0.1", help="address to bind (anoth
     _check_listen(host, port, log_level)
     typer.echo(f"serving Social Gym (OpenEnv protocol) on http://{host}:{port}  ws://{host}:{port}/ws  "
                f"(default game {game}, opponents {opponents}; at most {max_sessions} sessions)")
+    serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
+
+
+def serve_ors(host: str = HOST, port: int = typer.Option(8080, min=1, max=65535, help="TCP port"),
+              allow_remote: bool = ALLOW_REMOTE, game: str = GAME, seat: str = SEAT, opponents: str = OPPONENTS,
+              policy_seed: int = POLICY_SEED, log_level: str = LOG_LEVEL):
+    """Serve every game over the Open Reward Standard (ORS): environment `socialgym`, splits train and
+    test, the `move` tool (docs/integrations/publishing.md)."""
+    import socialgym_env
+
+    from .app import check_host, serve
+    try:
+        from .ors_app import create_ors_app
+    except ImportError as err:
+        typer.echo(f"error: serve-ors needs the ors extra (pip install 'socialgym[ors]'): {err}", err=True)
+        raise typer.Exit(2)
+    try:
+        check_host(host, allow_remote)
+        app = create_ors_app(game_defaults(game, seat, opponents, policy_seed))
+    except (socialgym_env.SocialGymError, PolicySpecError, ValueError) as err:
+        raise typer.BadParameter(str(err)) from None
+    _check_listen(host, port, log_level)
+    typer.echo(f"serving Social Gym (Open Reward Standard) on http://{host}:{port}  (environment socialgym; "
+               f"default game {game}, opponents {opponents})")
     serve(app, host=host, port=port, allow_remote=allow_remote, log_level=log_level)
 
 
@@ -115,6 +151,7 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``serve-env`` and ``arena`` to the root app."""
+    """Add ``serve-env``, ``serve-ors`` and ``arena`` to the root app."""
     app.command("serve-env")(serve_env)
+    app.command("serve-ors")(serve_ors)
     app.command("arena")(arena)

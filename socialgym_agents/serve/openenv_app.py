@@ -54,20 +54,22 @@ parameters of ``/state``); ``POST /close`` ends one. Without a session, ``/state
 empty state, as OpenEnv's would for a fresh env.
 
 ``GET /health``, ``/metadata``, ``/schema`` (action, observation and state JSON schemas) as in
-OpenEnv; ``GET /games`` lists the catalogue. Reset options and what an observation holds:
+OpenEnv, and its JSON-RPC ``POST /mcp`` (no tools: ``tools/list`` is empty); ``GET /games`` lists the catalogue. Reset options and what an observation holds:
 :mod:`socialgym_agents.serve.game_session`.
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 from fastapi import APIRouter, Body, Depends, FastAPI, WebSocket, WebSocketDisconnect
-from fastapi.requests import HTTPConnection
+from fastapi.requests import HTTPConnection, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import socialgym_env
+from socialgym_env.actions import safe_repr
 
 from ..jobs import PolicyPool
 from ..registry import check_spec, policy_kind
@@ -178,6 +180,31 @@ async def metadata():
 async def schema():
     return {"action": GameAction.model_json_schema(), "observation": GameObservation.model_json_schema(),
             "state": GameState.model_json_schema()}
+
+
+# JSON-RPC 2.0's codes for what /mcp refuses.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+
+
+@router.post("/mcp", tags=["MCP"])
+async def mcp(request: Request):
+    """OpenEnv's MCP endpoint (JSON-RPC 2.0), which ``openenv validate`` requires: this server
+    exposes no MCP tools (a game is played through reset/step), so ``tools/list`` answers an
+    empty list and every other method "method not found"."""
+    try:
+        call = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return _rpc_error(None, PARSE_ERROR, "parse error")
+    if not isinstance(call, dict) or call.get("jsonrpc") != "2.0" or not isinstance(call.get("method"), str):
+        return _rpc_error(call.get("id") if isinstance(call, dict) else None, INVALID_REQUEST,
+                          'invalid request: a JSON-RPC 2.0 object with "method"')
+    if call["method"] == "tools/list":
+        return {"jsonrpc": "2.0", "id": call.get("id"), "result": {"tools": []}}
+    return _rpc_error(call.get("id"), METHOD_NOT_FOUND, f"method not found: {safe_repr(call['method'], 60)}")
+
+
+def _rpc_error(call_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": call_id, "error": {"code": code, "message": message}}
 
 
 @router.get("/games", tags=["Environment Info"])

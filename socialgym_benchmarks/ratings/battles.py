@@ -13,14 +13,13 @@ its own, so differences across components are an artefact of the penalty, not of
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from socialgym_env.errors import SocialGymError
-from socialgym_env.registry import game_class
+# The seats' values and teams are read where the arena's live ratings read them too.
+from socialgym_agents.skill import is_team_record, seat_values
 
 TIES = ("exclude", "split")
 
@@ -32,33 +31,6 @@ def check_ties(ties: str) -> str:
 
 
 # ----------------------------------------------------------------------------- pairs
-def seat_values(record: dict, compare: str = "reward") -> Optional[dict]:
-    """Per-seat value the pairs are compared on: the outcome reward (default) or the score.
-    A game that declares ``rank_by="score"`` (Dead Last: a larger share beats a smaller one)
-    is always compared on scores."""
-    if record.get("failed") or not record.get("finished", True):
-        return None
-    if _ranks_by_score(record.get("game")):
-        compare = "score"
-    values = record.get("rewards") if compare == "reward" else record.get("scores")
-    return values or None
-
-
-@functools.lru_cache(maxsize=None)
-def _ranks_by_score(game_id: Optional[str]) -> bool:
-    try:
-        return game_class(game_id).info.rank_by == "score"
-    except SocialGymError:          # a game this install does not know: compare rewards
-        return False
-
-
-def is_team_record(record: dict) -> bool:
-    """Two or more distinct non-empty teams in the roster: only cross-team pairs count."""
-    teams = {seat.get("team") or "" for seat in record.get("roster", [])}
-    teams.discard("")
-    return len(teams) >= 2
-
-
 def episode_pairs(record: dict, label: Optional[Callable[[dict], Optional[str]]] = None,
                   compare: str = "reward", ties: str = "exclude") -> list[tuple[str, str]]:
     """(winner label, loser label) for every counted pair of seats of one episode.

@@ -297,12 +297,39 @@ def test_arena_games_are_logged_and_rated_on_the_leaderboard(arena, tmp_path):
     for episode_id in episodes:
         record, = logged(log_dir, episode_id)
         assert [s["policy"] for s in record["roster"]] == ["human:Ada", "scripted:constant:cooperate"]
-    result = CliRunner().invoke(app, ["leaderboard", str(log_dir), "--out", str(tmp_path), "--bootstrap", "20"])
+    result = CliRunner().invoke(app, ["leaderboard", str(log_dir), "--out", str(tmp_path), "--bootstrap", "20",
+                                      "--rating", "openskill"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "leaderboard.json").read_text())
     assert "human:Ada" in json.dumps(summary["overall"])
+    # openskill beside Bradley–Terry: the file the leaderboard wrote and the arena's live table agree
+    written = {r["player"]: r for r in json.loads((tmp_path / "openskill.json").read_text())["ratings"]}
+    live = {r["player"]: r for r in httpx.get(url + "/api/ratings").json()["ratings"]}
+    assert written["human:Ada"]["episodes"] >= 4 and "openskill" in result.output
+    assert live["human:Ada"]["episodes"] == written["human:Ada"]["episodes"]
+    assert live["human:Ada"]["mu"] == pytest.approx(written["human:Ada"]["mu"])
     listed = httpx.get(url + "/api/episodes").json()
     assert set(episodes) <= {e["episode_id"] for e in listed}
+
+
+def test_live_ratings_start_from_the_log_folder_and_follow_each_logged_game(tmp_path):
+    """A fresh arena rates what its log folder holds, then each game as it is logged."""
+    log_dir = tmp_path / "logs"
+    with BackgroundServer(create_arena_app(log_dir, idle_timeout_s=120)) as url:
+        assert httpx.get(url + "/api/ratings").json()["ratings"] == []
+        seats = [{"kind": "policy", "spec": "scripted:constant:defect"},
+                 {"kind": "policy", "spec": "scripted:constant:cooperate"}]
+        for seed in range(3):
+            created = create(url, "prisoners_dilemma", seats, config={"rounds": 2}, seed=seed)
+            for _ in range(200):
+                if (log_dir / LOG_FILE).exists() and logged(log_dir, created["episode_id"]):
+                    break
+                time.sleep(0.05)
+        table = httpx.get(url + "/api/ratings").json()["ratings"]
+    assert [r["player"] for r in table] == ["scripted:constant:defect", "scripted:constant:cooperate"]
+    assert [r["episodes"] for r in table] == [3, 3]
+    with BackgroundServer(create_arena_app(log_dir, idle_timeout_s=120)) as url:    # restarted: from the log
+        assert httpx.get(url + "/api/ratings").json()["ratings"] == table
 
 
 def test_replay_steps_through_a_finished_episode(arena):

@@ -170,6 +170,12 @@ def test_two_people_and_a_scripted_seat_play_liars_dice_to_the_end(browser, aren
         browser.switch_to.window(handle)
         browser.close()
     browser.switch_to.window(browser.window_handles[0])
+    # The lobby's live ratings panel lists everyone who finished a game, the hostile name as text.
+    browser.get(url + "/")
+    wait_for(lambda: "human:Bob" in browser.find_element(By.ID, "ratings").text, what="the ratings panel")
+    rated = browser.find_element(By.ID, "ratings").text
+    assert f"human:{NAME}" in rated and "scripted:heuristic" in rated
+    assert not browser.find_elements(By.CSS_SELECTOR, "#ratings script, #ratings b")
 
 
 def test_a_person_plays_rock_paper_scissors_against_the_embedded_model(browser, arena, smollm2_available):

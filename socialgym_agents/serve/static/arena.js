@@ -107,6 +107,7 @@ async function lobby() {
   config.addEventListener("change", loadSeats);
   const live = el("div", {id: "live"});
   const finished = el("div", {id: "finished"});
+  const ratings = el("div", {id: "ratings"});
   show(el("div", {class: "panel"},
          el("h2", {text: "New game"}),
          el("div", {class: "action"}, el("label", {text: "Game"}), game),
@@ -118,7 +119,8 @@ async function lobby() {
        result,
        el("div", {class: "cols"},
           el("div", {class: "panel"}, el("h2", {text: "Live games"}), live),
-          el("div", {class: "panel"}, el("h2", {text: "Finished episodes"}), finished)));
+          el("div", {class: "panel"}, el("h2", {text: "Finished episodes"}), finished)),
+       el("div", {class: "panel"}, el("h2", {text: "Ratings (openskill, mu \u00b1 1.96 sigma)"}), ratings));
   await loadSeats();
   const games = await getJSON("/api/games");
   live.replaceChildren(...(games.length ? games.map(g => el("div", {class: "line"},
@@ -128,6 +130,10 @@ async function lobby() {
   finished.replaceChildren(...(episodes.length ? episodes.map(e => el("div", {class: "line"},
     el("a", {class: "replay-link", href: "/replay/" + encodeURIComponent(e.episode_id), text: e.episode_id}),
     ` ${e.players.join(" vs ")}: ${e.reason || ""}`)) : [el("span", {class: "muted", text: "none yet"})]));
+  const rated = (await getJSON("/api/ratings")).ratings;
+  ratings.replaceChildren(...(rated.length ? rated.map((r, i) => el("div", {class: "line",
+    text: `${i + 1}. ${r.player}: ${r.mu.toFixed(1)} [${r.lo.toFixed(1)}, ${r.hi.toFixed(1)}], ` +
+          `${r.episodes} episode${r.episodes === 1 ? "" : "s"}`})) : [el("span", {class: "muted", text: "none yet"})]));
 }
 
 // ------------------------------------------------------------------ seat and spectator
