@@ -138,3 +138,19 @@ class SeededChoiceBackend:
 
 
 EPISODES = 8          # episodes in the training tests' fixed Prisoner's Dilemma log (the pd_log fixture)
+
+
+
+def unwritable_folder(parent):
+    """A folder this process may not create files in, or None: ``parent``/read_only made
+    chmod 555, or, for root (whom permissions do not stop), a folder on a read-only file system
+    (access(2) says no to root there too)."""
+    import os
+    from pathlib import Path
+    folder = Path(parent) / "read_only"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o555)
+    if not os.access(folder, os.W_OK):
+        return folder
+    return next((Path(c) for c in ("/proc/sys", "/sys/kernel") if os.path.isdir(c) and not os.access(c, os.W_OK)),
+                None)
