@@ -239,11 +239,10 @@ def main(argv=None, preloaded=None) -> dict:
     import inspect
     import time
 
-    from trl import GRPOTrainer
-
     from socialgym_env.atomic import atomic_dir
     from socialgym_training.common import fail, finish_run, grpo_args, load_base, parse_config
     config = parse_config(Config, argv)
+    from trl import GRPOTrainer
     if "environment_factory" not in inspect.signature(GRPOTrainer.__init__).parameters:
         import trl
         fail(f"TRL {trl.__version__} has no environment_factory: pip install 'trl>=1.16'")

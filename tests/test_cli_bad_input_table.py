@@ -62,8 +62,21 @@ def inputs(tmp_path_factory):
     DatasetDict({"train": rows}).save_to_disk(str(root / "sft_data"))
     DatasetDict({"test": rows}).save_to_disk(str(root / "test_only"))
     _bad_pools(root)
+    _bad_checkpoints(root)
     unwritable_folder(root)             # made here, so a case does not change the inputs' listing
     return root
+
+
+def _bad_checkpoints(root):
+    """Self-play --out folders whose last resumable checkpoint is unusable (issue 65)."""
+    from socialgym_training.selfplay.trainer import RESUME_STATE
+    for name, trainer_state in [("corrupt", '{"global_step": 2, "log_hist'), ("no_step", '{"log_history": []}'),
+                                ("missing", None)]:
+        checkpoint = root / f"resume_{name}" / "trainer" / "checkpoint-2"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / RESUME_STATE).write_bytes(b"state")
+        if trainer_state is not None:
+            (checkpoint / "trainer_state.json").write_text(trainer_state, encoding="utf-8")
 
 
 def _bad_pools(root):
@@ -104,6 +117,8 @@ def no_model_loads(monkeypatch):
         raise AssertionError("a bad-input case loaded a model")
     monkeypatch.setattr(loading, "load_model", refuse)
     monkeypatch.setattr(hf_backend, "load_model", refuse)
+    import transformers                              # the training scripts load through it (common.load_base)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
 
 
 # (id, argv with {in} for the inputs folder, exit code, a fragment of the one stderr line)
@@ -449,6 +464,32 @@ TRAINING = [
     ("socialmaze-binary-test", "socialmaze", ["evaluate", "--test", "{in}/binary.bin"], "not UTF-8 text"),
     ("socialmaze-missing-adapter", "socialmaze", ["evaluate", "--test", "{in}/maze.jsonl", "--adapter", "/no/such"],
      "no trained adapter at /no/such"),
+    # every option checked before the model loads (issue 65)
+    ("trl-env-temperature-nan", "trl_env", ["--temperature", "nan"], "--temperature must be a finite number, got nan"),
+    ("trl-env-temperature-0", "trl_env", ["--temperature", "0"], "--temperature must be > 0, got 0.0"),
+    ("trl-env-invalid-penalty-nan", "trl_env", ["--invalid_penalty", "nan"], "--invalid_penalty must be a finite number"),
+    ("trl-env-unfinished-reward-inf", "trl_env", ["--unfinished_reward=-inf"], "--unfinished_reward must be a finite"),
+    ("trl-env-out-read-only", "trl_env", ["--out", "{ro}/run"], "is not writable"),
+    ("selfplay-piece-steps-negative", "selfplay.cli", ["--piece_steps", "-2"], "--piece_steps must be >= 0, got -2"),
+    ("selfplay-save-every-negative", "selfplay.cli", ["--save_every", "-1"], "--save_every must be >= 0, got -1"),
+    ("selfplay-snapshot-every-0", "selfplay.cli", ["--snapshot_every", "0"], "--snapshot_every must be >= 1, got 0"),
+    ("selfplay-temperature-nan", "selfplay.cli", ["--temperature", "nan"], "--temperature must be a finite number"),
+    ("selfplay-self-play-probability", "selfplay.cli", ["--self_play", "1.5"], "--self_play must be a probability"),
+    ("selfplay-out-read-only", "selfplay.cli", ["--out", "{ro}/run"], "is not writable"),
+    ("selfplay-resume-corrupt-state", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_corrupt"],
+     "checkpoint-2 is unusable (trainer_state.json: "),
+    ("selfplay-resume-state-without-step", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_no_step"],
+     "is unusable (trainer_state.json: 'global_step')"),
+    ("selfplay-resume-state-missing", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_missing"],
+     "is unusable (no trainer_state.json)"),
+    ("trl-env-option-without-value", "trl_env", ["--seed"], "--seed: expected one argument"),
+    ("grpo-temperature-inf", "grpo_games", ["--temperature", "inf"], "--temperature must be a finite number"),
+    ("grpo-invalid-penalty-nan", "grpo_games", ["--invalid_penalty", "nan"], "--invalid_penalty must be a finite"),
+    ("grpo-hrd-learning-rate-0", "grpo_hrd", ["--learning_rate", "0"], "--learning_rate must be > 0"),
+    ("sft-learning-rate-nan", "sft", ["--learning_rate", "nan"], "--learning_rate must be a finite number"),
+    ("sft-out-read-only", "sft", ["--out", "{ro}/run"], "is not writable"),
+    ("dpo-beta-0", "dpo", ["--beta", "0"], "--beta must be > 0"),
+    ("detector-lr-nan", "detector", ["--lr", "nan"], "--lr must be a finite number"),
 ]
 
 
@@ -467,7 +508,7 @@ def _training_body(script: str, argv: list):
 def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypatch, capsys):
     name, script, argv, fragment = case
     monkeypatch.chdir(tmp_path)
-    argv = [a.replace("{in}", str(inputs)) for a in argv]
+    argv = [a.replace("{ro}", _read_only(inputs)) if "{ro}" in a else a.replace("{in}", str(inputs)) for a in argv]
     if "--out" not in argv and script != "socialmaze":
         argv += ["--out", str(tmp_path / "out")]
     code = run_command(_training_body(script, argv), f"socialgym_training.{script}")
