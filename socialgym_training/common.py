@@ -329,11 +329,15 @@ def train_and_save(trainer, config, extra: dict) -> dict:
     trainer.train(resume_from_checkpoint=resume)
     metrics = write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
                                                           "wall_seconds": round(time.time() - started, 1)})
-    adapter = Path(config.out) / "adapter"
-    # the run's last line says where the adapter went and how to play it
-    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
-          f"metrics: {Path(config.out) / 'metrics.json'}", flush=True)
+    print_outputs(config.out)
     return metrics
+
+
+def print_outputs(out) -> None:
+    """The run's last line: where the adapter went, how to play it, and the metrics file."""
+    adapter = Path(out) / "adapter"
+    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
+          f"metrics: {Path(out) / 'metrics.json'}", flush=True)
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:
