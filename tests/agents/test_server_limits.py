@@ -139,12 +139,14 @@ def test_a_body_that_stops_arriving_is_answered_408(server):
 
 
 def test_half_sent_requests_are_capped_and_dropped(server):
-    """30 connections that never finish their headers: the oldest past the cap are dropped at
-    once, the rest after the handshake timeout; /health answers fast meanwhile."""
+    """30 connections that never finish their headers: the oldest past the cap are dropped once
+    they have stalled (``stall_s``), the rest after the handshake timeout; /health answers fast
+    meanwhile."""
     socks = [raw_request(server["url"], f"POST {server['start']} HTTP/1.1\r\nHost: x\r\n".encode())
              for _ in range(30)]
     try:
         assert health_latency(server["url"]) < 0.1
+        time.sleep(LIMITS.stall_s)            # past the cap, a connection is shed once it has stalled this long
         early = sum(closed_by_server(s, 0.05) for s in socks)
         assert early >= 30 - LIMITS.max_handshakes
         assert all(closed_by_server(s, 5 * LIMITS.handshake_timeout_s) for s in socks)
@@ -162,6 +164,7 @@ def test_silent_websockets_are_capped_and_closed(server):
     sockets = [connect(server["url"].replace("http", "ws", 1) + server["ws"], open_timeout=5) for _ in range(30)]
     codes = []
     try:
+        time.sleep(LIMITS.stall_s)           # those past the cap are shed once they have stalled this long
         health = httpx.get(server["url"] + "/health").json()
         assert health["waiting_handshakes"] <= LIMITS.max_handshakes
         assert health["active_sessions"] <= health["max_sessions"] == MAX_SESSIONS
@@ -335,3 +338,49 @@ def test_validation_refusals_never_echo_what_was_sent(tmp_path_factory):
         assert reply.status_code == 422 and len(reply.text) < 500 and "yyyy" not in reply.text, reply.text[:300]
     assert [e["type"] for e in replies[0].json()["detail"]] == ["string_too_long", "extra_forbidden"]
     assert "string_too_long" in frame and "zzzz" not in frame and len(frame) < 500
+
+
+async def _honest_client(url: str) -> str:
+    """One WebSocket client that sends its upgrade and a reset at once: what it got."""
+    import asyncio
+    from websockets.asyncio.client import connect as connect_async
+    from websockets.exceptions import InvalidStatus
+    try:
+        async with connect_async(url, open_timeout=60) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"game": "prisoners_dilemma", "seed": 1}}))
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 60))
+            return "served" if reply.get("type") == "observation" else f"reply {reply.get('type')}"
+    except InvalidStatus as err:
+        retry = err.response.headers.get("Retry-After")
+        return "503 with Retry-After" if err.response.status_code == 503 and retry else f"http {err.response.status_code}"
+    except Exception as err:            # noqa: BLE001 -- counted: a dropped client is what the test looks for
+        return type(err).__name__
+
+
+def test_a_burst_of_honest_clients_is_served_while_stalled_ones_are_shed():
+    """Issue 65: 192 WebSocket clients connecting at once lost 128 -- the surplus over
+    --max-handshakes (64), dropped before their requests were read -- with max_sessions 1,024.
+    Here the cap is already full of stalled connections, then 256 honest clients (loopback, one
+    burst, each ends by itself) send their request at once: every one is served (or answered 503
+    with Retry-After), and the stalled connections are the ones shed, before their timeout."""
+    import asyncio
+    from collections import Counter
+    limits = ServerLimits()                            # the defaults: 64 waiting, 10 s, stalled after 1 s
+    app = create_openenv_app(max_sessions=1024, idle_timeout_s=60.0, limits=limits)
+    with BackgroundServer(app) as url:
+        opened = time.monotonic()
+        stalled = [raw_request(url, b"GET /health HTTP/1.1\r\nHost: x\r\n") for _ in range(limits.max_handshakes)]
+        try:
+            time.sleep(limits.stall_s + 0.2)
+
+            async def burst():
+                return await asyncio.gather(*(_honest_client(url.replace("http", "ws", 1) + "/ws")
+                                              for _ in range(256)))
+            outcomes = Counter(asyncio.run(burst()))
+            assert set(outcomes) <= {"served", "503 with Retry-After"}, outcomes
+            assert outcomes["served"] > 0
+            assert closed_by_server(stalled[0], 0.5)   # the oldest stalled one made room for the burst
+            assert time.monotonic() - opened < limits.handshake_timeout_s, "shed by the cap, not the timeout"
+        finally:
+            for sock in stalled:
+                sock.close()
