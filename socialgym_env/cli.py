@@ -19,7 +19,6 @@ from importlib.metadata import entry_points
 from typing import List, Optional
 
 import typer
-from rich.console import Console  # noqa: F401  (tests make narrow ones)
 from rich.table import Table
 
 import socialgym_env

@@ -128,7 +128,7 @@ def test_debug_env_var_shows_the_traceback(monkeypatch):
 
 def test_list_keeps_game_ids_whole_at_80_columns(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr(cli, "console", cli.Console(width=80))
+    monkeypatch.setattr(cli, "console", cli.OutputConsole(width=80))
     code, out, _ = _run(capsys, "list")
     assert code == 0
     assert all(len(line) <= 80 for line in out.splitlines())
