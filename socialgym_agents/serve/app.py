@@ -203,8 +203,9 @@ class WaitingRoom:
     clients at once lost 128, the cap's surplus, their requests unread), and silent ones are held
     at most ``stall_s`` past the cap."""
 
-    def __init__(self, limit: int, stall_s: float, still_waiting: Callable = lambda key: True):
-        self.limit, self.stall_s, self.still_waiting = limit, stall_s, still_waiting
+    def __init__(self, limit: int, stall_s: float, still_waiting: Callable = lambda key: True,
+                 unread: Callable = lambda key: False):
+        self.limit, self.stall_s, self.still_waiting, self.unread = limit, stall_s, still_waiting, unread
         self._since: dict = {}            # key -> (loop time it began waiting, shed it); oldest first
         self._recheck = None
 
@@ -227,14 +228,21 @@ class WaitingRoom:
         for key in [k for k in self._since if not self.still_waiting(k)]:
             del self._since[key]
         loop = asyncio.get_running_loop()
-        while len(self._since) > self.limit:
-            key, (since, shed) = next(iter(self._since.items()))
-            if loop.time() - since < self.stall_s:      # the oldest is fresh: so is every other one
-                if self._recheck is None:
-                    self._recheck = loop.call_at(since + self.stall_s, self._recheck_now)
+        now, over = loop.time(), len(self._since) - self.limit
+        due = now + self.stall_s / 4               # a look again soon at requests waiting unread
+        for key, (since, shed) in list(self._since.items()):
+            if over <= 0:
                 return
+            if now - since < self.stall_s:              # this one is fresh: so is every later one
+                due = min(due, since + self.stall_s)
+                break
+            if self.unread(key):          # its request waits unread: the server is behind, not the client
+                continue
             del self._since[key]
             shed()
+            over -= 1
+        if over > 0 and self._recheck is None:
+            self._recheck = loop.call_at(due, self._recheck_now)
 
 
 class Handshakes:
@@ -275,6 +283,20 @@ class Handshakes:
         return None
 
 
+def unread_bytes(transport) -> int:
+    """Bytes that arrived on ``transport``'s socket and wait in the kernel for the server to read
+    (0 where that cannot be asked): a client whose request is there has sent it, however long a
+    busy event loop takes to get to it."""
+    try:
+        import fcntl
+        import struct
+        import termios
+        fileno = transport.get_extra_info("socket").fileno()
+        return struct.unpack("i", fcntl.ioctl(fileno, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
+
+
 def guarded_http_protocol(limits: ServerLimits) -> type:
     """uvicorn's h11 protocol, plus: a connection must finish sending a request's headers within
     ``limits.handshake_timeout_s`` of opening (or of its last response), and at most
@@ -285,7 +307,8 @@ def guarded_http_protocol(limits: ServerLimits) -> type:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     waiting = WaitingRoom(limits.max_handshakes, limits.stall_s,
-                          still_waiting=lambda protocol: protocol._waiting_since_armed())
+                          still_waiting=lambda protocol: protocol._waiting_since_armed(),
+                          unread=lambda protocol: unread_bytes(protocol.transport) > 0)
 
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport) -> None:
