@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
 
 from socialgym_env.cli_errors import check_output_file
+from socialgym_env.console import OutputConsole
 
 from .registry import PolicySpecError, check_spec, parse_specs
 from .runner import EpisodeJob, PolicyPool, run_jobs
@@ -22,7 +22,7 @@ from .specs import AgentSpec
 
 HUMAN = AgentSpec("human")
 
-console = Console()
+console = OutputConsole()
 
 
 def parse_config(pairs: list[str]) -> dict:

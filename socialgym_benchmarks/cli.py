@@ -24,9 +24,7 @@ app = typer.Typer(help="Elo tournaments, leaderboards and episode replays.", no_
                   add_completion=False)
 
 
-# Episodes per combination: far past any study (a plan is built whole before play), short of a
-# number whose plan would exhaust memory before the first episode.
-MAX_EPISODES = 100_000
+MAX_EPISODES = tour.MAX_EPISODES
 
 
 def _split(values: Optional[List[str]], option: str = "--games") -> Optional[list]:

@@ -19,15 +19,15 @@ from importlib.metadata import entry_points
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import socialgym_env
 from socialgym_env.cli_errors import debug_requested, invoke_typer, run_command
+from socialgym_env.console import OutputConsole
 
 app = typer.Typer(help="Social Gym: multi-agent social games for LLM agents.", no_args_is_help=True,
                   add_completion=False)
-console = Console()
+console = OutputConsole()
 
 
 @app.callback()

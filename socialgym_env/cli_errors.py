@@ -14,6 +14,7 @@ scripts share one wording.
 """
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -119,13 +120,33 @@ def check_output_file(path, option: str, replaced: bool = False) -> None:
             refuse_non_regular(path)
         except NotRegularFileError as err:
             raise PathArgumentError(f"{option} {err}") from None
+    _check_writable(path if path.exists() else path.parent, option)
 
 
 def check_output_folder(path, option: str) -> None:
-    """Before any work: ``path`` can be a folder to write into (not a file, not under a file)."""
+    """Before any work: ``path`` can be a folder to write into (not a file, not under a file,
+    not in a folder this process may not write)."""
     blocker = _first_file_above(Path(path))
     if blocker is not None:
         raise PathArgumentError(f"{option} {_shown(path)}: {_not_folder(blocker)}")
+    _check_writable(Path(path), option)
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """The nearest existing folder at or above ``path`` is one this process may create files in
+    (access(2) also says no on a read-only file system, even to root)."""
+    existing = next((p for p in [path, *path.parents] if p.exists()), None)
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        shown = "" if existing == path else f": {_shown(existing)}"
+        raise PathArgumentError(f"{option} {_shown(path)}{shown} is not writable (read-only or permission denied)")
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors reach :func:`run_command` as one line, exit 2
+    (argparse's own prints the usage block and the error on two)."""
+
+    def error(self, message: str):
+        raise SystemExit(f"{message} (see {self.prog} --help)")
 
 
 def _raise_interrupt(signum, frame):

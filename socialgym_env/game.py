@@ -6,6 +6,7 @@ no game-specific code lives there.
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
@@ -59,7 +60,8 @@ class GameInfo:
                    through ``aec_to_parallel``; checked against the phases).
     rank_by:       what Elo pairs compare: "reward" (the outcome) or "score" (raw points).
     version:       bump it when the rules change, so logs of different rules never mix.
-    description:   the rules as every seat's prompt states them (plain text, a few sentences).
+    description:   the rules as every seat's prompt states them (plain text, a few sentences);
+                   ``{key}`` stands for a config value (``After {max_cycles} day-night cycles``).
     """
 
     id: str
@@ -107,6 +109,9 @@ class GameInfo:
 
 
 Fallback = Union[str, Callable[[State, str], Union[Action, str]]]
+
+# A config key in a game's rules text, e.g. "After {max_cycles} day-night cycles" (Game.description).
+_CONFIG_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, init=False)
@@ -188,7 +193,15 @@ class Game:
         return deck
 
     def description(self, state: State) -> str:
-        return self.info.description
+        """The rules as every seat's prompt states them: ``info.description`` with each ``{key}``
+        of the config filled in, so a rule that names a configured number (rounds, a cycle cap)
+        states the number this game plays with, never the default's."""
+        text = self.__dict__.get("_rules_text")
+        if text is None:
+            config = self.config
+            text = self._rules_text = _CONFIG_FIELD.sub(
+                lambda m: str(config[m[1]]) if m[1] in config else m[0], self.info.description)
+        return text
 
     def goal(self, state: State, agent: str) -> str:
         return "Win the game."

@@ -34,6 +34,10 @@ def config_parser(config_class):
     for action in parser._actions:
         if action.dest in docs:
             action.help = docs[action.dest].replace("%", "%%")      # the formatter adds the default
+
+    def error(message):          # argparse would print its usage block first: parse_config says one line
+        raise ValueError(message)
+    parser.error = error
     return parser
 
 
@@ -49,7 +53,9 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
         if isinstance(err, SystemExit) and err.code == 0:          # --help
             raise
         valid = ", ".join("--" + name for name in config_class.__dataclass_fields__)
-        fail(f"bad arguments {' '.join(args)!r}; valid options: {valid}")
+        reason = f" ({err})" if isinstance(err, ValueError) and str(err) else ""
+        fail(f"bad arguments {' '.join(args)!r}{reason}; valid options: {valid}")
+    check_numbers(config)
     if hasattr(config, "device"):
         resolve_device(config.device)          # --device cuda on a machine without one: say so now
     if isinstance(getattr(config, "out", None), str):    # every script's --out is a folder
@@ -59,6 +65,39 @@ def parse_config(config_class, argv: Sequence[str] | None = None):
         except ValueError as err:
             fail(str(err))
     return config
+
+
+# Bounds of the options several scripts share, by field name (a script without the field skips
+# it): what each means leaves no other sensible value, and a bad one would otherwise surface only
+# after the model loads (a NaN temperature) or never (a negative --save_every saves nothing).
+_POSITIVE, _COUNT, _SOME = (lambda v: v > 0, "> 0"), (lambda v: v >= 0, ">= 0"), (lambda v: v >= 1, ">= 1")
+_PROBABILITY = (lambda v: 0.0 <= v <= 1.0, "a probability, from 0 to 1")
+OPTION_BOUNDS = {
+    "temperature": _POSITIVE, "learning_rate": _POSITIVE, "epochs": _POSITIVE, "beta": _POSITIVE,
+    "lora_dropout": (lambda v: 0.0 <= v < 1.0, "from 0 up to (not including) 1"),
+    "warmup_ratio": _PROBABILITY, "self_play": _PROBABILITY, "fixed_share": _PROBABILITY,
+    "turn_discount": _PROBABILITY, "baseline_rate": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+    "threads": _COUNT, "save_every": _COUNT, "piece_steps": _COUNT, "tournament_episodes": _COUNT,
+    "eval_episodes": _COUNT, "live_episodes": _COUNT, "cache_mb": _COUNT, "steps": _COUNT,
+    "snapshot_every": _SOME, "pool_size": _SOME, "rows_per_step": _SOME, "max_new_tokens": _SOME,
+    "max_turns": _SOME, "lora_r": _SOME, "batch_size": _SOME, "grad_accum": _SOME, "save_steps": _SOME,
+    "logging_steps": _SOME,
+}
+
+
+def check_numbers(config) -> None:
+    """One line and exit 2, before anything loads: a NaN or infinite float option (``float('nan')``
+    parses), or a shared option outside :data:`OPTION_BOUNDS`."""
+    import math
+    for name in config.__dataclass_fields__:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"--{name} must be a finite number, got {value}")
+        check, wanted = OPTION_BOUNDS.get(name, (None, ""))
+        if check is not None and not check(value):
+            fail(f"--{name} must be {wanted}, got {value}")
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -290,11 +329,15 @@ def train_and_save(trainer, config, extra: dict) -> dict:
     trainer.train(resume_from_checkpoint=resume)
     metrics = write_outputs(trainer, config, config.out, {**extra, "resumed_from": resume,
                                                           "wall_seconds": round(time.time() - started, 1)})
-    adapter = Path(config.out) / "adapter"
-    # the run's last line says where the adapter went and how to play it
-    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
-          f"metrics: {Path(config.out) / 'metrics.json'}", flush=True)
+    print_outputs(config.out)
     return metrics
+
+
+def print_outputs(out) -> None:
+    """The run's last line: where the adapter went, how to play it, and the metrics file."""
+    adapter = Path(out) / "adapter"
+    print(f"adapter: {adapter} (play it: --agents 'smollm2?adapter={adapter}'); "
+          f"metrics: {Path(out) / 'metrics.json'}", flush=True)
 
 
 def write_outputs(trainer, config, out: str, extra: Optional[dict] = None) -> dict:

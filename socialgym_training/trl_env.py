@@ -40,6 +40,7 @@ that call format. Any model whose template TRL already accepts needs nothing.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional, Sequence, Union
@@ -110,6 +111,30 @@ def action_types(game: str, **config) -> list[str]:
     return list(found)
 
 
+class MoveProgress:
+    """What the tool loop has done so far, one line on stderr at most every ``every_s`` seconds:
+    TRL's bar moves once per optimiser step, and one step's episodes can take minutes (its bar sat
+    at 0/1 for five)."""
+
+    def __init__(self, every_s: float = 10.0, clock=None, write=None):
+        import time
+        self.clock = clock or time.monotonic
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.every_s = every_s
+        self.started = self.said = self.clock()
+        self.moves = self.illegal = self.finished = 0
+
+    def note(self, illegal: bool = False, finished: bool = False) -> None:
+        self.moves += 1
+        self.illegal += illegal
+        self.finished += finished
+        now = self.clock()
+        if now - self.said >= self.every_s:
+            self.said = now
+            self.write(f"tool loop: {self.moves} moves ({self.illegal} illegal), {self.finished} episodes "
+                       f"finished in {now - self.started:.0f} s")
+
+
 class GameEnvironment:
     """One seat of one game for TRL's tool loop; :func:`environment_class` makes one subclass per
     game (its ``move`` schema is the game's). The class attributes are the episode settings."""
@@ -120,6 +145,7 @@ class GameEnvironment:
     config: dict = {}
     invalid_penalty: float = 0.0
     unfinished_reward: float = -1.0
+    progress: Optional[MoveProgress] = None     # set by the script: says what the tool loop has done
 
     def __init__(self):
         # invalid_action="raise": an illegal move leaves the game as it was, so the tool can
@@ -146,9 +172,13 @@ class GameEnvironment:
             *_, self.info = self.env.step(action)
         except InvalidActionError as err:
             self.invalid_moves += 1
+            if self.progress is not None:
+                self.progress.note(illegal=True)
             legal = self.info.get("legal_action_list") or self.info.get("legal_actions")
             return f"Illegal move ({err}); nothing changed. Legal moves: " + "; ".join(map(str, legal))
         self.moves += 1
+        if self.progress is not None:
+            self.progress.note(finished=self.env.done)
         if self.env.done:
             return f"Game over: {self.info.get('outcome')} (reward {self.info.get('reward')})."
         return turn_text(self.info)
@@ -239,11 +269,10 @@ def main(argv=None, preloaded=None) -> dict:
     import inspect
     import time
 
-    from trl import GRPOTrainer
-
     from socialgym_env.atomic import atomic_dir
-    from socialgym_training.common import fail, finish_run, grpo_args, load_base, parse_config
+    from socialgym_training.common import fail, finish_run, grpo_args, load_base, parse_config, print_outputs
     config = parse_config(Config, argv)
+    from trl import GRPOTrainer
     if "environment_factory" not in inspect.signature(GRPOTrainer.__init__).parameters:
         import trl
         fail(f"TRL {trl.__version__} has no environment_factory: pip install 'trl>=1.16'")
@@ -257,6 +286,8 @@ def main(argv=None, preloaded=None) -> dict:
         Env = environment_class(config.game, seat, config.opponents, config.invalid_penalty, config.unfinished_reward)
     except (KeyError, ValueError) as err:              # unknown game / seat / spec
         fail(str(err).strip("'\""))
+    if config.progress:
+        Env.progress = MoveProgress()
     started = time.time()
     model, tokenizer = preloaded or load_base(config.model, config.threads, config.device)
     args = grpo_args(Path(config.out), config.device, config.progress, max_steps=config.steps,
@@ -279,10 +310,15 @@ def main(argv=None, preloaded=None) -> dict:
     with atomic_dir(out / "adapter", marker="adapter_config.json") as folder:
         trainer.model.save_pretrained(folder)
     steps = [row for row in trainer.state.log_history if "step" in row and "reward" in row]
-    return finish_run(out, config, None, None, trainer, started, train_seconds,
-                      ["reward", f"rewards/{Env.__name__}/mean"],
-                      f"GRPO (environment_factory) {config.game} as seat {config.seat} vs {config.opponents}",
-                      extra={"log": steps, "environment": Env.__name__})
+    metrics = finish_run(out, config, None, None, trainer, started, train_seconds,
+                         ["reward", f"rewards/{Env.__name__}/mean"],
+                         f"GRPO (environment_factory) {config.game} as seat {config.seat} vs {config.opponents}",
+                         extra={"log": steps, "environment": Env.__name__})
+    rewards = [row["reward"] for row in steps]
+    trend = f"reward {rewards[0]:.2f} at step 1, {rewards[-1]:.2f} at step {len(rewards)}" if rewards else "no reward logged"
+    print(f"trained {trainer.state.global_step} steps in {train_seconds:.0f} s; {trend}", flush=True)
+    print_outputs(out)
+    return metrics
 
 
 if __name__ == "__main__":

@@ -155,3 +155,18 @@ def venv_with(wheels, tmp_path) -> tuple[Path, dict]:
     subprocess.run([str(bindir / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--ignore-installed", *map(str, wheels)], check=True, capture_output=True, text=True, timeout=300)
     return bindir, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}     # only what the venv installed
+
+
+def unwritable_folder(parent):
+    """A folder this process may not create files in, or None: ``parent``/read_only made
+    chmod 555, or, for root (whom permissions do not stop), a folder on a read-only file system
+    (access(2) says no to root there too)."""
+    import os
+    from pathlib import Path
+    folder = Path(parent) / "read_only"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o555)
+    if not os.access(folder, os.W_OK):
+        return folder
+    return next((Path(c) for c in ("/proc/sys", "/sys/kernel") if os.path.isdir(c) and not os.access(c, os.W_OK)),
+                None)

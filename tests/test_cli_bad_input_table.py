@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 import typer.main
+from helpers import unwritable_folder
 
 from socialgym_env import cli
 from socialgym_env.cli_errors import invoke_typer, run_command
@@ -70,7 +71,49 @@ def inputs(tmp_path_factory):
     rows = Dataset.from_dict({"prompt": [chat, chat], "completion": [chat, chat]})
     DatasetDict({"train": rows}).save_to_disk(str(root / "sft_data"))
     DatasetDict({"test": rows}).save_to_disk(str(root / "test_only"))
+    _bad_pools(root)
+    _bad_checkpoints(root)
+    unwritable_folder(root)             # made here, so a case does not change the inputs' listing
     return root
+
+
+def _bad_checkpoints(root):
+    """Self-play --out folders whose last resumable checkpoint is unusable (issue 65)."""
+    from socialgym_training.selfplay.trainer import RESUME_STATE
+    for name, trainer_state in [("corrupt", '{"global_step": 2, "log_hist'), ("no_step", '{"log_history": []}'),
+                                ("missing", None)]:
+        checkpoint = root / f"resume_{name}" / "trainer" / "checkpoint-2"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / RESUME_STATE).write_bytes(b"state")
+        if trainer_state is not None:
+            (checkpoint / "trainer_state.json").write_text(trainer_state, encoding="utf-8")
+
+
+def _bad_pools(root):
+    """Copies of the shipped reference pool, each with one field of its manifest spoiled (issue 65)."""
+    from socialgym_benchmarks.tournament import reference
+    good = json.loads((reference.POOL_DIR / reference.MANIFEST).read_text(encoding="utf-8"))
+    first = good["policies"][0]
+    spoiled = {
+        "episodes_huge": {"episodes_per_combination": 10 ** 12},
+        "episodes_zero": {"episodes_per_combination": 0},
+        "episodes_text": {"episodes_per_combination": "30"},
+        "ratings_list": {"ratings": [1, 2]},
+        "rating_nan": {"ratings": {**good["ratings"], first: float("nan")}},
+        "rating_inf": {"ratings": {**good["ratings"], first: float("inf")}},
+        "rating_missing": {"ratings": {first: 1000.0, "scripted:nobody": 1000.0}},
+        "unknown_game": {"games": ["nope"] + good["games"][1:]},
+        "bad_config": {"configs": {"chicken": {"rounds": 0}}},
+        "bad_policy": {"policies": ["bogus"] + good["policies"][1:],
+                       "ratings": {"bogus": 1000.0, **{p: r for p, r in good["ratings"].items() if p != first}}},
+        "file_outside": {"files": {"../elsewhere.jsonl": "0" * 64}},
+        "seed_negative": {"seed": -1},
+    }
+    for name, change in {**spoiled, "not_object": None}.items():
+        folder = root / f"pool_{name}"
+        shutil.copytree(reference.POOL_DIR, folder)
+        manifest = [1, 2] if change is None else {**good, **change}
+        (folder / reference.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
 
 
 @pytest.fixture(autouse=True)
@@ -84,6 +127,8 @@ def no_model_loads(monkeypatch):
         raise AssertionError("a bad-input case loaded a model")
     monkeypatch.setattr(loading, "load_model", refuse)
     monkeypatch.setattr(hf_backend, "load_model", refuse)
+    import transformers                              # the training scripts load through it (common.load_base)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
 
 
 # (id, argv with {in} for the inputs folder, exit code, a fragment of the one stderr line)
@@ -198,6 +243,23 @@ SOCIALGYM = [
     ("rate-unknown-spec", ["rate", "scripted:nope"], 2, "unknown scripted policy 'nope'"),
     ("rate-a-reference", ["rate", "scripted:random"], 2, "is a reference already"),
     ("rate-missing-pool", ["rate", "scripted:tit_for_tat", "--against", "/no/such"], 2, "no reference pool at /no/such"),
+    # rate: a pool's manifest is checked before anything is played (issue 65)
+    *[(f"rate-pool-{name}", ["rate", "scripted:win_stay_lose_shift", "--against", f"{{in}}/pool_{name}"], 2, fragment)
+      for name, fragment in [
+          ("episodes_huge", "episodes_per_combination must be a whole number from 1 to 100,000, got 1000000000000"),
+          ("episodes_zero", "episodes_per_combination must be a whole number from 1"),
+          ("episodes_text", "episodes_per_combination must be a whole number from 1"),
+          ("ratings_list", "ratings must map each of the (at least two) policies to its Elo"),
+          ("rating_nan", "is nan, not a finite number"),
+          ("rating_inf", "is inf, not a finite number"),
+          ("rating_missing", "ratings must map each of the (at least two) policies"),
+          ("unknown_game", "unknown game 'nope'"),
+          ("bad_config", "chicken: rounds must be at least 1, got 0"),
+          ("bad_policy", "unknown policy spec 'bogus'"),
+          ("file_outside", "files must map logs/NAME.jsonl to its SHA-256"),
+          ("seed_negative", "seed must be a whole number from 0"),
+          ("not_object", "expected a JSON object, got list")]],
+    ("rate-out-read-only", ["rate", "scripted:win_stay_lose_shift", "--out", "{ro}/rate"], 2, "is not writable"),
     # leaderboard
     ("leaderboard-missing", ["leaderboard", "/no/such/folder"], 2, "no log file or folder at /no/such/folder"),
     ("leaderboard-bootstrap-by", ["leaderboard", "{in}/good.jsonl", "--bootstrap-by", "seat"], 2, "'seat' is not one of"),
@@ -400,7 +462,16 @@ def test_a_device_or_a_pipe_as_a_log_never_blocks_or_grows(inputs, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ex", "lb"]      # only the runs that succeeded wrote
 
 
+def _read_only(inputs):
+    folder = unwritable_folder(inputs)
+    if folder is None:
+        pytest.skip("root with no read-only file system: nothing stands for a read-only folder here")
+    return str(folder)
+
+
 def _argv(argv, inputs, tmp_path):
+    if any("{ro}" in a for a in argv):
+        argv = [a.replace("{ro}", _read_only(inputs)) for a in argv]
     argv = [a.replace("{in}", str(inputs)) for a in argv]
     if argv[0] == "tournament" and "--out" not in argv:
         argv += ["--out", str(tmp_path / "out")]
@@ -453,7 +524,7 @@ def test_every_subcommand_has_a_bad_input_case():
     covered = {" ".join(argv[:2]) if f"{argv[0]} {argv[1]}" in names else argv[0]
                for _, argv, _, _ in SOCIALGYM if argv[0] in {n.split()[0] for n in names}}
     assert names - covered == set()
-    assert len(SOCIALGYM) + len(TRAINING) >= 100
+    assert len(SOCIALGYM) + len(TRAINING) + len(REFERENCE) >= 100
 
 
 # python -m socialgym_training.*: each script's main() under the same handler as its __main__ block
@@ -478,6 +549,32 @@ TRAINING = [
     ("socialmaze-binary-test", "socialmaze", ["evaluate", "--test", "{in}/binary.bin"], "not UTF-8 text"),
     ("socialmaze-missing-adapter", "socialmaze", ["evaluate", "--test", "{in}/maze.jsonl", "--adapter", "/no/such"],
      "no trained adapter at /no/such"),
+    # every option checked before the model loads (issue 65)
+    ("trl-env-temperature-nan", "trl_env", ["--temperature", "nan"], "--temperature must be a finite number, got nan"),
+    ("trl-env-temperature-0", "trl_env", ["--temperature", "0"], "--temperature must be > 0, got 0.0"),
+    ("trl-env-invalid-penalty-nan", "trl_env", ["--invalid_penalty", "nan"], "--invalid_penalty must be a finite number"),
+    ("trl-env-unfinished-reward-inf", "trl_env", ["--unfinished_reward=-inf"], "--unfinished_reward must be a finite"),
+    ("trl-env-out-read-only", "trl_env", ["--out", "{ro}/run"], "is not writable"),
+    ("selfplay-piece-steps-negative", "selfplay.cli", ["--piece_steps", "-2"], "--piece_steps must be >= 0, got -2"),
+    ("selfplay-save-every-negative", "selfplay.cli", ["--save_every", "-1"], "--save_every must be >= 0, got -1"),
+    ("selfplay-snapshot-every-0", "selfplay.cli", ["--snapshot_every", "0"], "--snapshot_every must be >= 1, got 0"),
+    ("selfplay-temperature-nan", "selfplay.cli", ["--temperature", "nan"], "--temperature must be a finite number"),
+    ("selfplay-self-play-probability", "selfplay.cli", ["--self_play", "1.5"], "--self_play must be a probability"),
+    ("selfplay-out-read-only", "selfplay.cli", ["--out", "{ro}/run"], "is not writable"),
+    ("selfplay-resume-corrupt-state", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_corrupt"],
+     "checkpoint-2 is unusable (trainer_state.json: "),
+    ("selfplay-resume-state-without-step", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_no_step"],
+     "is unusable (trainer_state.json: 'global_step')"),
+    ("selfplay-resume-state-missing", "selfplay.cli", ["--resume", "true", "--out", "{in}/resume_missing"],
+     "is unusable (no trainer_state.json)"),
+    ("trl-env-option-without-value", "trl_env", ["--seed"], "--seed: expected one argument"),
+    ("grpo-temperature-inf", "grpo_games", ["--temperature", "inf"], "--temperature must be a finite number"),
+    ("grpo-invalid-penalty-nan", "grpo_games", ["--invalid_penalty", "nan"], "--invalid_penalty must be a finite"),
+    ("grpo-hrd-learning-rate-0", "grpo_hrd", ["--learning_rate", "0"], "--learning_rate must be > 0"),
+    ("sft-learning-rate-nan", "sft", ["--learning_rate", "nan"], "--learning_rate must be a finite number"),
+    ("sft-out-read-only", "sft", ["--out", "{ro}/run"], "is not writable"),
+    ("dpo-beta-0", "dpo", ["--beta", "0"], "--beta must be > 0"),
+    ("detector-lr-nan", "detector", ["--lr", "nan"], "--lr must be a finite number"),
 ]
 
 
@@ -496,7 +593,7 @@ def _training_body(script: str, argv: list):
 def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypatch, capsys):
     name, script, argv, fragment = case
     monkeypatch.chdir(tmp_path)
-    argv = [a.replace("{in}", str(inputs)) for a in argv]
+    argv = [a.replace("{ro}", _read_only(inputs)) if "{ro}" in a else a.replace("{in}", str(inputs)) for a in argv]
     if "--out" not in argv and script != "socialmaze":
         argv += ["--out", str(tmp_path / "out")]
     code = run_command(_training_body(script, argv), f"socialgym_training.{script}")
@@ -506,6 +603,42 @@ def test_training_scripts_bad_input_is_one_line(case, inputs, tmp_path, monkeypa
     assert "Traceback" not in captured.out + captured.err
     assert len(lines) == 1 and fragment in lines[0], captured.err
     assert not (tmp_path / "out").exists(), "bad input left an output folder"
+
+
+# python -m socialgym_benchmarks.tournament.reference (issue 65: six tracebacks, and --episodes 0 built a pool)
+REFERENCE = [
+    ("reference-build-out-device", ["build", "--out", "/dev/null"], "/dev/null is a device, expected a folder"),
+    ("reference-build-out-read-only", ["build", "--out", "{ro}/pool"], "is not writable"),
+    ("reference-build-out-file", ["build", "--out", "{in}/good.jsonl"], "good.jsonl is a file, expected a folder"),
+    ("reference-check-no-spec", ["check"], "check needs the SPEC of the policy to rate"),
+    ("reference-check-unknown-spec", ["check", "nope:x"], "unknown policy spec 'nope:x'"),
+    ("reference-check-out-device", ["check", "scripted:win_stay_lose_shift", "--out", "/dev/null"],
+     "/dev/null is a device, expected a folder"),
+    ("reference-check-out-read-only", ["check", "scripted:win_stay_lose_shift", "--out", "{ro}/rate"], "is not writable"),
+    ("reference-build-episodes-0", ["build", "--episodes", "0", "--out", "pool"], "--episodes must be from 1 to 100,000, got 0"),
+    ("reference-build-episodes-negative", ["build", "--episodes", "-1", "--out", "pool"], "got -1"),
+    ("reference-build-episodes-huge", ["build", "--episodes", "100001", "--out", "pool"], "got 100001"),
+    ("reference-build-episodes-text", ["build", "--episodes", "x", "--out", "pool"], "invalid int value: 'x'"),
+    ("reference-unknown-action", ["bogus"], "invalid choice: 'bogus'"),
+    ("reference-build-with-spec", ["build", "scripted:random", "--out", "pool"], "build takes no SPEC"),
+]
+
+
+@pytest.mark.parametrize("case", REFERENCE, ids=[c[0] for c in REFERENCE])
+def test_reference_pool_command_bad_input_is_one_line(case, inputs, tmp_path, monkeypatch, capsys):
+    from socialgym_benchmarks.tournament import reference
+    name, argv, fragment = case
+    monkeypatch.chdir(tmp_path)
+    shipped = {p.name: p.read_bytes() for p in reference.POOL_DIR.rglob("*") if p.is_file()}
+    argv = [a.replace("{ro}", _read_only(inputs)) if "{ro}" in a else a.replace("{in}", str(inputs)) for a in argv]
+    code = run_command(lambda: reference.main(argv), reference.PROG)
+    captured = capsys.readouterr()
+    assert code == 2, captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and fragment in lines[0], captured.err
+    assert _files(tmp_path) == [], "bad input left files behind"
+    assert {p.name: p.read_bytes() for p in reference.POOL_DIR.rglob("*") if p.is_file()} == shipped
 
 
 @pytest.mark.parametrize("command", ["arena", "serve-env", "serve-ors"])

@@ -128,7 +128,7 @@ def test_debug_env_var_shows_the_traceback(monkeypatch):
 
 def test_list_keeps_game_ids_whole_at_80_columns(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr(cli, "console", cli.Console(width=80))
+    monkeypatch.setattr(cli, "console", cli.OutputConsole(width=80))
     code, out, _ = _run(capsys, "list")
     assert code == 0
     assert all(len(line) <= 80 for line in out.splitlines())
@@ -205,3 +205,20 @@ def test_the_bar_estimate_gets_every_planned_episode_and_a_prior_for_every_game(
     assert len(estimate.planned) == done.played and not estimate.unfinished   # every record matched its id
     assert set(estimate.prior_turns) == set(GAMES.split(",")) and all(t > 0 for t in estimate.prior_turns.values())
     assert "ETA" not in estimate.status()      # all done
+
+
+def test_tables_written_to_a_file_are_not_cut_to_80_columns(monkeypatch, capsys):
+    """Issue 65: piped to a file, rich cut every table to 80 columns (or to the width of whichever
+    standard stream was a terminal). Written to a file, a table is written whole."""
+    import os as os_module
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+    def no_terminal(*args):
+        raise OSError("not a terminal")
+    monkeypatch.setattr(os_module, "get_terminal_size", no_terminal)
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert "skills" in out and max(len(line) for line in out.splitlines()) > 120   # every column, uncut
+    monkeypatch.setenv("COLUMNS", "80")                                          # a width asked for still holds
+    code, out, _ = _run(capsys, "list")
+    assert code == 0 and all(len(line) <= 80 for line in out.splitlines())

@@ -13,16 +13,16 @@
   (:class:`BodyLimit`, a middleware on every route), a request whose headers or body do not arrive
   within ``handshake_timeout_s`` is dropped (:func:`guarded_http_protocol`, given to uvicorn), and
   a WebSocket whose first message is a greeting (the arena's ``hello``) must send it within
-  ``handshake_timeout_s`` while at most ``max_handshakes`` wait (:class:`Handshakes`; one more
-  evicts the oldest waiting, so clients that speak at once keep getting through while idle ones
-  are shed).
+  ``handshake_timeout_s`` while at most ``max_handshakes`` wait (:class:`Handshakes`; past that the
+  oldest that has stalled is shed, :class:`WaitingRoom`, so clients that speak at once keep getting
+  through, all together too, while idle ones are shed).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from fastapi import APIRouter, FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
@@ -195,33 +195,80 @@ async def _refuse(send, status: int, detail: str, code: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class WaitingRoom:
+    """Connections waiting for their first request or message, oldest first. Past ``limit`` of
+    them, the oldest that have waited ``stall_s`` are shed (stalled: a client that sends at once
+    has been read by then); fresher ones are let in and looked at again once they have waited
+    that long. A burst of honest clients is never shed for arriving together (once, 192 WebSocket
+    clients at once lost 128, the cap's surplus, their requests unread), and silent ones are held
+    at most ``stall_s`` past the cap."""
+
+    def __init__(self, limit: int, stall_s: float, still_waiting: Callable = lambda key: True,
+                 unread: Callable = lambda key: False):
+        self.limit, self.stall_s, self.still_waiting, self.unread = limit, stall_s, still_waiting, unread
+        self._since: dict = {}            # key -> (loop time it began waiting, shed it); oldest first
+        self._recheck = None
+
+    def __len__(self) -> int:
+        return len(self._since)
+
+    def add(self, key, shed: Callable[[], None]) -> None:
+        """``key`` waits from now; ``shed()`` closes it if it stalls past the cap."""
+        self._since[key] = (asyncio.get_running_loop().time(), shed)
+        self._shed_stalled()
+
+    def discard(self, key) -> None:
+        self._since.pop(key, None)
+
+    def _recheck_now(self) -> None:
+        self._recheck = None
+        self._shed_stalled()
+
+    def _shed_stalled(self) -> None:
+        for key in [k for k in self._since if not self.still_waiting(k)]:
+            del self._since[key]
+        loop = asyncio.get_running_loop()
+        now, over = loop.time(), len(self._since) - self.limit
+        due = now + self.stall_s / 4               # a look again soon at requests waiting unread
+        for key, (since, shed) in list(self._since.items()):
+            if over <= 0:
+                return
+            if now - since < self.stall_s:              # this one is fresh: so is every later one
+                due = min(due, since + self.stall_s)
+                break
+            if self.unread(key):          # its request waits unread: the server is behind, not the client
+                continue
+            del self._since[key]
+            shed()
+            over -= 1
+        if over > 0 and self._recheck is None:
+            self._recheck = loop.call_at(due, self._recheck_now)
+
+
 class Handshakes:
     """Accepted WebSockets that have not sent their first message (a ``hello``, a ``reset``):
-    each waits at most ``handshake_timeout_s``; at most ``max_handshakes`` wait, one more
-    closing the oldest waiting (so a flood of silent sockets never locks out a page that
-    greets at once)."""
+    each waits at most ``handshake_timeout_s``; past ``max_handshakes`` waiting, the oldest that
+    has stalled is closed (:class:`WaitingRoom`: a flood of silent sockets never locks out a
+    page that greets at once)."""
 
     def __init__(self, limits: ServerLimits):
         self.limits = limits
-        self._waiting: dict = {}                 # socket -> future set when it is evicted; oldest first
+        self._waiting = WaitingRoom(limits.max_handshakes, limits.stall_s)
 
     def __len__(self) -> int:
         return len(self._waiting)
 
     async def first_message(self, ws: WebSocket) -> Optional[str]:
         """The first text frame of the accepted ``ws``, or None once the socket is closed (it
-        went away, sent bytes, waited too long, or was evicted)."""
-        if len(self._waiting) >= self.limits.max_handshakes:
-            oldest = next(iter(self._waiting))
-            self._waiting.pop(oldest).set_result(None)
+        went away, sent bytes, waited too long, or was evicted: stalled past the cap)."""
         evicted = asyncio.get_running_loop().create_future()
-        self._waiting[ws] = evicted
         receive = asyncio.ensure_future(ws.receive_text())
+        self._waiting.add(ws, lambda: evicted.done() or evicted.set_result(None))
         try:
             done, _ = await asyncio.wait({receive, evicted}, timeout=self.limits.handshake_timeout_s,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self._waiting.pop(ws, None)
+            self._waiting.discard(ws)
             if not receive.done():
                 receive.cancel()
         if receive in done:
@@ -236,15 +283,32 @@ class Handshakes:
         return None
 
 
+def unread_bytes(transport) -> int:
+    """Bytes that arrived on ``transport``'s socket and wait in the kernel for the server to read
+    (0 where that cannot be asked): a client whose request is there has sent it, however long a
+    busy event loop takes to get to it."""
+    try:
+        import fcntl
+        import struct
+        import termios
+        fileno = transport.get_extra_info("socket").fileno()
+        return struct.unpack("i", fcntl.ioctl(fileno, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
+
+
 def guarded_http_protocol(limits: ServerLimits) -> type:
     """uvicorn's h11 protocol, plus: a connection must finish sending a request's headers within
     ``limits.handshake_timeout_s`` of opening (or of its last response), and at most
-    ``limits.max_handshakes`` connections wait for their headers, one more dropping the oldest.
+    ``limits.max_handshakes`` connections wait for their headers, past that the oldest stalled
+    one dropped (:class:`WaitingRoom`).
     uvicorn itself bounds only idle keep-alive connections, so half-sent requests would be
     held forever."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    waiting: dict = {}             # protocol -> None, oldest first (one dict per server's limits)
+    waiting = WaitingRoom(limits.max_handshakes, limits.stall_s,
+                          still_waiting=lambda protocol: protocol._waiting_since_armed(),
+                          unread=lambda protocol: unread_bytes(protocol.transport) > 0)
 
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport) -> None:
@@ -256,7 +320,7 @@ def guarded_http_protocol(limits: ServerLimits) -> type:
             self._await_request()
 
         def connection_lost(self, exc) -> None:
-            waiting.pop(self, None)
+            waiting.discard(self)
             super().connection_lost(exc)
 
         def _waiting_since_armed(self) -> bool:
@@ -268,18 +332,15 @@ def guarded_http_protocol(limits: ServerLimits) -> type:
                 return
             self._armed_cycle = self.cycle
             self.loop.call_later(limits.handshake_timeout_s, self._drop_if_still_waiting, self.cycle)
-            for protocol in [p for p in waiting if not p._waiting_since_armed()]:
-                waiting.pop(protocol, None)
-            waiting[self] = None
-            while len(waiting) > limits.max_handshakes:
-                next(iter(waiting))._drop()
+            waiting.discard(self)               # a keep-alive connection waits again: from now
+            waiting.add(self, self._drop)
 
         def _drop_if_still_waiting(self, armed_cycle) -> None:
             if armed_cycle is self._armed_cycle and self._waiting_since_armed():
                 self._drop()
 
         def _drop(self) -> None:
-            waiting.pop(self, None)
+            waiting.discard(self)
             self.transport.close()
 
     return GuardedH11Protocol

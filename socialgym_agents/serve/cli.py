@@ -17,7 +17,7 @@ MAX_BODY_BYTES = typer.Option(_LIMITS.max_body_bytes, help="largest HTTP request
 HANDSHAKE_TIMEOUT = typer.Option(_LIMITS.handshake_timeout_s, help="seconds a connection has to send its "
                                  "request, or a WebSocket its first message, before it is closed")
 MAX_HANDSHAKES = typer.Option(_LIMITS.max_handshakes, help="connections that may wait that long at once "
-                              "(WebSockets and HTTP each); one more closes the oldest waiting")
+                              "(WebSockets and HTTP each); past that, the oldest that has stalled is closed")
 
 
 def server_limits(max_body_bytes: int, handshake_timeout: float, max_handshakes: int) -> ServerLimits:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+STALL_S = 1.0     # the longest a connection over --max-handshakes waits for its first bytes before it may be shed
+
 
 @dataclass(frozen=True)
 class ServerLimits:
@@ -14,6 +16,12 @@ class ServerLimits:
     max_body_bytes: int = 1 << 20       # an HTTP body or WebSocket frame; a move is a few KB, a config 2,000 chars
     handshake_timeout_s: float = 10.0   # a request's headers and body, a WebSocket's first message
     max_handshakes: int = 64            # WebSockets (and, apart, HTTP connections) waiting that long at once
+
+    @property
+    def stall_s(self) -> float:
+        """How long a connection waits for its first bytes before it counts as stalled, and past
+        ``max_handshakes`` may be shed: one that sends its request at once is read long before."""
+        return min(STALL_S, self.handshake_timeout_s / 2)
 
     def __post_init__(self):
         if self.max_body_bytes < 1 or self.max_handshakes < 1 or not self.handshake_timeout_s > 0:

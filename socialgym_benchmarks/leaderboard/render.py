@@ -229,9 +229,9 @@ def print_leaderboard(summary: dict, console=None) -> None:
     """The overall table, the per-game Elo, what was separated and the decisions, as rich tables;
     policies by their short names (socialgym_agents.specs.short_names), their whole specs said under
     the first table."""
-    from rich.console import Console
+    from socialgym_env.console import OutputConsole
 
-    console = console or Console()
+    console = console or OutputConsole()
     names = short_names(summary["policies"])
 
     def say(text: str) -> None:

@@ -270,6 +270,11 @@ def is_scripted(spec) -> bool:
         return False
 
 
+# Episodes per combination (--episodes, and a reference pool's manifest): far past any study (a
+# plan is built whole before play), short of a number whose plan would exhaust memory before the
+# first episode.
+MAX_EPISODES = 100_000
+
 # The most episodes one plan may hold: a plan is built whole before the first episode, so a
 # typo such as --episodes 9999999999 must be refused, not fill memory in silence.
 MAX_PLANNED_EPISODES = 200_000

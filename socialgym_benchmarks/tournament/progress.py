@@ -175,8 +175,9 @@ class ProgressEstimate:
         made = self.decisions - (self.first_decisions or 0)
         return made / elapsed if elapsed > 0 else None
 
-    def eta(self) -> Optional[float]:
-        """Seconds left, or None while there is no basis (see the module docstring)."""
+    def _work(self) -> Optional[tuple]:
+        """(work done by this run, work remaining) as of the last tick; None before the first
+        tick or while a game's length is unknown."""
         if self.started is None:
             # records before the first tick: the episodes in play are not counted yet (the
             # improvement loop's bar opened at 1 h 08 min when its first records came together)
@@ -186,8 +187,21 @@ class ProgressEstimate:
         start_work = self._in_play_work(self.start_live)
         if in_play_work is None or planned_work is None or start_work is None:
             return None
-        done = self.finished_work + in_play_work - start_work
-        remaining = max(planned_work - in_play_work, 0.0)
+        return self.finished_work + in_play_work - start_work, max(planned_work - in_play_work, 0.0)
+
+    def work_share(self) -> Optional[float]:
+        """The share of this run's work done as of the last tick (None while unknown)."""
+        work = self._work()
+        if work is None or sum(work) <= 0:
+            return None
+        return max(work[0], 0.0) / sum(work)
+
+    def eta(self) -> Optional[float]:
+        """Seconds left, or None while there is no basis (see the module docstring)."""
+        work = self._work()
+        if work is None:
+            return None
+        done, remaining = work
         # The work in play is only known at ticks, so the rate is taken over the time up to the
         # last one and its ETA counts down from there. Over the time up to now, with the work of
         # the tick in progress not yet counted, the main job's early ETA climbed from 13 to 20 min
@@ -242,12 +256,22 @@ class ProgressEstimate:
         if not self.unfinished:
             return "; ".join(parts)              # all done: no ETA to give
         eta = self.eta()
-        if eta is not None:
-            parts.append(f"ETA {duration(eta)}")
-        else:
-            waiting = self.waiting_for()
-            parts.append(f"ETA once a {waiting[0]} episode ends" if waiting else "ETA: estimating")
+        parts.append(f"ETA {duration(eta)}" if eta is not None else self._no_eta_yet())
         return "; ".join(parts)
+
+    def _no_eta_yet(self) -> str:
+        """What stands in for the ETA until there is a basis for one: what it waits for, and the
+        share of the work done so far (a model's first round of decisions can take minutes, and
+        "ETA: estimating" said nothing for all of them)."""
+        waiting = self.waiting_for()
+        if waiting:
+            return f"ETA once a {waiting[0]} episode ends"
+        if self.started is None or self.last_tick == self.started:
+            return "ETA after the first round of decisions"
+        share = self.work_share()
+        if share is None:
+            return "ETA: estimating"
+        return f"{100 * share:.1f}% of the work done, ETA from {100 * MIN_WORK_SHARE:.0f}%"
 
 
 def planned_episodes(jobs) -> dict:

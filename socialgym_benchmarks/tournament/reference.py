@@ -16,10 +16,10 @@ conditional on the anchors: it does not carry the references' own uncertainty.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -31,9 +31,12 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2
 
 from socialgym_env.atomic import atomic_write_json
+from socialgym_env.cli_errors import OneLineArgumentParser, check_output_folder, main_of, one_line
+from socialgym_env.actions import safe_repr
 from socialgym_env.errors import SocialGymError
 
 from socialgym_benchmarks import ratings as bt
+from socialgym_benchmarks.tournament.plan import MAX_EPISODES
 
 POOL_DIR = Path(__file__).parent / "reference"
 POLICIES = ("scripted:heuristic", "scripted:random", "scripted:tit_for_tat")
@@ -44,6 +47,8 @@ SEED = 0
 MANIFEST = "manifest.json"
 BUILD_COMMAND = "python -m socialgym_benchmarks.tournament.reference build"
 REACH = bt.PROFILE_REACH
+_LOG_NAME = re.compile(r"logs/[A-Za-z0-9_.-]+\.jsonl")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class ReferencePoolError(SocialGymError):
@@ -75,13 +80,12 @@ def load_pool(folder=None) -> Pool:
     if not path.is_file():
         raise ReferencePoolError(f"no reference pool at {folder} (no {MANIFEST}; {BUILD_COMMAND} makes one)")
     try:
-        manifest = json.loads(path.read_text())
-        files, ratings = manifest["files"], manifest["ratings"]
-        if not files or len(ratings) < 2 or not all(isinstance(v, (int, float)) for v in ratings.values()):
-            raise ValueError("no logs or fewer than two rated references")
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        check_manifest(manifest)
     except (ValueError, KeyError, TypeError) as err:
-        raise ReferencePoolError(f"{path} is not a reference manifest ({err}); {BUILD_COMMAND} remakes it") from None
-    for name, digest in files.items():
+        raise ReferencePoolError(f"{path} is not a reference manifest ({one_line(err, 200)}); "
+                                 f"{BUILD_COMMAND} remakes it") from None
+    for name, digest in manifest["files"].items():
         log = folder / name
         if not log.is_file():
             raise ReferencePoolError(f"reference log {log} is missing; {BUILD_COMMAND} remakes the pool")
@@ -89,6 +93,59 @@ def load_pool(folder=None) -> Pool:
             raise ReferencePoolError(f"reference log {log} does not match its manifest digest (altered or "
                                      f"corrupt); {BUILD_COMMAND} remakes the pool")
     return Pool(folder, manifest)
+
+
+def _whole(value, name: str, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}, got {safe_repr(value, 40)}")
+
+
+def _names(value, name: str) -> list:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{name} must be a list of names, got {safe_repr(value, 60)}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"{name} names an entry twice")
+    return value
+
+
+def check_manifest(manifest) -> None:
+    """Raise ValueError (one line) unless ``manifest`` is one a rating can be played from: every
+    field of the type and within the bounds the ``rate`` options have, checked before a single
+    episode is played (a NaN rating once failed only after every game; 10**12 episodes ran on)."""
+    if not isinstance(manifest, dict):
+        raise ValueError(f"expected a JSON object, got {type(manifest).__name__}")
+    missing = [k for k in ("policies", "games", "episodes_per_combination", "seed", "ratings", "files")
+               if k not in manifest]
+    if missing:
+        raise ValueError(f"lacks {', '.join(missing)}")
+    policies = _names(manifest["policies"], "policies")
+    games = _names(manifest["games"], "games")
+    _whole(manifest["episodes_per_combination"], "episodes_per_combination", 1, MAX_EPISODES)
+    _whole(manifest["seed"], "seed", 0, 2 ** 63 - 1)
+    ratings, files = manifest["ratings"], manifest["files"]
+    if not isinstance(ratings, dict) or sorted(ratings) != sorted(policies) or len(policies) < 2:
+        raise ValueError("ratings must map each of the (at least two) policies to its Elo")
+    for policy, elo in ratings.items():
+        if isinstance(elo, bool) or not isinstance(elo, (int, float)) or not math.isfinite(elo):
+            raise ValueError(f"the rating of {safe_repr(policy, 60)} is {safe_repr(elo, 40)}, not a finite number")
+    if not isinstance(files, dict) or not files or not all(
+            isinstance(name, str) and _LOG_NAME.fullmatch(name) and isinstance(digest, str)
+            and _DIGEST.fullmatch(digest) for name, digest in files.items()):
+        raise ValueError("files must map logs/NAME.jsonl to its SHA-256 (64 hex digits)")
+    _check_games_and_policies(games, policies, manifest.get("configs", {}))
+
+
+def _check_games_and_policies(games: list, policies: list, configs) -> None:
+    import socialgym_env
+    from socialgym_agents.registry import check_spec
+    if not isinstance(configs, dict) or not all(isinstance(c, dict) for c in configs.values()):
+        raise ValueError("configs must map a game to its config object")
+    for game in games:
+        socialgym_env.make(game, **configs.get(game, {}))      # an unknown game or a bad config: ValueError
+    if set(configs) - set(games):
+        raise ValueError(f"configs names {', '.join(sorted(set(configs) - set(games)))}, not among its games")
+    for policy in policies:
+        check_spec(policy, games)
 
 
 def pool_ratings(log_dir: Path) -> dict:
@@ -208,24 +265,41 @@ def full_round_robin_elo(pool: Pool, log_dir, spec: str) -> float:
     return float(elo[battles.players.index(spec)] - elo[refs].mean() + np.mean(list(pool.ratings.values())))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description="Build the reference pool (logs and manifest), or check a "
-                                                 "rating against it with a full round robin.")
+PROG = "python -m socialgym_benchmarks.tournament.reference"
+
+
+def _checked_args(argv: Optional[Sequence[str]]):
+    """The parsed options, each checked before anything is played or written (exit 2, one line)."""
+    parser = OneLineArgumentParser(prog=PROG, description="Build the reference pool (logs and manifest), or "
+                                                          "check a rating against it with a full round robin.")
     parser.add_argument("action", choices=["build", "check"])
     parser.add_argument("spec", nargs="?", help="check: the policy to rate")
     parser.add_argument("--out", type=Path, default=None, help="build: the pool folder; check: the rating's logs")
     parser.add_argument("--episodes", type=int, default=EPISODES, help="per pair of policies and game")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
+    if not 1 <= args.episodes <= MAX_EPISODES:
+        parser.error(f"--episodes must be from 1 to {MAX_EPISODES:,}, got {args.episodes}")
+    if args.seed < 0:
+        parser.error(f"--seed must be at least 0, got {args.seed}")
+    if args.action == "check" and not args.spec:
+        parser.error("check needs the SPEC of the policy to rate")
+    if args.action == "build" and args.spec:
+        parser.error(f"build takes no SPEC (got {one_line(args.spec, 80)!r})")
+    args.out = args.out or (Path("runs") / "rate" if args.action == "check" else POOL_DIR)
+    check_output_folder(args.out, "--out")
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = _checked_args(argv)
     if args.action == "check":
         pool = load_pool()
-        out = args.out or Path("runs") / "rate"
-        rated = rate_against(args.spec, pool, args.episodes, args.seed, out, progress=False)
+        rated = rate_against(args.spec, pool, args.episodes, args.seed, args.out, progress=False)
         print(f"{args.spec}: anchored Elo {rated['elo']:.0f} [{rated['lo']:.0f}, {rated['hi']:.0f}] from "
               f"{rated['episodes']} episodes against the references; full round robin (the pool's "
-              f"episodes and these, fitted jointly): {full_round_robin_elo(pool, out / 'logs', args.spec):.0f}")
+              f"episodes and these, fitted jointly): {full_round_robin_elo(pool, args.out / 'logs', args.spec):.0f}")
         return
-    args.out = args.out or POOL_DIR
     pool = build_pool(args.out, args.episodes, args.seed)
     for policy, rating in sorted(pool.ratings.items(), key=lambda kv: -kv[1]):
         print(f"{policy:<24} {rating:7.1f}")
@@ -233,4 +307,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_of(main, PROG)

@@ -35,7 +35,7 @@ class Bargaining(Game):
         id="bargaining", name="Bargaining", category="economic", num_players=2,
         information="complete", communication="none", horizon="fixed_rounds", iteration="10 rounds",
         skills=("strategic", "negotiation"), outcome=TWO_PLAYER, max_steps=500,
-        description=("Two players split a pie of 10 coins, 10 times. The proposer (alternating each "
+        description=("Two players split a pie of 10 coins, {rounds} times. The proposer (alternating each "
                      "round) says how many coins they KEEP for themselves (0–10); the other player "
                      "gets the rest. The responder accepts (both are paid) or rejects (both get "
                      "0 this round). The higher total wins."))

@@ -43,7 +43,7 @@ class Centipede(Game):
         id="centipede", name="Centipede", category="economic", num_players=2,
         information="complete", communication="none", horizon="fixed_rounds", iteration="4 rounds",
         skills=("strategic", "cooperation"), outcome=TWO_PLAYER, max_steps=500, cooperative=True,
-        description=("A pot grows as it is passed back and forth. In each of 4 sub-games the two "
+        description=("A pot grows as it is passed back and forth. In each of {subgames} sub-games the two "
                      "players alternate at nodes 1–6: the mover either takes (ending the sub-game) "
                      "or passes. Payoffs (first mover, second mover) for take at node 1..6: (2,0), "
                      "(1,4), (6,2), (5,10), (14,8), (13,24); passing at node 6 pays (24,16). Odd "

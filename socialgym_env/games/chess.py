@@ -154,7 +154,7 @@ class Chess(Game):
                      "checkmate, stalemate, insufficient material, fivefold repetition or the "
                      "75-move rule; when the position has occurred three times or 50 moves passed "
                      "without a capture or pawn move, the player to move may end it with "
-                     "'claim_draw'; after 300 plies it is a draw. Win +1, draw 0, loss −1."))
+                     "'claim_draw'; after {max_plies} plies it is a draw. Win +1, draw 0, loss −1."))
     config_defaults = {"max_plies": 300, "fen": ""}
 
     config_ranges = {"max_plies": (1, None)}

@@ -84,7 +84,7 @@ class DeadLast(Game):
         description=("Six players, no roles. Each round everyone still in speaks once, then all point "
                      "at the same time at one other player. A player pointed at by more than half of "
                      "the live players is eliminated (otherwise nobody goes). When three remain, or "
-                     "after 10 point rounds, the survivors talk once more and then each secretly offers "
+                     "after {max_point_rounds} point rounds, the survivors talk once more and then each secretly offers "
                      "a split of 100 among the survivors. If all offers are identical, each survivor "
                      "scores its share / 100; otherwise every survivor scores 0. Eliminated players "
                      "score −1. Scores above the median win, below it lose."))

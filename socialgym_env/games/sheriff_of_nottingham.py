@@ -65,19 +65,20 @@ def _pts(x: float) -> str:
     return f"+{x}" if x > 0 else f"−{-x}" if x < 0 else "0"
 
 
+ROUND_RULES = ("Each round the three merchants secretly pack their bag with honest goods or smuggled "
+               "contraband. Then everyone speaks once (offers and threats are only talk). Then the sheriff "
+               "decides, merchant by merchant, to inspect the bag or let it pass. Passed honest bag: merchant "
+               "+3. Passed smuggler: merchant +8. Inspected honest bag: merchant +5 and sheriff −2. Inspected "
+               "smuggler: merchant −4 and sheriff +4. Inspections show the bag to everyone; passed bags stay "
+               "hidden. Totals above the group median win, below it lose.")
+
+
 class SheriffOfNottingham(Game):
     info = GameInfo(
         id="sheriff_of_nottingham", name="Sheriff of Nottingham", category="bluffing", num_players=4,
         information="hidden_state", communication="free_form", horizon="fixed_rounds", iteration="4 rounds",
         skills=("deception", "negotiation", "probabilistic"), outcome=MEDIAN, max_steps=400,
-        description=("Four merchants take turns as the Sheriff of Nottingham, one round each. Each "
-                     "round the three merchants secretly pack their bag with honest goods or "
-                     "smuggled contraband. Then everyone speaks once (offers and threats are only "
-                     "talk). Then the sheriff decides, merchant by merchant, to inspect the bag or "
-                     "let it pass. Passed honest bag: merchant +3. Passed smuggler: merchant +8. "
-                     "Inspected honest bag: merchant +5 and sheriff −2. Inspected smuggler: merchant "
-                     "−4 and sheriff +4. Inspections show the bag to everyone; passed bags stay "
-                     "hidden. Totals above the group median win, below it lose."))
+        description=f"Four merchants take turns as the Sheriff of Nottingham, one round each. {ROUND_RULES}")
     config_defaults = {"rounds": 4}
 
     config_ranges = {"rounds": (1, None)}
@@ -181,6 +182,13 @@ class SheriffOfNottingham(Game):
         state.finish("turn cap reached: draw", rewards={a: 0.0 for a in state.agents}, truncated=True)
 
     # ------------------------------------------------------------------ text
+    def description(self, state):
+        rounds = self.config["rounds"]
+        if rounds == self.num_players:          # each merchant is the sheriff once: the default's text
+            return self.info.description
+        return (f"Four merchants play {rounds} rounds; the Sheriff of Nottingham is a different merchant each "
+                f"round, in turn. {ROUND_RULES}")
+
     def goal(self, state, agent):
         return "End with a total above the group median (median split)."
 

@@ -113,7 +113,7 @@ class TriadicWerewolf(Game):
                      "Jester wins alone if exiled by day (everyone else loses); a Jester killed at "
                      "night just loses. The village (Villagers and Doctor) wins when both Werewolves "
                      "are gone; the Werewolves win when they are at least as many as the Villagers "
-                     "and Doctor alive. After 10 days the game is a draw."))
+                     "and Doctor alive. After {max_days} days the game is a draw."))
     config_defaults = {"max_debate_turns": 12, "max_explanation_turns": 6, "measure": False,
                        "suspicion_alpha": 0.7, "suspicion_prior": 0.5, "max_days": 10}
 

@@ -91,7 +91,7 @@ class Werewolves(Game):
                      "speaks once, then everyone votes; the player with the most votes is exiled (a "
                      "tie exiles nobody) and their role is not revealed. The village wins when no "
                      "Werewolf is alive; the Werewolves win when they are at least as many as the "
-                     "rest. After 10 day-night cycles the game is a draw."))
+                     "rest. After {max_cycles} day-night cycles the game is a draw."))
     config_defaults = {"max_cycles": 10}
 
     config_ranges = {"max_cycles": (1, None)}

@@ -14,8 +14,8 @@ from socialgym_env.atomic import atomic_dir
 from socialgym_training.multiturn.layouts import make_layout
 from socialgym_training.selfplay.config import Config, layout_options
 from socialgym_training.selfplay.evaluation import evaluate_checkpoints, load_checkpoints
-from socialgym_training.selfplay.trainer import (LoraSwap, SelfPlayState, StepLog, last_checkpoint, make_callbacks,
-                                                 make_rollout_func, make_trainer)
+from socialgym_training.selfplay.trainer import (LoraSwap, SelfPlayState, StepLog, checked_resume, last_checkpoint,
+                                                 make_callbacks, make_rollout_func, make_trainer)
 
 
 def main(argv=None, preloaded=None) -> dict:
@@ -100,6 +100,11 @@ def check_config(config: Config) -> str:
         fail("--group_size must be at least 1 and --fixed_share a probability")
     if config.train_teams and not info.team_game:
         fail(f"--train_teams needs a team game; {config.game} has no teams")
+    if config.resume:
+        try:
+            checked_resume(Path(config.out))
+        except ValueError as err:
+            fail(str(err))
     try:                   # the evaluation plays the heuristic: a game without one fails now, not after training
         PolicyPool().check("scripted:heuristic", games=[config.game])
     except PolicySpecError as err:

@@ -180,6 +180,26 @@ def last_checkpoint(out: Path) -> Optional[Path]:
     return max(folders, key=lambda f: int(f.name.split("-")[1]), default=None)
 
 
+def checked_resume(out: Path) -> Optional[Path]:
+    """The checkpoint ``--resume`` continues from (None: there is none, a fresh start), checked
+    before the model loads: TRL's ``trainer_state.json`` must be a JSON object with its step.
+    ValueError (one line) naming the unusable checkpoint: continuing past a corrupt one would
+    start training without saying so."""
+    folder = last_checkpoint(out)
+    if folder is None:
+        return None
+    state_file = folder / "trainer_state.json"
+    try:
+        step = json.loads(state_file.read_text(encoding="utf-8"))["global_step"]
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"global_step is {step!r}")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        reason = f"no {state_file.name}" if isinstance(err, FileNotFoundError) else f"{state_file.name}: {err}"
+        raise ValueError(f"--resume: checkpoint {folder} is unusable ({' '.join(reason.split())[:200]}); delete "
+                         f"that folder to resume from an earlier checkpoint, or give another --out") from None
+    return folder
+
+
 def make_callbacks(config: Config, selfplay: SelfPlayState, swap: LoraSwap, out: Path) -> list:
     """The trainer's callbacks: a checkpoint into the pool and to disk every ``snapshot_every``
     steps; the end of a ``--piece_steps`` piece; the self-play state in every TRL checkpoint."""

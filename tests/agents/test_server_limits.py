@@ -139,12 +139,14 @@ def test_a_body_that_stops_arriving_is_answered_408(server):
 
 
 def test_half_sent_requests_are_capped_and_dropped(server):
-    """30 connections that never finish their headers: the oldest past the cap are dropped at
-    once, the rest after the handshake timeout; /health answers fast meanwhile."""
+    """30 connections that never finish their headers: the oldest past the cap are dropped once
+    they have stalled (``stall_s``), the rest after the handshake timeout; /health answers fast
+    meanwhile."""
     socks = [raw_request(server["url"], f"POST {server['start']} HTTP/1.1\r\nHost: x\r\n".encode())
              for _ in range(30)]
     try:
         assert health_latency(server["url"]) < 0.1
+        time.sleep(LIMITS.stall_s)            # past the cap, a connection is shed once it has stalled this long
         early = sum(closed_by_server(s, 0.05) for s in socks)
         assert early >= 30 - LIMITS.max_handshakes
         assert all(closed_by_server(s, 5 * LIMITS.handshake_timeout_s) for s in socks)
@@ -162,6 +164,7 @@ def test_silent_websockets_are_capped_and_closed(server):
     sockets = [connect(server["url"].replace("http", "ws", 1) + server["ws"], open_timeout=5) for _ in range(30)]
     codes = []
     try:
+        time.sleep(LIMITS.stall_s)           # those past the cap are shed once they have stalled this long
         health = httpx.get(server["url"] + "/health").json()
         assert health["waiting_handshakes"] <= LIMITS.max_handshakes
         assert health["active_sessions"] <= health["max_sessions"] == MAX_SESSIONS
@@ -335,3 +338,56 @@ def test_validation_refusals_never_echo_what_was_sent(tmp_path_factory):
         assert reply.status_code == 422 and len(reply.text) < 500 and "yyyy" not in reply.text, reply.text[:300]
     assert [e["type"] for e in replies[0].json()["detail"]] == ["string_too_long", "extra_forbidden"]
     assert "string_too_long" in frame and "zzzz" not in frame and len(frame) < 500
+
+
+
+def _burst_of_upgrades(url: str, clients: int) -> dict:
+    """``clients`` WebSocket clients that each connect and send their upgrade request at once
+    (raw sockets: a client library's own event loop can lag behind its connects on a busy
+    machine, and a client that has not sent its request is one that stalls), then read the
+    answer: what each got."""
+    from collections import Counter
+    host, port = address(url)
+    upgrade = (f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+    socks = [raw_request(url, upgrade, timeout=60) for _ in range(clients)]
+    outcomes = Counter()
+    for sock in socks:
+        with sock:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                try:
+                    chunk = sock.recv(4096)
+                except ConnectionResetError:
+                    chunk = b""
+                if not chunk:
+                    break
+                head += chunk
+            status = head.split(b" ", 2)[1] if head.startswith(b"HTTP/") else b"none"
+            retry = b"retry-after:" in head.lower()
+            outcomes["served" if status == b"101" else "503 with Retry-After" if status == b"503" and retry
+                     else f"lost ({status.decode()})"] += 1
+    return outcomes
+
+
+def test_a_burst_of_honest_clients_is_served_while_stalled_ones_are_shed():
+    """Issue 65: 192 WebSocket clients connecting at once lost 128 -- the surplus over
+    --max-handshakes (64), dropped before their requests were read -- with max_sessions 1,024.
+    Here the cap is already full of stalled connections, then 256 honest clients (loopback, one
+    burst, each ends by itself) send their request at once: every one is served (or answered 503
+    with Retry-After), and the stalled connections are the ones shed, before their timeout."""
+    limits = ServerLimits()                            # the defaults: 64 waiting, 10 s, stalled after 1 s
+    app = create_openenv_app(max_sessions=1024, idle_timeout_s=60.0, limits=limits)
+    with BackgroundServer(app) as url:
+        opened = time.monotonic()
+        stalled = [raw_request(url, b"GET /health HTTP/1.1\r\nHost: x\r\n") for _ in range(limits.max_handshakes)]
+        try:
+            time.sleep(limits.stall_s + 0.2)
+            outcomes = _burst_of_upgrades(url, 256)
+            assert set(outcomes) <= {"served", "503 with Retry-After"}, outcomes
+            assert outcomes["served"] > 0
+            assert closed_by_server(stalled[0], 0.5)   # the oldest stalled one made room for the burst
+            assert time.monotonic() - opened < limits.handshake_timeout_s, "shed by the cap, not the timeout"
+        finally:
+            for sock in stalled:
+                sock.close()

@@ -270,3 +270,19 @@ def test_a_jobs_weight_is_its_share_of_seats_that_are_not_scripted():
     # nothing but scripted seats: their turns are the work, so the bar still gives an ETA
     estimate = ProgressEstimate(planned_episodes(jobs[1:]), clock=Clock())
     assert estimate.weight(jobs[1].episode_id) == 1.0
+
+
+def test_until_there_is_an_eta_the_line_says_what_is_done():
+    """Issue 65: ``socialgym rate`` said "ETA: estimating" for two minutes (a model's first round
+    of decisions, then under MIN_WORK_SHARE of the work): the line says what it waits for and how
+    much is done."""
+    clock = Clock()
+    estimate = estimate_of(clock, prior_turns={"coup": 20}, coup=10)       # 200 turns planned
+    estimate.tick([live("coup", 0, index=i) for i in range(2)], 0)
+    assert estimate.status().endswith("ETA after the first round of decisions")
+    clock.now = 60.0
+    estimate.tick([live("coup", 1, 1, index=i) for i in range(2)], 2)
+    status = estimate.status()
+    assert estimate.eta() is None and "estimating" not in status
+    assert status.endswith("1.0% of the work done, ETA from 2%"), status
+    assert estimate.work_share() == pytest.approx(2 / 200)

@@ -99,7 +99,7 @@ def test_the_embedded_models_template_is_one_trl_takes_for_tools(tokenizer):
     assert call["function"] == {"name": "move", "arguments": {"action_type": "bet", "argument": ""}}
 
 
-def test_grpo_trains_two_steps_through_trls_own_tool_loop(tiny_llama, tmp_path):
+def test_grpo_trains_two_steps_through_trls_own_tool_loop(tiny_llama, tmp_path, capsys):
     """The example script, test-sized (tiny model, 2 generations, short completions): TRL's
     GRPOTrainer builds the environments from the factory, plays them, scores them with
     get_reward and takes 2 optimiser steps."""
@@ -117,6 +117,29 @@ def test_grpo_trains_two_steps_through_trls_own_tool_loop(tiny_llama, tmp_path):
             assert row["reward"] == -1.0
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert json.loads((out / "metrics.json").read_text())["config"]["game"] == "kuhn_poker"
+    # it ends saying what it did and where its outputs are (issue 65: once it ended without a word)
+    printed = capsys.readouterr().out
+    assert "trained 2 steps in " in printed and "reward " in printed
+    assert f"adapter: {out / 'adapter'}" in printed and f"metrics: {out / 'metrics.json'}" in printed
+
+
+def test_the_tool_loop_says_what_it_has_done_between_optimiser_steps():
+    """TRL's bar moves once a step; the environments count moves, illegal ones and finished
+    episodes, and say so at most every ``every_s`` seconds (a fake clock)."""
+    now = [0.0]
+    lines = []
+    progress = trl_env.MoveProgress(every_s=10, clock=lambda: now[0], write=lines.append)
+    Env = trl_env.environment_class("kuhn_poker", 0, "scripted:heuristic")
+    Env.progress = progress
+    env = Env()
+    env.reset(seed=0)
+    env.move("fly")                                   # illegal
+    now[0] = 12.0
+    env.move("check")                                 # the first seat's legal moves: check, bet
+    assert lines == ["tool loop: 2 moves (1 illegal), 0 episodes finished in 12 s"]
+    while not env.env.done:
+        env.move(env.info["legal_action_list"][0].split(" ")[0])
+    assert progress.illegal == 1 and progress.finished == 1 and len(lines) == 1     # under 10 s since: quiet
 
 
 @pytest.mark.parametrize("argv,message", [(["--game", "nope"], "unknown game 'nope'"),
