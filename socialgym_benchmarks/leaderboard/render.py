@@ -243,6 +243,8 @@ def print_leaderboard(summary: dict, console=None) -> None:
         if text:
             console.print(text, markup=False, highlight=False)
     console.print(_console_table(tables.OVERALL, summary, names))
+    for apart in tables.apart_tables(summary):
+        console.print(_console_table(apart, summary, names))
     say(names_note(names))
     say(some_games_note(summary, names))
     unrated = [names[p] for p in summary["policies"] if summary["overall"][p]["elo"] is None]
