@@ -114,11 +114,16 @@ class Table:
         rows = (self.file_rows or self.rows)(summary)
         return [[name for name, _ in fields], *([row.get(key) for _, key in fields] for row in rows)]
 
-    def page_cells(self, summary: dict) -> tuple[str, list, list]:
-        """(title, header, rows) of the Markdown and HTML table: each shown column's text."""
+    def page_cells(self, summary: dict, names: Optional[dict] = None) -> tuple[str, list, list]:
+        """(title, header, rows) of the Markdown and HTML table: each shown column's text, a
+        policy's by its name in ``names`` (spec -> shown name; None: the whole spec)."""
         shown = [column for column in self.columns if column.title is not None]
+
+        def text(column, row):
+            value = column.text(row)
+            return (names or {}).get(value, value) if column.policy else value
         return (heading(self.title, summary), [column.title for column in shown],
-                [[column.text(row) for column in shown] for row in self.rows(summary)])
+                [[text(column, row) for column in shown] for row in self.rows(summary)])
 
 
 def heading(title, summary: dict) -> str:
@@ -264,7 +269,8 @@ SEPARATED = Table(
                     [("ALL", s["separated"]["overall"], s["separated"]["level_overall"]),
                      *((g, rows, s["separated"]["level_per_game"]) for g, rows in s["separated"]["per_game"].items())]
                     for r in rows],
-    columns=(GAME, Column("higher", _shown("higher"), ("higher",)), Column("lower", _shown("lower"), ("lower",)),
+    columns=(GAME, Column("higher", _shown("higher"), ("higher",), policy=True),
+             Column("lower", _shown("lower"), ("lower",), policy=True),
              Column("difference", _shown("difference", number), ("difference",)), Column("interval", _ci, ("lo", "hi")),
              Column("separated", lambda row: "yes" if row["separated"] else "no", ("separated",)),
              Column(None, csv=("level",))))
