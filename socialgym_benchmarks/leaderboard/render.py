@@ -173,9 +173,10 @@ TURN_ABOVE = 10      # columns: a policy-by-group table wider than this and than
 
 
 def turned_if_wide(header: list, rows: list) -> tuple[list, list]:
-    """A table of a row per policy and a column per group (e.g. 21 games), turned on the page: a row
-    per group, a column per policy, so that it fits the width however many groups there are."""
-    if not (header and header[0] == "policy" and len(header) > TURN_ABOVE and len(header) > len(rows) + 1):
+    """A table of a row per policy and a column per group (e.g. 21 games; ``Table.by_group``) wider
+    than TURN_ABOVE columns and than it is long, turned on the page: a row per group, a column per
+    policy, so that it fits the width however many groups there are."""
+    if not (len(header) > TURN_ABOVE and len(header) > len(rows) + 1):
         return header, rows
     return ["", *(row[0] for row in rows)], [[h, *(row[k] for row in rows)] for k, h in enumerate(header) if k]
 
@@ -209,8 +210,10 @@ def write_html(summary: dict, path: Path, images: dict, notes: list, names: Opti
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
-    for title, header, rows in (table.page_cells(summary, names) for table in page_tables(summary)):
-        header, rows = turned_if_wide(header, rows)
+    for table in page_tables(summary):
+        title, header, rows = table.page_cells(summary, names)
+        if table.by_group:
+            header, rows = turned_if_wide(header, rows)
         classes = ["" if h not in NAME_HEADERS else " class='name'" for h in header]
         parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
                      + "".join(f"<th{k}>{html.escape(str(h))}</th>" for h, k in zip(header, classes)) + "</tr>")

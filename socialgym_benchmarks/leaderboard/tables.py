@@ -107,6 +107,7 @@ class Table:
     file: Optional[str] = None
     file_rows: Optional[Callable[[dict], list]] = None
     console_title: object = None
+    by_group: bool = False       # a row per policy, a column per group (game, category): may be shown turned
 
     def file_cells(self, summary: dict) -> list[list]:
         """The CSV's header and rows: each column's raw values."""
@@ -159,7 +160,8 @@ def _by_policy(title: str, groups: dict, cell: Getter, *extra: Column) -> Table:
     def rows(summary):
         return [{"policy": p, "entries": {g: table.get(p, {}) for g, table in groups.items()}}
                 for p in summary["policies"]]
-    return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows)
+    return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows,
+                 by_group=True)
 
 
 POLICY = Column("policy", _shown("policy"), ("policy",), "policy", policy=True)
