@@ -284,19 +284,21 @@ def test_a_documented_command_runs_at_a_small_size(block, workdir):
         _stop(process)
     if not script:
         return
-    # its own process group: a server a command starts with & is stopped with it
-    process = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=workdir, env=_environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                               start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=900)
-    finally:
+    # Its own process group, so that a server a command started with & is stopped with it; its
+    # output to files, which such a server may hold open after the script ended (a pipe would wait).
+    out, err = workdir / "stdout.txt", workdir / "stderr.txt"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        process = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=workdir, env=_environment(),
+                                   stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            process.wait(timeout=900)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     assert process.returncode == 0, (f"{block.id} exited {process.returncode}:\n{script}\n--- stdout\n"
-                                     f"{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}")
+                                     f"{out.read_text()[-3000:]}\n--- stderr\n{err.read_text()[-3000:]}")
 
 
 def test_the_offline_model_answers_a_legal_move():

@@ -254,7 +254,7 @@ def test_the_readme_shows_training_rating_and_adaptive_runs_and_keeps_two_setup_
     CPU, ``socialgym rate`` and ``--until-resolved`` as examples, make demo's time per CPU kind
     (its block, which the lead fills), and still exactly two setup commands."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    setup = re.search(r"## The two commands\n+```bash\n(.*?)```", readme, re.S).group(1)
+    setup = re.search(r"## The two commands\n+(?:<!-- commands: .*? -->\n)?```bash\n(.*?)```", readme, re.S).group(1)
     assert re.findall(r"^(make \w+)", setup, re.M) == ["make demo", "make test"]
     examples = re.search(r"## Train, rate, stop when resolved\n(.*?)\n## ", readme, re.S).group(1)
     block = re.search(r"```bash\n(.*?)```", examples, re.S).group(1)
