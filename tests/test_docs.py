@@ -247,3 +247,25 @@ def test_the_readme_leaderboard_figure_and_caption_are_what_their_command_makes(
            if any((a is None) != (b is None) or (a is not None and abs(a - b) > 2)
                   for a, b in zip(drawn_overall[policy], values))}
     assert not off, f"the figure's overall intervals are stale; regenerate it with python docs/scripts/readme_leaderboard.py: {off}"
+
+
+def test_the_readme_shows_training_rating_and_adaptive_runs_and_keeps_two_setup_commands():
+    """What a newcomer of this field looks for first (issue 65 item 16): the route that learns on a
+    CPU, ``socialgym rate`` and ``--until-resolved`` as examples, make demo's time per CPU kind
+    (its block, which the lead fills), and still exactly two setup commands."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = re.search(r"## The two commands\n+(?:<!-- commands: .*? -->\n)?```bash\n(.*?)```", readme, re.S).group(1)
+    assert re.findall(r"^(make \w+)", setup, re.M) == ["make demo", "make test"]
+    examples = re.search(r"## Train, rate, stop when resolved\n(.*?)\n## ", readme, re.S).group(1)
+    block = re.search(r"```bash\n(.*?)```", examples, re.S).group(1)
+    commands = [line for line in block.splitlines() if line and not line.startswith(("#", " "))]
+    assert [c.split()[:3] for c in commands] == [["python", "-m", "socialgym_training.selfplay"],
+                                                 ["socialgym", "rate", "smollm2"], ["socialgym", "tournament", "--until-resolved"]]
+    assert "--game liars_dice" in examples and "--device cpu" in examples
+    assert re.search(r"<!-- demo-time -->\n.*make demo.*CPU kind.*\n<!-- /demo-time -->", readme)
+
+
+def test_every_page_that_mentions_torchrl_names_classic_infos():
+    pages = [page for page in _doc_pages() if "TorchRL" in page.read_text(encoding="utf-8")]
+    assert ROOT / "docs" / "integrations" / "masked.md" in pages
+    assert [p.name for p in pages if "classic_infos=True" not in p.read_text(encoding="utf-8")] == []

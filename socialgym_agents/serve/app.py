@@ -85,6 +85,7 @@ def create_app(store: SessionStore, title: str, description: str = "", version: 
     app.state.store = store
     app.state.limits = limits
     app.state.handshakes = Handshakes(limits)
+    app.state.reapers = []             # more async checks the idle reaper runs each time it looks
     app.add_middleware(BodyLimit, limits=limits)
     app.add_exception_handler(CapacityError, _capacity_reached)
     app.add_exception_handler(SessionError, _session_refused)
@@ -96,7 +97,8 @@ def create_app(store: SessionStore, title: str, description: str = "", version: 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI):
-    """The idle reaper while the app runs; every session closed at shutdown."""
+    """The idle reaper while the app runs (and ``app.state.reapers``, each time it looks); every
+    session closed at shutdown."""
     store: SessionStore = app.state.store
     interval = reap_interval(store.idle_timeout_s)
 
@@ -104,6 +106,8 @@ async def _lifespan(app: FastAPI):
         while True:
             await asyncio.sleep(interval)
             await store.reap()
+            for more in app.state.reapers:
+                await more()
 
     task = asyncio.create_task(reaper()) if interval is not None else None
     try:

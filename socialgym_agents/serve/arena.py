@@ -92,6 +92,9 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 LOG_FILE = "arena.jsonl"
+# A game whose human seats no page has held for this long is closed and logged as abandoned (a
+# creator who gave up; players who all left): time enough to send a link and open it.
+ABANDON_AFTER_S = 600.0
 # The page may run only its own script and style files: a string that slipped into the DOM
 # as markup still could not run.
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -158,6 +161,7 @@ class Arena:
     pool: PolicyPool                 # one pool for every game: a model loads once
     skill: SkillRatings              # live openskill ratings: the log folder's episodes, then each new game
     games: dict = field(default_factory=dict)     # game id -> its session (the store holds the tokens)
+    abandon_after_s: Optional[float] = ABANDON_AFTER_S   # a game no page holds a human seat of this long closes
 
 
 def _arena(connection: HTTPConnection) -> Arena:
@@ -170,10 +174,15 @@ router = APIRouter()
 
 def create_arena_app(log_dir, models: Sequence = (), max_games: int = 64,
                      idle_timeout_s: Optional[float] = 1800.0, policy_seed: int = 0,
-                     limits: Optional[ServerLimits] = None) -> FastAPI:
+                     limits: Optional[ServerLimits] = None,
+                     abandon_after_s: Optional[float] = ABANDON_AFTER_S) -> FastAPI:
     """The arena app (see the module docstring). ``models``: the model specs the lobby may
     seat (checked here); ``log_dir``: where ``arena.jsonl`` goes and replays are read from;
-    ``limits``: what one connection may send or hold. Specs given as strings are parsed here."""
+    ``limits``: what one connection may send or hold; ``abandon_after_s``: how long a game may
+    wait with no page holding any of its human seats (None: until the idle timeout). Specs
+    given as strings are parsed here."""
+    if abandon_after_s is not None and not abandon_after_s > 0:
+        raise ValueError(f"abandon_after_s must be > 0 or None, got {abandon_after_s}")
     models = tuple(AgentSpec.of(spec) for spec in models)
     for spec in models:
         check_spec(spec)
@@ -188,9 +197,32 @@ def create_arena_app(log_dir, models: Sequence = (), max_games: int = 64,
     skill = SkillRatings()
     if log_dir.exists():                    # what the folder already holds, in log order
         skill.update_all(iter_log_dir(log_dir, on_skip=lambda message, why: None))
-    app.state.arena = Arena(log_dir, models, store, PolicyPool(seed=policy_seed), skill)
+    app.state.arena = arena = Arena(log_dir, models, store, PolicyPool(seed=policy_seed), skill,
+                                    abandon_after_s=abandon_after_s)
+    app.state.reapers.append(lambda: reap_abandoned(arena))
     app.include_router(router)
     return app
+
+
+async def reap_abandoned(arena: Arena, now: Optional[float] = None) -> int:
+    """Close every game no page has held a human seat of for ``arena.abandon_after_s``, logged
+    as a failed episode saying so; returns how many. The idle reaper runs it, and so do the
+    lobby's requests, so "Live games" never lists one."""
+    if arena.abandon_after_s is None:
+        return 0
+    closed = 0
+    for session in list(arena.games.values()):
+        game: ArenaGame = session.value
+        if session.closed or not game.abandoned(arena.abandon_after_s, now):
+            continue
+        why = f"abandoned: no one held a human seat for {arena.abandon_after_s:g} s"
+        try:
+            await arena.store.run(session, game.write_log, why)
+        except SessionError:                 # closed meanwhile
+            continue
+        await arena.store.close(session, why)
+        closed += 1
+    return closed
 
 
 def page():
@@ -228,6 +260,7 @@ async def seats(game: str, config: str = ""):
 
 @router.post("/api/games")
 async def create(arena: ArenaState, body: dict = Body(...)):
+    await reap_abandoned(arena)                  # an abandoned game's slot is free again
     try:
         game, config, plans, seed = read_new_game(body, arena.models)
     except ArenaError as err:
@@ -277,6 +310,7 @@ async def _advance(store: SessionStore, session) -> None:
 
 @router.get("/api/games")
 async def live_games(arena: ArenaState):
+    await reap_abandoned(arena)
     out = []
     for game_id, session in list(arena.games.items()):
         view = session.value.public_view()
@@ -323,6 +357,9 @@ async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
         return
     game: ArenaGame = session.value
     event = game.listen()
+    holds = viewer.seat is not None or viewer.hotseat        # a spectator holds no seat
+    if holds:
+        game.hold()
 
     async def hang_up():
         event.set()
@@ -348,6 +385,8 @@ async def websocket(ws: WebSocket, game_id: str, arena: ArenaState):
     finally:
         sender.cancel()
         game.unlisten(event)
+        if holds:
+            game.release()
         if hang_up in session.on_close:
             session.on_close.remove(hang_up)
 

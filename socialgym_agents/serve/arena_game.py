@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,11 +156,35 @@ class ArenaGame:
         self.final_infos: dict = {}
         self.version = 0                        # bumped on every change the pages must show
         self._wakers: set = set()
+        # Who holds a human seat: the open seat and hot-seat pages (spectators hold none), and
+        # since when none has (monotonic; from creation: the creator has not opened a link yet).
+        self.holders = 0
+        self.unheld_since: Optional[float] = time.monotonic()
         for agent, plan in self.plans.items():
             if not plan.human:
                 policy = pool.get(plan.spec)
                 policy.reset((episode_id, agent), seat_seed(game, seed, agent))
         self.env.skip_dead()
+
+    # ------------------------------------------------------------------ who holds the human seats
+    def hold(self) -> None:
+        """A seat or hot-seat page connected (on the event loop)."""
+        self.holders += 1
+        self.unheld_since = None
+
+    def release(self) -> None:
+        """A seat or hot-seat page went away (on the event loop)."""
+        self.holders -= 1
+        if self.holders == 0:
+            self.unheld_since = time.monotonic()
+
+    def abandoned(self, after_s: float, now: Optional[float] = None) -> bool:
+        """Whether the game waits on people no page has held for more than ``after_s`` seconds:
+        unfinished, with a human seat, and no seat or hot-seat page open that long (a creator who
+        closed the lobby without opening a link, players who all left)."""
+        now = time.monotonic() if now is None else now
+        return (not self.done and any(plan.human for plan in self.plans.values())
+                and self.unheld_since is not None and now - self.unheld_since > after_s)
 
     # ------------------------------------------------------------------ state the pages read
     @property

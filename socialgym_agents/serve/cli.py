@@ -124,6 +124,9 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
           max_games: int = typer.Option(64, help="live games at most; one more is refused"),
           idle_timeout: float = typer.Option(1800.0, help="seconds of silence after which a game is closed "
                                              "(logged as failed if unfinished)"),
+          abandon_after: float = typer.Option(600.0, min=1.0, max=1e6,     # arena.ABANDON_AFTER_S
+                                              help="seconds a game may wait with no page holding any of its "
+                                              "human seats before it is closed (logged as abandoned)"),
           policy_seed: int = typer.Option(0, help="seed of the model and scripted seats' policy pool"),
           log_level: str = typer.Option("warning", help="uvicorn log level"),
           max_body_bytes: int = MAX_BODY_BYTES, handshake_timeout: float = HANDSHAKE_TIMEOUT,
@@ -140,7 +143,7 @@ def arena(host: str = typer.Option("127.0.0.1", help="address to bind (another n
         check_host(host, allow_remote)
         specs = parse_specs(models) if models.strip() else []
         app = create_arena_app(log_dir, models=specs, max_games=max_games, idle_timeout_s=idle_timeout,
-                               policy_seed=policy_seed,
+                               policy_seed=policy_seed, abandon_after_s=abandon_after,
                                limits=server_limits(max_body_bytes, handshake_timeout, max_handshakes))
     except (PolicySpecError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None

@@ -149,16 +149,54 @@ def write_game_replays(records: list, outdir: Path) -> dict:
     return pages
 
 
-def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Social Gym leaderboard</title>",
-             "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-             "text-align:right}th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}"
-             "img{max-width:100%}</style></head><body>",
+# The page fits a 1,280-px window: policies go by their short names (a legend gives each whole
+# spec, which breaks anywhere), a long cell wraps instead of widening its table, and the figures
+# scale down (tests/benchmarks/test_leaderboard_browser.py measures it in Chromium).
+HTML_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}p{overflow-wrap:anywhere}"
+              "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
+              "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}"
+              "th{background:#f0f0f0;white-space:normal}td:first-child,th:first-child,.name{text-align:left}"
+              ".name{white-space:normal;overflow-wrap:anywhere;min-width:16em}"
+              "table.legend td,table.legend th{text-align:left;white-space:normal}"
+              "table.legend td:last-child{font-family:monospace;word-break:break-all}"
+              "img{max-width:100%;height:auto}")
+# the columns whose cells are names (policies, games), which wrap and read left to right
+NAME_HEADERS = {"policy", "higher", "lower", "game"}
+
+
+TURN_ABOVE = 10      # columns: a policy-by-group table wider than this and than it is long is shown turned
+
+
+def turned_if_wide(header: list, rows: list) -> tuple[list, list]:
+    """A table of a row per policy and a column per group (e.g. 21 games; ``Table.by_group``) wider
+    than TURN_ABOVE columns and than it is long, turned on the page: a row per group, a column per
+    policy, so that it fits the width however many groups there are."""
+    if not (len(header) > TURN_ABOVE and len(header) > len(rows) + 1):
+        return header, rows
+    return ["", *(row[0] for row in rows)], [[h, *(row[k] for row in rows)] for k, h in enumerate(header) if k]
+
+
+def html_legend(names: dict) -> str:
+    """The table of every policy shown by a shorter name and its whole spec ('' if none is)."""
+    longer = [(name, spec) for spec, name in names.items() if name != spec]
+    if not longer:
+        return ""
+    return ("<h2>Policy names</h2><p>The tables and figures show shorter names; each stands for this spec:</p>"
+            "<table class='legend'><tr><th>name</th><th>spec</th></tr>"
+            + "".join(f"<tr><td>{html.escape(name)}</td><td>{html.escape(spec)}</td></tr>" for name, spec in longer)
+            + "</table>")
+
+
+def write_html(summary: dict, path: Path, images: dict, notes: list, names: Optional[dict] = None) -> None:
+    """The page; ``names``: policy -> the name its cells show (None: the whole specs)."""
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>"
+             "<meta name='viewport' content='width=device-width, initial-scale=1'><title>Social Gym leaderboard</title>",
+             f"<style>{HTML_STYLE}</style></head><body>",
              "<h1>Social Gym leaderboard</h1>",
              f"<p>{summary['episodes']} episodes; Bradley–Terry Elo (C={summary['settings']['C']}, mean 1000), "
              f"{html.escape(interval_note(summary['settings']))}.</p>"]
     parts += [f"<p>{'<br>'.join(html.escape(line) for line in n.splitlines())}</p>" for n in notes]
+    parts.append(html_legend(names or {}))
     replays = summary.get("replays") or {}
     if replays:
         parts.append("<h2>Replays</h2><p>One episode of each game: "
@@ -167,11 +205,15 @@ def write_html(summary: dict, path: Path, images: dict, notes: list) -> None:
     for name, data in images.items():
         parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' "
                      f"src='data:image/png;base64,{base64.b64encode(data).decode()}'>")
-    for title, header, rows in (table.page_cells(summary) for table in page_tables(summary)):
+    for table in page_tables(summary):
+        title, header, rows = table.page_cells(summary, names)
+        if table.by_group:
+            header, rows = turned_if_wide(header, rows)
+        classes = ["" if h not in NAME_HEADERS else " class='name'" for h in header]
         parts.append(f"<h2>{html.escape(title)}</h2><table><tr>"
-                     + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>")
+                     + "".join(f"<th{k}>{html.escape(str(h))}</th>" for h, k in zip(header, classes)) + "</tr>")
         for r in rows:
-            parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+            parts.append("<tr>" + "".join(f"<td{k}>{html.escape(str(c))}</td>" for c, k in zip(r, classes)) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>")
     atomic_write_text(path, "\n".join(parts))
@@ -200,10 +242,12 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     # back last, so a rebuild killed half-way leaves no leaderboard.json, never one that
     # describes files of another build.
     (outdir / "leaderboard.json").unlink(missing_ok=True)
-    # the figures name policies by their short names; the tables by their whole specs
-    notes = [note for note in (skipped_note(skipped),
-                               names_note(short_names(summary["policies"]), "The figures show shorter names:"),
+    # the figures name policies by their short names; the Markdown tables by their whole specs, the
+    # HTML page's by the short names, with a legend
+    names = short_names(summary["policies"])
+    notes = [note for note in (skipped_note(skipped), names_note(names, "The figures show shorter names:"),
                                some_games_note(summary)) if note]
+    html_notes = [note for note in (skipped_note(skipped), some_games_note(summary, names)) if note]
     summary["replays"] = write_game_replays(records, outdir)
     files = write_csvs(summary, outdir)
     plot_elo_heatmap(summary, outdir / "elo_heatmap.png")
@@ -211,7 +255,7 @@ def build_leaderboard(logdir, outdir, n_boot: int = bt.N_BOOTSTRAP, by: str = "e
     write_markdown(summary, outdir / "leaderboard.md", notes)
     images = {"Per-game and overall Elo": (outdir / "elo_heatmap.png").read_bytes(),
               "Role gap": (outdir / "role_gap.png").read_bytes()}
-    write_html(summary, outdir / "leaderboard.html", images, notes)
+    write_html(summary, outdir / "leaderboard.html", images, html_notes, names)
     files.update((name, str(outdir / name))
                  for name in ("elo_heatmap.png", "role_gap.png", "leaderboard.md", "leaderboard.html", "leaderboard.json"))
     summary["files"] = files
@@ -238,6 +282,8 @@ def print_leaderboard(summary: dict, console=None) -> None:
         if text:
             console.print(text, markup=False, highlight=False)
     console.print(_console_table(tables.OVERALL, summary, names))
+    for apart in tables.apart_tables(summary):
+        console.print(_console_table(apart, summary, names))
     say(names_note(names))
     say(some_games_note(summary, names))
     unrated = [names[p] for p in summary["policies"] if summary["overall"][p]["elo"] is None]

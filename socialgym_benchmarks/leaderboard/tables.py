@@ -107,6 +107,7 @@ class Table:
     file: Optional[str] = None
     file_rows: Optional[Callable[[dict], list]] = None
     console_title: object = None
+    by_group: bool = False       # a row per policy, a column per group (game, category): may be shown turned
 
     def file_cells(self, summary: dict) -> list[list]:
         """The CSV's header and rows: each column's raw values."""
@@ -114,11 +115,16 @@ class Table:
         rows = (self.file_rows or self.rows)(summary)
         return [[name for name, _ in fields], *([row.get(key) for _, key in fields] for row in rows)]
 
-    def page_cells(self, summary: dict) -> tuple[str, list, list]:
-        """(title, header, rows) of the Markdown and HTML table: each shown column's text."""
+    def page_cells(self, summary: dict, names: Optional[dict] = None) -> tuple[str, list, list]:
+        """(title, header, rows) of the Markdown and HTML table: each shown column's text, a
+        policy's by its name in ``names`` (spec -> shown name; None: the whole spec)."""
         shown = [column for column in self.columns if column.title is not None]
+
+        def text(column, row):
+            value = column.text(row)
+            return (names or {}).get(value, value) if column.policy else value
         return (heading(self.title, summary), [column.title for column in shown],
-                [[column.text(row) for column in shown] for row in self.rows(summary)])
+                [[text(column, row) for column in shown] for row in self.rows(summary)])
 
 
 def heading(title, summary: dict) -> str:
@@ -154,7 +160,8 @@ def _by_policy(title: str, groups: dict, cell: Getter, *extra: Column) -> Table:
     def rows(summary):
         return [{"policy": p, "entries": {g: table.get(p, {}) for g, table in groups.items()}}
                 for p in summary["policies"]]
-    return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows)
+    return Table(title, (POLICY, *(Column(g, lambda row, g=g: cell(row["entries"][g])) for g in groups), *extra), rows,
+                 by_group=True)
 
 
 POLICY = Column("policy", _shown("policy"), ("policy",), "policy", policy=True)
@@ -163,9 +170,60 @@ ELO = Column(None, csv=("elo", ("elo_lo", "lo"), ("elo_hi", "hi")))
 WIN_RATE = Column("win rate", _shown("rate", percent), (("win_rate", "rate"),))
 WILSON = Column("Wilson 95% CI", _interval("lo", "hi", "rate", as_percent=True), (("win_lo", "lo"), ("win_hi", "hi")))
 
+def overall_groups(summary: dict) -> list[tuple[Optional[list], list]]:
+    """The policies the overall table ranks against each other, and those shown apart:
+    ``[(None, ranked), (games, policies), ...]``, each list in the board's order.
+
+    A pooled Elo compares policies fairly only over the games both played: a policy of one game's own
+    roster (``--roster``) would otherwise rank among those that played them all. The ranked group is
+    the policies that played the largest set of games at least two policies played (a policy that
+    also played more, like a baseline seated in a game's own roster too, counts in it), and those
+    that played no competitive game (unrated, as before); every other set of games is its own group,
+    ranked within itself, the larger sets first. When every policy played the same games, one group."""
+    games = summary["competitive_games"]
+    played = {p: frozenset((summary.get("games_played") or {}).get(p, games)) for p in summary["policies"]}
+    sets = {s for s in played.values() if s}
+    if len(sets) <= 1:
+        return [(None, list(summary["policies"]))]
+
+    def covered(s):
+        return sum(s <= other for other in played.values())
+    main = max(sets, key=lambda s: (covered(s) >= 2, len(s), covered(s), sorted(s)))
+    ranked = [p for p in summary["policies"] if not played[p] or played[p] >= main]
+    apart: dict = {}
+    for p in summary["policies"]:
+        if p not in ranked:
+            apart.setdefault(played[p], []).append(p)
+    order = sorted(apart, key=lambda s: (-len(s), [games.index(g) for g in games if g in s]))
+    return [(None, ranked)] + [([g for g in games if g in s], apart[s]) for s in order]
+
+
+def _overall_rows(summary: dict, group: Optional[int] = None) -> list[dict]:
+    """The overall table's rows, each ranked within its group of :func:`overall_groups` (``group``:
+    that group's rows only; None: all, the ranked group first)."""
+    groups = overall_groups(summary)
+    return [dict(summary["overall"][p], rank=i + 1, policy=p)
+            for k, (_, members) in enumerate(groups) if group in (None, k) for i, p in enumerate(members)]
+
+
+def played_only(games: list, summary: dict) -> str:
+    """'Played only kuhn_poker' / 'Played only 3 of the 21 competitive games: a, b, c'."""
+    listed = ", ".join(games)
+    return (f"Played only {listed}" if len(games) == 1 else
+            f"Played only {len(games)} of the {len(summary['competitive_games'])} competitive games: {listed}")
+
+
+def apart_tables(summary: dict) -> list["Table"]:
+    """The overall table of each group of policies shown apart (:func:`overall_groups`)."""
+    titles = {k: f"{played_only(games, summary)} (ranked among themselves, not against the overall table)"
+              for k, (games, _) in enumerate(overall_groups(summary)) if games is not None}
+    return [Table(title, OVERALL.columns, lambda s, k=k: _overall_rows(s, k), console_title=title)
+            for k, title in titles.items()]
+
+
 OVERALL = Table(
     "Overall (competitive games)", file="leaderboard.csv",
-    rows=lambda s: [dict(s["overall"][p], rank=i + 1, policy=p) for i, p in enumerate(s["policies"])],
+    rows=lambda s: _overall_rows(s, 0), file_rows=_overall_rows,
     console_title=lambda s: (f"Social Gym leaderboard — {s['episodes']} episodes, "
                              f"{len(s['competitive_games'])} competitive games"),
     columns=(Column("#", _shown("rank"), ("rank",), "#"),
@@ -213,7 +271,8 @@ SEPARATED = Table(
                     [("ALL", s["separated"]["overall"], s["separated"]["level_overall"]),
                      *((g, rows, s["separated"]["level_per_game"]) for g, rows in s["separated"]["per_game"].items())]
                     for r in rows],
-    columns=(GAME, Column("higher", _shown("higher"), ("higher",)), Column("lower", _shown("lower"), ("lower",)),
+    columns=(GAME, Column("higher", _shown("higher"), ("higher",), policy=True),
+             Column("lower", _shown("lower"), ("lower",), policy=True),
              Column("difference", _shown("difference", number), ("difference",)), Column("interval", _ci, ("lo", "hi")),
              Column("separated", lambda row: "yes" if row["separated"] else "no", ("separated",)),
              Column(None, csv=("level",))))
@@ -262,7 +321,7 @@ def file_tables() -> tuple:
 def page_tables(summary: dict) -> list[Table]:
     """The Markdown and HTML tables, in order; a table of groups only where there are groups."""
     per_category, elo = summary["game_weighted"]["per_category"], _shown("elo", number)
-    tables = [OVERALL]
+    tables = [OVERALL, *apart_tables(summary)]
     if per_category:
         tables.append(_by_policy("Per category, games equal", {c: per_category[c] for c in sorted(per_category)}, elo))
     tables += [BATTLE_SHARE, SEPARATED, DECISIONS]

@@ -7,7 +7,9 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from socialgym_agents.serve import offline_model
+from socialgym_agents.serve.offline_model import LocalServer, QuietHandler  # noqa: F401  (tests import them from here)
 
 # Per server: the levels it enforces; what it does with the others ("ignore": 200 and free
 # generation; or a (status, message) rejection); and how it treats unknown top-level fields.
@@ -52,25 +54,9 @@ REASONING = "my private plan 42"     # what the scripted model "thinks" (found i
 
 
 def schema_instance(schema: dict, pick: int = 0):
-    """A value valid under the (small subset of) JSON schema our action schemas use."""
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][pick % len(schema["enum"])]
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if branches:
-        return schema_instance(branches[pick % len(branches)], pick)
-    kind = schema.get("type")
-    if kind == "object" or "properties" in schema:
-        return {k: REASONING if k == "reasoning" else schema_instance(v, pick)
-                for k, v in (schema.get("properties") or {}).items()}
-    if kind == "integer":
-        return schema.get("minimum", 0)
-    if kind == "array":
-        return [schema_instance(item, pick) for item in schema.get("items") or []]
-    if schema.get("maxLength") == 0:
-        return ""
-    return "x" * max(1, schema.get("minLength", 1))
+    """A value valid under the (small subset of) JSON schema our action schemas use (the offline
+    model's, with REASONING in a ``reasoning`` field)."""
+    return offline_model.schema_instance(schema, pick, REASONING)
 
 
 _TOKEN = re.compile(r'\s*("(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|[A-Za-z0-9_-]+|\(|\)|\||\{\d+,\d+\}|[*+?])')
@@ -116,47 +102,6 @@ def gbnf_shortest(grammar: str) -> str:
         return alternatives(rules[token], 0)[0], i + 1
 
     return alternatives(rules["root"], 0)[0]
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256        # the listen backlog: a 64-wide burst of new connections fits
-
-
-class LocalServer:
-    """A threaded HTTP server on 127.0.0.1 (a free port unless given), started and stopped by
-    ``with``; ``handler`` is its BaseHTTPRequestHandler class."""
-
-    def serve(self, handler, port: int = 0) -> None:
-        self.httpd = _Server(("127.0.0.1", port), handler)
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-class QuietHandler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def body(self) -> bytes:
-        return self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
-
-    def send(self, status: int, data: bytes = b"", headers=None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
 
 
 class ScriptedServer(LocalServer):

@@ -476,3 +476,53 @@ def test_hotseat_in_a_secret_phase_offers_every_seat_not_just_the_actors(arena):
     for view in secret:      # every living human seat is offered, whatever its role
         alive = {s["agent"] for s in view["seats"] if s["alive"]}
         assert {s["agent"] for s in view["next"]} == alive
+
+
+def test_games_no_one_holds_a_seat_of_are_reaped_and_logged_as_abandoned(tmp_path):
+    """A game whose creator never opened a seat link, and one whose players all left, leave "Live
+    games" once no seat or hot-seat page has held a human seat for ``abandon_after_s``, each
+    logged as a failed episode saying so; a game with a seat page open stays, and a spectator
+    holds no seat (issue 65 item 14)."""
+    with BackgroundServer(create_arena_app(tmp_path, idle_timeout_s=120, abandon_after_s=0.6)) as url:
+        never_joined = create(url, "prisoners_dilemma", humans("A", "B"))
+        held = create(url, "prisoners_dilemma", humans("C") + [{"kind": "policy", "spec": "scripted:random"}])
+        watched = create(url, "prisoners_dilemma", humans("D", "E"))
+        seat = next(s for s in held["seats"] if s["link"])
+
+        def live():
+            return {g["game_id"] for g in httpx.get(url + "/api/games").json()}
+
+        async def main():
+            ws_url = url.replace("http", "ws") + "/ws/"
+            async with websockets.connect(ws_url + held["game_id"]) as player, \
+                    websockets.connect(ws_url + watched["game_id"]) as spectator:
+                await player.send(json.dumps({"type": "hello", "seat": seat["agent"], "token": seat["link"].split("#")[1]}))
+                await spectator.send(json.dumps({"type": "hello", "watch": True}))
+                assert json.loads(await player.recv())["type"] == "view"
+                assert json.loads(await spectator.recv())["type"] == "view"
+                assert live() == {never_joined["game_id"], held["game_id"], watched["game_id"]}
+                await asyncio.sleep(1.0)
+                assert await asyncio.to_thread(live) == {held["game_id"]}      # still held
+            await asyncio.sleep(1.0)                                              # the player left
+            assert await asyncio.to_thread(live) == set()
+
+        asyncio.run(main())
+    records = {r["episode_id"]: r for r in read_episodes(tmp_path / LOG_FILE)}
+    for game in (never_joined, held, watched):
+        assert records[game["episode_id"]]["failed"]
+        assert "abandoned: no one held a human seat for 0.6 s" in records[game["episode_id"]]["error"]
+    assert len(records) == 3
+
+
+def test_a_finished_or_policy_only_game_is_never_abandoned():
+    from socialgym_agents.serve.arena_game import ArenaGame
+
+    game = ArenaGame.__new__(ArenaGame)
+    game.plans = {"player_0": type("Plan", (), {"human": False})()}
+    game.error, game.unheld_since = None, 0.0
+    game.env = type("Env", (), {"state": type("State", (), {"result": None})()})()
+    assert not game.abandoned(1.0, now=100.0)                      # no human seat: plays itself out
+    game.plans["player_1"] = type("Plan", (), {"human": True})()
+    assert game.abandoned(1.0, now=100.0) and not game.abandoned(1.0, now=0.5)
+    game.env.state.result = object()
+    assert not game.abandoned(1.0, now=100.0)                      # over: nothing to reap

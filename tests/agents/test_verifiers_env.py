@@ -96,18 +96,21 @@ def test_load_environment_checks_its_arguments():
 
 
 def vf_eval(tmp_path, replies: list, args: list) -> list:
-    """verifiers' own ``vf-eval`` on this package against the scripted model (``args``: the
-    run's options); the episodes of its results file."""
+    """verifiers' own ``vf-eval`` on this package against the offline model (``args``: the run's
+    options); the episodes of its results file."""
     import os
     import shutil
     import subprocess
     if shutil.which("vf-eval") is None:
         pytest.skip("verifiers' vf-eval is not on PATH")
-    with BackgroundServer(scripted_model(replies)) as url:
+    from socialgym_agents.serve.offline_model import OfflineModel
+
+    # the offline model users try routes with (docs/training/routes.md), on a free port
+    with OfflineModel(replies=replies) as server:
         env = {**os.environ, "SCRIPTED_MODEL_KEY": "unused",
                "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "environments" / "socialgym_verifiers")])}
         done = subprocess.run(["vf-eval", "socialgym-verifiers", *args, "--env.taskset.num-tasks", "1", "-r", "1",
-                               "--client.base-url", url + "/v1", "--client.api-key-var", "SCRIPTED_MODEL_KEY",
+                               "--client.base-url", server.url, "--client.api-key-var", "SCRIPTED_MODEL_KEY",
                                "--no-push", "--output-dir", str(tmp_path)],
                               capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

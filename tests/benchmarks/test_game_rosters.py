@@ -107,3 +107,42 @@ def test_a_run_with_a_game_s_own_roster_plays_it_and_resumes(tmp_path, monkeypat
         cli.main(argv)
     assert again.value.code == 0
     assert "episodes: 14 planned, 14 already logged, 0 played now" in capsys.readouterr().out
+
+
+def test_the_overall_table_ranks_a_policy_only_among_those_that_played_its_games(tmp_path):
+    """C (Kuhn poker only) out-rates A and B, who played three and four games: it is not ranked
+    among them, but shown apart with its game, ranked among its own kind (issue 65 item 13); the
+    groups apart in the order of their games (the Prisoner's Dilemma, normal-form, first)."""
+    from socialgym_benchmarks.leaderboard.tables import overall_groups
+
+    for record in one_game_policies(np.random.default_rng(4)):
+        append_episode(tmp_path / "logs" / f"{record['game']}.jsonl", record)
+    summary = build_leaderboard(tmp_path / "logs", tmp_path / "board", n_boot=20)
+    assert summary["policies"][0] == "C"                       # the pooled fit puts C first
+    assert overall_groups(summary) == [(None, ["A", "B"] if summary["policies"].index("A") < summary["policies"].index("B")
+                                        else ["B", "A"]), (["prisoners_dilemma"], ["D"]), (["kuhn_poker"], ["C"])]
+    ranked = [(row["rank"], row["policy"]) for row in csv.DictReader(open(tmp_path / "board" / "leaderboard.csv"))]
+    assert [policy for _, policy in ranked[:2]] == overall_groups(summary)[0][1]
+    assert ranked == [("1", ranked[0][1]), ("2", ranked[1][1]), ("1", "D"), ("1", "C")]
+    md = (tmp_path / "board" / "leaderboard.md").read_text()
+    overall = md.split("## Overall (competitive games)")[1].split("##")[0]
+    assert "| C |" not in overall and "| D |" not in overall
+    assert "## Played only kuhn_poker (ranked among themselves, not against the overall table)" in md
+    assert "Played only prisoners_dilemma (ranked among themselves" in (tmp_path / "board" / "leaderboard.html").read_text()
+    console = Console(file=StringIO(), width=200)
+    print_leaderboard(summary, console=console)
+    printed = console.file.getvalue()
+    first = printed.split("Played only kuhn_poker")[0]
+    assert "│ 1 │ A" in first or "│ 1 │ B" in first
+    assert "│ C" not in first and "│ 1 │ C" in printed.split("Played only kuhn_poker")[1]
+
+
+def test_one_group_when_every_policy_played_every_game():
+    from socialgym_benchmarks.leaderboard.tables import OVERALL, overall_groups
+
+    summary = {"competitive_games": ["chess", "kuhn_poker"], "policies": ["B", "A", "E"],
+               "games_played": {"A": ["chess", "kuhn_poker"], "B": ["chess", "kuhn_poker"], "E": []},
+               "overall": {p: {"elo": None} for p in "ABE"}}
+    assert overall_groups(summary) == [(None, ["B", "A", "E"])]
+    assert [row["rank"] for row in OVERALL.rows(summary)] == [1, 2, 3]
+    assert OVERALL.file_rows(summary) == OVERALL.rows(summary)

@@ -84,9 +84,11 @@ async function lobby() {
       return {kind: "policy", spec: kind === "other" ? document.getElementById(`spec-${agent}`).value : kind};
     });
     const body = {game: game.value, config: config.value, seats, seed: seed.value === "" ? null : Number(seed.value)};
+    const stop = startProgress(seats);
     try {
       const created = await getJSON("/api/games", {method: "POST", headers: {"Content-Type": "application/json"},
                                                    body: JSON.stringify(body)});
+      stop();
       result.replaceChildren(el("div", {class: "panel"},
         el("h2", {text: `Game created: ${created.episode_id}`}),
         el("p", {class: "muted", text: "Each link is that seat's secret: send it only to the person who plays it. " +
@@ -99,8 +101,27 @@ async function lobby() {
            " · ", el("a", {id: "hotseat-link", href: created.hotseat, target: "_blank",
                            text: "Hot-seat: every human seat on this screen, handed over between turns"}))));
     } catch (err) {
+      stop();
       error.replaceChildren(el("div", {class: "err", text: err.message}));
     }
+  }
+
+  // While the server builds the game (a model seat's model loads on its first game, which can take
+  // a while): the button is off, and a line says what is happening and for how long so far.
+  function startProgress(seats) {
+    const button = document.getElementById("create");
+    const models = [...new Set(seats.filter(s => s.kind === "policy" && !s.spec.startsWith("scripted:")).map(s => s.spec))];
+    const what = models.length ? `Starting the game: loading ${models.join(", ")} (a model loads on its first game only)`
+                               : "Starting the game";
+    const started = Date.now();
+    const line = el("span", {id: "create-elapsed"});
+    const tick = () => { line.textContent = ` ${Math.floor((Date.now() - started) / 1000)} s`; };
+    tick();
+    const timer = setInterval(tick, 1000);
+    button.disabled = true;
+    result.replaceChildren(el("div", {id: "create-progress", class: "status", role: "status"},
+                              el("progress", {}), " ", what, "...", line));
+    return () => { clearInterval(timer); button.disabled = false; result.replaceChildren(); };
   }
 
   game.addEventListener("change", loadSeats);
