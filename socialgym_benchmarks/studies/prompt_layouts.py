@@ -150,10 +150,13 @@ def detectable_drop(battles: int, win_rate: float = 0.4, correlation: float = 0.
 
 # ----------------------------------------------------------------------------- planted / null
 def simulated_records(rng: np.random.Generator, units: int, planted: float, model: float = 950.0,
-                      opponents: Sequence[float] = (1150.0, 950.0), scripted_units: int = 0) -> list:
-    """Two-seat records of paired units: each unit's opponent drawn, both arms against it with
-    one shared uniform (common random numbers: the arms differ only where their win
-    probabilities do); the compact arm ``planted`` Elo off the paper arm."""
+                      opponents: Sequence[float] = (1150.0, 950.0), scripted_units: int = 0,
+                      coupling: float = 0.5) -> list:
+    """Two-seat records of paired units: each unit's opponent drawn, both arms against it; in a
+    ``coupling`` share of the units the arms' outcomes are drawn from one shared uniform (the
+    common deal decides: they differ only where their win probabilities do), in the rest each
+    arm draws its own (another prompt, other moves); the compact arm ``planted`` Elo off the
+    paper arm."""
     names = {"paper": "arm:paper", "compact": "arm:compact"}
     strength = {"paper": model, "compact": model + planted}
     records = []
@@ -163,10 +166,10 @@ def simulated_records(rng: np.random.Generator, units: int, planted: float, mode
                 "roster": [{"agent": "a", "policy": winner}, {"agent": "b", "policy": loser}]}
     for u in range(units):
         which = int(rng.integers(len(opponents)))
-        opponent, share = OPPONENTS[which], float(rng.random())
+        opponent, shared, coupled = OPPONENTS[which], float(rng.random()), rng.random() < coupling
         for arm, name in names.items():
             p = 1.0 / (1.0 + bt.BASE ** (-(strength[arm] - opponents[which]) / bt.SCALE))
-            pair = (name, opponent) if share < p else (opponent, name)
+            pair = (name, opponent) if (shared if coupled else rng.random()) < p else (opponent, name)
             records.append(record(f"{arm}|u{u}", *pair))
     p_scripted = 1.0 / (1.0 + bt.BASE ** (-(opponents[0] - opponents[1]) / bt.SCALE))
     for u in range(scripted_units):
