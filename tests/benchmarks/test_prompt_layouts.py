@@ -74,3 +74,29 @@ def test_sizing_is_the_inverse_of_the_detectable_drop():
     needed = study.battles_needed(50.0)
     assert study.detectable_drop(needed) <= 50.0 < study.detectable_drop(needed - 5)
     assert study.battles_needed(50.0, correlation=0.5) < needed
+
+
+def _two_seat(i, winner, loser):
+    return {"episode_id": f"e{i}", "game": "prisoners_dilemma", "rewards": {"a": 1.0, "b": -1.0},
+            "roster": [{"agent": "a", "policy": winner}, {"agent": "b", "policy": loser}]}
+
+
+def test_the_adaptive_look_at_a_round_robins_size_says_which_pairs_are_open():
+    from socialgym_benchmarks.studies.adaptive_demo import round_robin_look
+    rng = np.random.default_rng(0)
+    records = []
+    pairs = [("strong", "middle", 0.9), ("strong", "weak", 0.9), ("middle", "weak", 0.5)]
+    for i in range(180):           # strong beats both others 90%; middle and weak even
+        a, b, p = pairs[i % 3]
+        records.append(_two_seat(i, *((a, b) if rng.random() < p else (b, a))))
+    look = round_robin_look(records)
+    assert look["episodes"] == 180 and look["looks"] > 1 and look["pair_level"] > 0.99
+    top, bottom = look["pairs"]
+    assert top["upper"] == "strong" and top["resolved"]          # the even pair may come either way round
+    assert {bottom["upper"], bottom["lower"]} == {"middle", "weak"} and not bottom["resolved"] and bottom["need"] > 0
+
+
+def test_the_adaptive_look_refuses_a_missing_folder(tmp_path, capsys):
+    from socialgym_benchmarks.studies import adaptive_demo
+    assert adaptive_demo.main([str(tmp_path / "missing")]) == 2
+    assert "no such log folder" in capsys.readouterr().err
