@@ -126,7 +126,21 @@ def paired_difference(records: Sequence[dict], paper: str, compact: str, n_boot:
             for i, arm in enumerate(ARMS)}
     return {"difference": float(elo[1] - elo[0]), "lo": float(lo), "hi": float(hi), "level": level,
             "units": n_units, "model_units": len({u for r, u in zip(kept, units) if _unit_of(r["episode_id"])[0]}),
+            "discordant": discordant_units(kept, {paper: "model", compact: "model"}),
             "arms": arms, "elo": {p: float(e) for p, e in zip(paired.players, elo)}}
+
+
+def discordant_units(records: Sequence[dict], same: dict) -> int:
+    """Model units whose two arms' battles came out differently (``same`` names both arms'
+    specs alike): only these carry information on the difference; with none, every bootstrap
+    resample gives 0 and the interval is [0, 0] whatever the size of a real difference."""
+    outcomes: dict = {}
+    for record in records:
+        arm, unit = _unit_of(record["episode_id"])
+        if arm is not None:
+            pairs = sorted((same.get(w, w), same.get(l, l)) for w, l in bt.episode_pairs(record))
+            outcomes.setdefault(unit, []).append(pairs)
+    return sum(1 for arms in outcomes.values() if len(arms) == 2 and arms[0] != arms[1])
 
 
 # ----------------------------------------------------------------------------- sizing
@@ -208,7 +222,8 @@ def _print_comparison(result: dict, specs: dict) -> None:
     verdict = "covers 0" if result["lo"] <= 0 <= result["hi"] else ("above 0" if result["lo"] > 0 else "below 0")
     print(f"compact - paper: {result['difference']:+.1f} Elo, {100 * result['level']:.0f}% interval "
           f"[{result['lo']:+.1f}, {result['hi']:+.1f}] ({verdict}); {result['model_units']} paired model "
-          f"episodes, {result['units'] - result['model_units']} shared scripted ones")
+          f"episodes ({result['discordant']} of them with outcomes that differ between the arms), "
+          f"{result['units'] - result['model_units']} shared scripted ones")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

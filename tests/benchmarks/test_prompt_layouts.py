@@ -68,6 +68,9 @@ def test_the_bootstrap_moves_the_two_arms_of_a_unit_together():
     result = study.paired_difference(records, "arm:paper", "arm:compact", n_boot=300)
     assert result["difference"] == pytest.approx(0.0, abs=0.01)
     assert result["lo"] == pytest.approx(0.0, abs=0.01) and result["hi"] == pytest.approx(0.0, abs=0.01)
+    assert result["discordant"] == 0
+    loose = study.simulated_records(np.random.default_rng(3), 200, 0.0, coupling=0.0, scripted_units=20)
+    assert study.paired_difference(loose, "arm:paper", "arm:compact", n_boot=50)["discordant"] > 20
 
 
 def test_sizing_is_the_inverse_of_the_detectable_drop():
