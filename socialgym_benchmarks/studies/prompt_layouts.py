@@ -41,7 +41,7 @@ from socialgym_agents.specs import AgentSpec
 from socialgym_benchmarks import ratings as bt
 from socialgym_benchmarks.tournament import plan as tour
 
-# make demo's --agents model spec (the Makefile's demo line), the arm the paper template plays
+# make demo's --agents model spec (the Makefile's demo line) without its template=compact: the paper arm
 DEMO_MODEL = "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8"
 OPPONENTS = ("scripted:heuristic", "scripted:random")
 ARMS = ("paper", "compact")
