@@ -41,6 +41,9 @@ demo: setup
 	# every game, short per-game configs, every episode played to its real end (--preset demo).
 	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
+	# Its prompt is the compact template (template=compact: the paper's wording in fewer tokens; under
+	# the grammar the reply-format text changes nothing legal; it played no worse than the paper's
+	# in a paired comparison, docs/benchmarks.md#the-compact-prompt-against-the-papers).
 	# Each local model takes at most 8 decisions a tick (batch_size=8: on a 2-core CPU without AMX,
 	# about 600 MB less held than at 16 for 5% more time; docs/benchmarks.md#memory-of-the-main-job).
 	# Liar's Dice is played as the improvement loop: its own roster (--roster) on the game the
@@ -52,7 +55,7 @@ demo: setup
 	# seat decides once or twice; the adapter's merged copy of the weights sits beside the base
 	# model's; docs/benchmarks.md#make-demo). Its pairs are in the summary's separated list like
 	# every other game's.
-	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8,scripted:heuristic,scripted:random" --roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" -c liars_dice.num_players=2 -c liars_dice.dice=1 --game-episodes liars_dice=$(SELFPLAY_EPISODES) --out $(OUT)
+	$(PYTHON) -m socialgym_env.cli tournament --preset demo --agents "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8&template=compact,scripted:heuristic,scripted:random" --roster "liars_dice=smollm2?$(SELFPLAY_OPTIONS),smollm2?adapter=socialgym_agents/adapters/smollm2_selfplay_liars_dice&$(SELFPLAY_OPTIONS),scripted:heuristic" -c liars_dice.num_players=2 -c liars_dice.dice=1 --game-episodes liars_dice=$(SELFPLAY_EPISODES) --out $(OUT)
 
 test: setup-test
 	$(PYTHON) -m pytest -q

@@ -17,6 +17,10 @@
 | ``prompt``        | turns          | ``turns``: each later decision appends the last reply and only |
 |                   |                | the new lines to the seat's chat (KV reuse); ``single``: the   |
 |                   |                | whole Appendix-E prompt as one message every turn              |
+| ``template``      | paper          | the prompt's wording: ``paper`` (Appendix E) or ``compact``   |
+|                   |                | (for constrained play: short headers, the legal list, one     |
+|                   |                | reply line; socialgym_agents.llm.prompt); part of the spec, so |
+|                   |                | the two rate as two policies                                   |
 | ``constrained``   | 1              | replies generated under the grammar of legal replies (hf);     |
 |                   |                | servers get it as ``response_format`` JSON schema; 0 = free    |
 | ``batch_size``    | 32             | hf: max sequences decoded together (prefill passes are cut to  |
@@ -62,6 +66,7 @@ from ..specs import split_options
 
 MODES = ("batched", "naive", "score")
 TALK_MODES = ("free", "pass")
+TEMPLATE_NAMES = ("paper", "compact")     # socialgym_agents.llm.prompt.TEMPLATES
 DTYPES = ("float32", "bfloat16", "auto", "int8")
 # The structured-output ladder of server backends, most to least precise (openai_backend).
 STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
@@ -83,6 +88,7 @@ class LLMConfig:
     # the next prompt shows those turns in its history. For opponents that do not read talk.
     talk: str = "free"
     prompt: str = "turns"
+    template: str = "paper"
     batch_size: int = 32
     cache_mb: int = 768
     batch_kv_mb: int = 384
@@ -167,7 +173,7 @@ def parse_options(options, seed: int = 0) -> LLMConfig:
 
 def validate(config: LLMConfig) -> None:
     """ValueError naming the first option out of range and what would be valid."""
-    choices = {"prompt": ("turns", "single"), "mode": MODES, "dtype": DTYPES, "talk": TALK_MODES,
+    choices = {"prompt": ("turns", "single"), "template": TEMPLATE_NAMES, "mode": MODES, "dtype": DTYPES, "talk": TALK_MODES,
                "structured": ("auto",) + STRUCTURED_LEVELS}
     for name, valid in choices.items():
         if getattr(config, name) not in valid:

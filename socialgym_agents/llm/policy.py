@@ -47,7 +47,7 @@ from .backend import Completion
 from .config import LLMConfig
 from .constraint import reply_grammar, thinking_grammar
 from .parsing import ReplyError, action_string, extract_json_object, parse_reply, reply_reasoning
-from .prompt import fit_prompt, render_actions, render_head, render_turn
+from .prompt import TEMPLATES, fit_prompt, render_actions, render_head, render_turn
 
 REASK = ("Your previous answer could not be used: {error}. Reply with only one JSON object in the "
          "required format, for example: {example}")
@@ -269,14 +269,14 @@ class LLMPolicy:
         """The chat for this decision, the history lines omitted, and the seat's conversation
         record to keep. Turn layout: the seat's previous conversation + its last reply + only
         what is new, while the static part is unchanged and it fits; else the whole prompt."""
-        parts, info = self._parts(request), request.info
+        parts, info, template = self._parts(request), request.info, TEMPLATES[self.config.template]
         history = list(parts.get("history") or [])
-        head = "\n".join(render_head(parts, playbook))
-        actions = render_actions(info)
+        head = "\n".join(render_head(parts, playbook, template))
+        actions = render_actions(info, template)
         chat = self._chats.get(request.key) if self.config.prompt == "turns" else None
         if chat and chat["head"] == head and chat["seen"] <= len(history) \
                 and (chat["seen"] == 0 or history[chat["seen"] - 1] == chat["last_line"]):
-            turn = render_turn(parts, actions, history[chat["seen"]:], chat["shown"])
+            turn = render_turn(parts, actions, history[chat["seen"]:], chat["shown"], template)
             messages = chat["messages"] + [{"role": "assistant", "content": chat["reply"]},
                                            {"role": "user", "content": turn}]
             fits = getattr(self.backend, "fits", None)
@@ -289,10 +289,10 @@ class LLMPolicy:
             # Each restart re-encodes share * budget tokens once per (1 - share) * budget of new
             # ones (a half doubles the encoding of a long game's turns, a quarter adds a third
             # but keeps hardly any history after the static head at a 2k context).
-            prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn(RESTART_SHARE))
+            prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn(RESTART_SHARE), template)
             messages = [{"role": "user", "content": prompt}]
             return messages, omitted, self._chat_record(head, messages, history, omitted, [actions])
-        prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn())
+        prompt, omitted = fit_prompt(parts, info, playbook, self._fits_fn(), template)
         messages = [{"role": "user", "content": prompt}]
         return messages, omitted, self._chat_record(head, messages, history, omitted, [actions])
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-DEMO_AGENTS = "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8,scripted:heuristic,scripted:random"
+DEMO_AGENTS = "smollm2?dtype=auto&temperature=0.7&context=2048&batch_size=8&template=compact,scripted:heuristic,scripted:random"
 MB = 2**20
 
 
