@@ -120,7 +120,11 @@ def check_output_file(path, option: str, replaced: bool = False) -> None:
             refuse_non_regular(path)
         except NotRegularFileError as err:
             raise PathArgumentError(f"{option} {err}") from None
-    _check_writable(path if path.exists() else path.parent, option)
+    # the folder gets the new file (atomic replacement writes beside it); an existing file written
+    # in place must itself be writable (X_OK is a folder's check: a data file has no execute bit)
+    _check_writable(path.parent, option)
+    if path.exists() and not replaced and not os.access(path, os.W_OK):
+        raise PathArgumentError(f"{option} {_shown(path)} is not writable (read-only or permission denied)")
 
 
 def check_output_folder(path, option: str) -> None:

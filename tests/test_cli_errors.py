@@ -14,7 +14,7 @@ def run(capsys, *argv):
 
 
 @pytest.mark.parametrize("argv,expected", [
-    (("play", "nope"), "unknown game 'nope'. Valid games: bargaining"),
+    (("play", "nope"), "unknown game 'nope'. Valid games: avalon, bargaining"),
     (("play", "prisoners_dilemma", "--agents", "bogus"), "unknown policy spec 'bogus'; valid forms: scripted:<name>"),
     (("play", "prisoners_dilemma", "-c", "rounds=0"), "prisoners_dilemma: rounds must be at least 1, got 0"),
     (("tournament", "--games", "nope"), "unknown game 'nope'"),
@@ -58,3 +58,13 @@ def test_a_failing_episode_in_play_is_logged_with_its_reason(capsys, tmp_path):
     assert code == 1 and "episode failed: BackendError" in " ".join(out.split())
     record = json.loads(log.read_text())
     assert record["failed"] is True and "connection error" in record["error"]
+
+
+def test_an_existing_output_file_is_writable_though_it_has_no_execute_bit(tmp_path):
+    """A file from an earlier run (mode 644) is replaced, not refused: only a folder needs X_OK."""
+    from socialgym_env.cli_errors import check_output_file
+    old = tmp_path / "page.html"
+    old.write_text("earlier run", encoding="utf-8")
+    old.chmod(0o644)
+    check_output_file(old, "--out", replaced=True)
+    check_output_file(old, "--out")

@@ -27,11 +27,11 @@ class SlowGame(ArenaGame):
     """A game that takes BUILD_S to build, as a model's first load does; a model seat is refused
     after the wait (no weights are loaded here)."""
 
-    def __init__(self, game, config, seed, plans, *args):
+    def __init__(self, game, config, seed, plans, *args, **kwargs):
         time.sleep(BUILD_S)
         if any(not plan.human and str(plan.spec).startswith("smollm2") for plan in plans):
             raise ArenaError("planted: the model did not load")
-        super().__init__(game, config, seed, plans, *args)
+        super().__init__(game, config, seed, plans, *args, **kwargs)
 
 
 @pytest.fixture()
