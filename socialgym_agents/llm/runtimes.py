@@ -219,3 +219,17 @@ class CT2Scorer:
         tokens = [self.tokenizer.convert_ids_to_tokens(list(prompt) + list(o)) for o in options]
         results = self.generator.score_batch(tokens)
         return [float(sum(r.log_probs[len(r.log_probs) - len(o):])) for r, o in zip(results, options)]
+
+
+def main(argv=None) -> None:
+    """Build every runtime's export that is missing (``make runtimes``), saying how long each took."""
+    names = (argv if argv is not None else sys.argv[1:]) or list(RUNTIMES)
+    for name in names:
+        if name not in RUNTIMES:
+            raise SystemExit(f"unknown runtime {name!r}; choose from {', '.join(RUNTIMES)}")
+        folder = ensure_export(name)
+        print(f"{name}: {folder} (built in {(folder / 'DONE').read_text().strip()})")
+
+
+if __name__ == "__main__":
+    main()
