@@ -99,6 +99,18 @@ def _summary(values: list) -> str:
     return f"{statistics.median(values):8.1f} [{min(values):.1f}-{max(values):.1f}]"
 
 
+def _kernels(dtypes: list, tokens: int, generator) -> dict:
+    """(dtype, shape name) -> (layer, activations, FLOPs) of every weight shape in every dtype."""
+    import torch
+    kernels = {}
+    for dtype in dtypes:
+        for name, n_in, n_out in SHAPES:
+            layer, act_dtype = _linear(dtype, n_in, n_out)
+            x = torch.randn(tokens, n_in, generator=generator).to(act_dtype)
+            kernels[(dtype, name)] = (layer, x, 2 * tokens * n_in * n_out)
+    return kernels
+
+
 def _print_rate(name: str, shape: str, rates: list, peak, dtype: str):
     """One line of the runner's rates as tokens/s, GFLOP/s and the share of ``dtype``'s peak."""
     achieved = [r * FLOPS_PER_TOKEN / 1e9 for r in rates]
@@ -126,12 +138,7 @@ def main(argv=None) -> dict:
     configure_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
     dtypes = [d for d in args.dtypes.split(",") if d]
-    kernels = {}
-    for dtype in dtypes:
-        for name, n_in, n_out in SHAPES:
-            layer, act_dtype = _linear(dtype, n_in, n_out)
-            x = torch.randn(args.tokens, n_in, generator=generator).to(act_dtype)
-            kernels[(dtype, name)] = (layer, x, 2 * args.tokens * n_in * n_out)
+    kernels = _kernels(dtypes, args.tokens, generator)
     model = load_model("smollm2", "bfloat16" if args.dtype == PACKED else args.dtype)[0]
     if args.dtype == PACKED:
         from socialgym_agents.llm.packed import pack_linears
@@ -168,16 +175,16 @@ def main(argv=None) -> dict:
         peaks[dtype] = max(medians.values())
         for name, n_in, n_out in SHAPES:
             print(f"  {dtype:<12} {name:<13} {n_in:>5} x {n_out:<6} {_summary(gflops[(dtype, name)])}")
-    per_token = FLOPS_PER_TOKEN / 1e9
-    print(f"\nthe runner in {args.dtype} ({per_token:.3f} GFLOP of decoder matmuls per token)")
+    print(f"\nthe runner in {args.dtype} ({FLOPS_PER_TOKEN / 1e9:.3f} GFLOP of decoder matmuls per token)")
     rows = {"prefill": (f"{batch} x {length} fresh", prefill_rate),
             "decode": (f"{args.decode} rows on {args.context} cached", decode_rate)}
     ratios = {name: _print_rate(name, shape, rates, peaks.get(args.dtype), args.dtype)
               for name, (shape, rates) in rows.items()}
     if runtime_rate:
         print(f"\n{args.runtime}'s int8 export (socialgym_agents.llm.runtimes), one prompt a pass")
-        ratios[args.runtime] = _print_rate("prefill", f"{batch} x {length} fresh", runtime_rate, peaks.get("int8"), "int8")
-    return {"peaks": peaks, "prefill_tokens_s": prefill_rate, "decode_tokens_s": decode_rate, "ratios": ratios}
+        ratios[args.runtime] = _print_rate("prefill", rows["prefill"][0], runtime_rate, peaks.get("int8"), "int8")
+    return {"peaks": peaks, "prefill_tokens_s": prefill_rate, "decode_tokens_s": decode_rate, "ratios": ratios,
+            "runtime_prefill_tokens_s": runtime_rate}
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@ import pytest
 
 from socialgym_agents.llm import runtimes
 
-# int8 weights (blocks of 32) and int8 activations move a reply's log-probability by a few
-# tenths of a nat on these prompts; a tolerance of 1 nat catches a wrong graph (a shifted
-# position, a missing norm, another model: tens of nats) without failing on quantisation.
-TOLERANCE_NATS = 1.0
+# int8 weights (blocks of 32) and int8 activations move a reply's log-probability: by up to 0.2
+# nat through onnxruntime and 1.9 nats through OpenVINO (its own activation quantisation) on these
+# prompts. The tolerances catch a wrong graph (a shifted position, a missing norm, another model:
+# tens of nats) without failing on quantisation; the top reply must be the same.
+TOLERANCE_NATS = {"onnxruntime": 1.0, "openvino": 2.5}
 PROMPTS = [("You are playing the prisoner's dilemma. Reply with one word: cooperate or defect.\nAnswer:",
             [" cooperate", " defect"]),
            ("Rock, paper or scissors? Your move:", [" rock", " paper", " scissors"]),
@@ -107,7 +108,7 @@ def test_the_onnx_graph_agrees_with_pytorch_float32_on_fixed_prompts(smollm2_ava
         options.append(tokenizer(" I will think about it", add_special_tokens=False)["input_ids"])  # a long reply
         expected, got = reference.score(ids, options), ours.score(ids, options)
         assert np.argmax(got) == np.argmax(expected)
-        assert np.max(np.abs(np.subtract(got, expected))) < TOLERANCE_NATS, (prompt, got, expected)
+        assert np.max(np.abs(np.subtract(got, expected))) < TOLERANCE_NATS[runtime], (prompt, got, expected)
         _, first = ours.start(ids)
         _, first_reference = reference.start(ids)
         assert int(np.argmax(first)) == int(np.argmax(first_reference))
