@@ -115,3 +115,13 @@ def test_the_onnx_graph_agrees_with_pytorch_float32_on_fixed_prompts(smollm2_ava
         _, first = ours.start(ids)
         _, first_reference = reference.start(ids)
         assert int(np.argmax(first_reference)) in np.argsort(first)[-5:]      # the next token: float32's among our top 5
+
+
+def test_cpu_peak_sets_a_runtimes_prefill_against_the_int8_peak(smollm2_available, capsys):
+    pytest.importorskip("onnxruntime_genai", reason="the runtimes extra is not installed (make runtimes)")
+    from socialgym_benchmarks.perf import cpu_peak
+    out = cpu_peak.main(["--tokens", "32", "--prefill", "2x16", "--decode", "2", "--context", "16", "--reps", "2",
+                         "--dtypes", "int8", "--dtype", "int8", "--runtime", "onnxruntime"])
+    assert len(out["runtime_prefill_tokens_s"]) == 2 and min(out["runtime_prefill_tokens_s"]) > 0
+    assert out["ratios"]["onnxruntime"] > 0
+    assert "onnxruntime's int8 export" in capsys.readouterr().out
