@@ -15,7 +15,7 @@ COEXIST_SDK = openai-agents==0.24.0
 TEXTARENA_CONSUMERS = unstable-rl==0.2.2 spiral-rl==0.2.0 trueskill==0.4.5
 WHEEL_CACHE = .cache/wheels
 
-.PHONY: setup setup-test demo test bench
+.PHONY: setup setup-test demo test bench runtimes
 
 # pip and apt-get speak as they go (what they fetch and install, with pip's download bars on a
 # terminal): a quiet setup sat silent for 12 minutes on a fresh machine.
@@ -62,3 +62,9 @@ test: setup-test
 
 bench:
 	$(PYTHON) socialgym_benchmarks/perf/env_vs_textarena.py --games all
+
+# The CPU inference runtimes beside PyTorch and their int8 exports of the embedded SmolLM2, built
+# once under ~/.cache/socialgym/runtimes (socialgym_benchmarks/perf/cpu_runtimes.py compares them).
+runtimes: setup
+	$(PIP) install -e ".[runtimes]"
+	$(PYTHON) -m socialgym_agents.llm.runtimes

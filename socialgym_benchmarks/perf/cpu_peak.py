@@ -16,11 +16,15 @@
    Linear layers in int8, the rest float32); each turned into GFLOP/s of the same matmuls
    (2 x 106 M multiply-adds per token; attention, norms and the output layer, which prefill
    computes for one token per row, are left out, so the ratio understates the work done).
-3. Their ratio to the peak of that dtype.
+3. Their ratio to the peak of that dtype. With ``--runtime`` (``onnxruntime`` or ``openvino``), the
+   same prefill through that runtime's int8 export (socialgym_agents.llm.runtimes; one prompt a
+   pass, the graph's attention taking one), set against the int8 peak: the peak of PyTorch's
+   int8 GEMM on this CPU, which the runtime's own int8 kernels may beat.
 
     python socialgym_benchmarks/perf/cpu_peak.py                              # defaults below
     python socialgym_benchmarks/perf/cpu_peak.py --tokens 8 --dtypes bfloat16,bfloat16-packed   # a decode step's rows
     python socialgym_benchmarks/perf/cpu_peak.py --tokens 16 --prefill 2x16 --decode 2 --context 16 --reps 1  # smoke
+    python socialgym_benchmarks/perf/cpu_peak.py --dtype int8 --runtime onnxruntime  # a runtime's prefill beside int8
 
 Repetitions are interleaved (every measurement once per repetition); medians and ranges.
 """
@@ -60,6 +64,8 @@ def parse_args(argv=None):
     parser.add_argument("--context", type=int, default=600, help="cached tokens per decode row")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--runtime", default="", choices=("", "onnxruntime", "openvino"),
+                        help="also that runtime's prefill (its int8 export, one prompt a pass), against the int8 peak")
     args = parser.parse_args(argv)
     if args.dtype not in RUNNER_DTYPES:
         parser.error(f"--dtype must be one of {', '.join(RUNNER_DTYPES)}")
@@ -93,6 +99,36 @@ def _summary(values: list) -> str:
     return f"{statistics.median(values):8.1f} [{min(values):.1f}-{max(values):.1f}]"
 
 
+def _kernels(dtypes: list, tokens: int, generator) -> dict:
+    """(dtype, shape name) -> (layer, activations, FLOPs) of every weight shape in every dtype."""
+    import torch
+    kernels = {}
+    for dtype in dtypes:
+        for name, n_in, n_out in SHAPES:
+            layer, act_dtype = _linear(dtype, n_in, n_out)
+            x = torch.randn(tokens, n_in, generator=generator).to(act_dtype)
+            kernels[(dtype, name)] = (layer, x, 2 * tokens * n_in * n_out)
+    return kernels
+
+
+def _print_rate(name: str, shape: str, rates: list, peak, dtype: str):
+    """One line of the runner's rates as tokens/s, GFLOP/s and the share of ``dtype``'s peak."""
+    achieved = [r * FLOPS_PER_TOKEN / 1e9 for r in rates]
+    ratio = f"{statistics.median(achieved) / peak:6.0%} of the {dtype} peak" if peak else ""
+    print(f"  {name:<8} {shape:<26} tokens/s {_summary(rates)}  GFLOP/s {_summary(achieved)}  {ratio}")
+    return statistics.median(achieved) / peak if peak else None
+
+
+def _runtime_prefill(runtime: str, prompts: list):
+    """A callable that prefills ``prompts`` one by one through ``runtime`` (None without one)."""
+    if not runtime:
+        return None
+    from socialgym_agents.llm.runtimes import Forward
+    forward = Forward(runtime)
+    forward.start(prompts[0])                                 # warm-up
+    return lambda: [forward.start(row) for row in prompts]
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     import torch
@@ -102,12 +138,7 @@ def main(argv=None) -> dict:
     configure_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
     dtypes = [d for d in args.dtypes.split(",") if d]
-    kernels = {}
-    for dtype in dtypes:
-        for name, n_in, n_out in SHAPES:
-            layer, act_dtype = _linear(dtype, n_in, n_out)
-            x = torch.randn(args.tokens, n_in, generator=generator).to(act_dtype)
-            kernels[(dtype, name)] = (layer, x, 2 * args.tokens * n_in * n_out)
+    kernels = _kernels(dtypes, args.tokens, generator)
     model = load_model("smollm2", "bfloat16" if args.dtype == PACKED else args.dtype)[0]
     if args.dtype == PACKED:
         from socialgym_agents.llm.packed import pack_linears
@@ -123,7 +154,8 @@ def main(argv=None) -> dict:
         return _timed(lambda: model(input_ids=step, cache=cache, use_cache=True, logits_to_keep=1))
 
     gflops: dict = {key: [] for key in kernels}
-    prefill_rate, decode_rate = [], []
+    prefill_rate, decode_rate, runtime_rate = [], [], []
+    runtime_prefill = _runtime_prefill(args.runtime, prompt.tolist())
     with torch.inference_mode():
         for layer, x, _ in kernels.values():
             layer(x)                                                  # warm-up
@@ -133,6 +165,8 @@ def main(argv=None) -> dict:
                 gflops[key].append(flops / _timed(lambda: layer(x)) / 1e9)
             prefill_rate.append(batch * length / _timed(lambda: model(input_ids=prompt, logits_to_keep=1)))
             decode_rate.append(args.decode / decode_step())
+            if runtime_prefill:
+                runtime_rate.append(batch * length / _timed(runtime_prefill))
     print(f"{torch.get_num_threads()} threads, {args.reps} interleaved repetitions, median [min-max]")
     print(f"matmul GFLOP/s at {args.tokens} tokens x SmolLM2's weight shapes")
     peaks = {}
@@ -141,18 +175,16 @@ def main(argv=None) -> dict:
         peaks[dtype] = max(medians.values())
         for name, n_in, n_out in SHAPES:
             print(f"  {dtype:<12} {name:<13} {n_in:>5} x {n_out:<6} {_summary(gflops[(dtype, name)])}")
-    per_token = FLOPS_PER_TOKEN / 1e9
-    print(f"\nthe runner in {args.dtype} ({per_token:.3f} GFLOP of decoder matmuls per token)")
+    print(f"\nthe runner in {args.dtype} ({FLOPS_PER_TOKEN / 1e9:.3f} GFLOP of decoder matmuls per token)")
     rows = {"prefill": (f"{batch} x {length} fresh", prefill_rate),
             "decode": (f"{args.decode} rows on {args.context} cached", decode_rate)}
-    ratios = {}
-    for name, (shape, rates) in rows.items():
-        achieved = [r * per_token for r in rates]
-        peak = peaks.get(args.dtype)
-        ratio = f"{statistics.median(achieved) / peak:6.0%} of the {args.dtype} peak" if peak else ""
-        ratios[name] = statistics.median(achieved) / peak if peak else None
-        print(f"  {name:<8} {shape:<26} tokens/s {_summary(rates)}  GFLOP/s {_summary(achieved)}  {ratio}")
-    return {"peaks": peaks, "prefill_tokens_s": prefill_rate, "decode_tokens_s": decode_rate, "ratios": ratios}
+    ratios = {name: _print_rate(name, shape, rates, peaks.get(args.dtype), args.dtype)
+              for name, (shape, rates) in rows.items()}
+    if runtime_rate:
+        print(f"\n{args.runtime}'s int8 export (socialgym_agents.llm.runtimes), one prompt a pass")
+        ratios[args.runtime] = _print_rate("prefill", rows["prefill"][0], runtime_rate, peaks.get("int8"), "int8")
+    return {"peaks": peaks, "prefill_tokens_s": prefill_rate, "decode_tokens_s": decode_rate, "ratios": ratios,
+            "runtime_prefill_tokens_s": runtime_rate}
 
 
 if __name__ == "__main__":
