@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import socialgym_env
+from socialgym_env.env import LOG_SCHEMA
 from socialgym_agents.llm.backend import Reply
 from socialgym_agents.llm.config import LLMConfig
 from socialgym_agents.llm.policy import LLMPolicy
@@ -170,3 +171,12 @@ def unwritable_folder(parent):
         return folder
     return next((Path(c) for c in ("/proc/sys", "/sys/kernel") if os.path.isdir(c) and not os.access(c, os.W_OK)),
                 None)
+
+
+def duel(game: str, first: str, second: str, first_wins: bool, index: int) -> dict:
+    """A finished two-seat episode record: ``first`` beats ``second`` or loses to it (leaderboard tests)."""
+    roster = [{"agent": "player_0", "policy": first, "role": "Player", "team": ""},
+              {"agent": "player_1", "policy": second, "role": "Player", "team": ""}]
+    rewards = {"player_0": 1.0 if first_wins else -1.0, "player_1": -1.0 if first_wins else 1.0}
+    return {"schema": LOG_SCHEMA, "seed": index, "turns": [], "episode_id": f"{game}|{first}~{second}|{index}",
+            "game": game, "roster": roster, "finished": True, "rewards": rewards, "scores": rewards}

@@ -12,16 +12,10 @@ from rich.console import Console
 
 from socialgym_benchmarks.leaderboard.render import build_leaderboard, print_leaderboard
 from socialgym_env import cli
-from socialgym_env.env import LOG_SCHEMA
 from socialgym_env.logs import append_episode, iter_log_dir
+from socialgym_env.env import LOG_SCHEMA
 
-
-def duel(game: str, first: str, second: str, first_wins: bool, index: int) -> dict:
-    roster = [{"agent": "player_0", "policy": first, "role": "Player", "team": ""},
-              {"agent": "player_1", "policy": second, "role": "Player", "team": ""}]
-    rewards = {"player_0": 1.0 if first_wins else -1.0, "player_1": -1.0 if first_wins else 1.0}
-    return {"schema": LOG_SCHEMA, "seed": index, "turns": [], "episode_id": f"{game}|{first}~{second}|{index}",
-            "game": game, "roster": roster, "finished": True, "rewards": rewards, "scores": rewards}
+from tests.helpers import duel
 
 
 def werewolves(wolves: str, village: str, wolves_win: bool, index: int) -> dict:

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from socialgym_benchmarks.leaderboard.render import build_leaderboard
-from socialgym_env.env import LOG_SCHEMA
 from socialgym_env.logs import append_episode
 from socialgym_env.registry import list_games
+
+from tests.helpers import duel
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -21,14 +22,6 @@ LIARS_DICE = (f"smollm2?{OPTIONS}", f"smollm2?adapter=socialgym_agents/adapters/
               "scripted:heuristic")
 README_WIDTH_PX = 830          # a README's column on GitHub, and about a docs page's
 SMALLEST_TEXT_PX = 10
-
-
-def duel(game: str, first: str, second: str, first_wins: bool, index: int) -> dict:
-    roster = [{"agent": "player_0", "policy": first, "role": "Player", "team": ""},
-              {"agent": "player_1", "policy": second, "role": "Player", "team": ""}]
-    rewards = {"player_0": 1.0 if first_wins else -1.0, "player_1": -1.0 if first_wins else 1.0}
-    return {"schema": LOG_SCHEMA, "seed": index, "turns": [], "episode_id": f"{game}|{first}~{second}|{index}",
-            "game": game, "roster": roster, "finished": True, "rewards": rewards, "scores": rewards}
 
 
 @pytest.fixture(scope="module")
