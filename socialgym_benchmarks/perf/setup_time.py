@@ -24,7 +24,6 @@ import argparse
 import os
 import re
 import resource
-import shutil
 import socket
 import subprocess
 import sys
@@ -73,6 +72,8 @@ def pip_sources(python: str) -> list:
     config = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
     lines = [f"pip config: {line}" for line in config.splitlines()]
     urls = ["https://pypi.org/simple"] + re.findall(r"[a-z+]+://[^\s'\"]+", config)
+    for folder in dict.fromkeys(re.findall(r"find-links='([^']+)'", config)):
+        lines.append(f"find-links {folder}: wheels in a local folder (this machine's disk)")
     for url in dict.fromkeys(urls):
         host = urlparse(url).hostname
         if not host:
@@ -127,10 +128,14 @@ def report(steps: list, venv_s: float, work: Path) -> None:
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
+def make_venv(path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+
+
 def measure(work: Path) -> list:
     """Make the venv in ``work``, then run and time ``make setup``'s steps into it."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
+    make_venv(work / "venv")
     venv_s = time.perf_counter() - started
     python = str(work / "venv" / "bin" / "python")
     env = fresh_environment(work)
