@@ -61,10 +61,12 @@ def step_name(command: str) -> str:
 
 
 def fetched(log: str) -> dict:
-    """What pip's output says it fetched: MB and files over the network, files from local paths."""
-    downloads = DOWNLOAD.findall(log)
+    """What pip's output says it fetched: MB and files over the network, MB and files from local
+    paths (a file index or wheel folder on this machine: a user downloads those too)."""
+    downloads, local = DOWNLOAD.findall(log), LOCAL.findall(log)
     return {"download_mb": sum(float(size) * UNIT_MB[unit] for _, size, unit in downloads),
-            "downloads": len(downloads), "local": len(LOCAL.findall(log))}
+            "downloads": len(downloads), "local": len(local),
+            "local_mb": sum(os.path.getsize(f) for f in local if os.path.isfile(f)) / 1e6}
 
 
 def pip_sources(python: str) -> list:
@@ -114,15 +116,16 @@ def folder_mb(path: Path) -> float:
 
 
 def report(steps: list, venv_s: float, work: Path) -> None:
-    print(f"\n{'step':<34} {'wall':>8} {'CPU':>8} {'downloaded':>17} {'local files':>11} {'exit':>4}")
-    print(f"{'python -m venv':<34} {venv_s:>7.1f}s {'':>8} {'':>17} {'':>11} {0:>4}")
+    print(f"\n{'step':<34} {'wall':>8} {'CPU':>8} {'downloaded':>17} {'from local files':>19} {'exit':>4}")
+    print(f"{'python -m venv':<34} {venv_s:>7.1f}s {'':>8} {'':>17} {'':>19} {0:>4}")
     for s in steps:
-        got = f"{s['download_mb']:.0f} MB, {s['downloads']} files"
-        print(f"{step_name(s['command'])[:34]:<34} {s['wall_s']:>7.1f}s {s['cpu_s']:>7.1f}s {got:>17} {s['local']:>11} "
+        got, local = f"{s['download_mb']:.0f} MB, {s['downloads']} files", f"{s['local_mb']:.0f} MB, {s['local']} files"
+        print(f"{step_name(s['command'])[:34]:<34} {s['wall_s']:>7.1f}s {s['cpu_s']:>7.1f}s {got:>17} {local:>19} "
               f"{s['rc']:>4}")
     total = sum(s["wall_s"] for s in steps)
     print(f"{'make setup (the steps above)':<34} {total:>7.1f}s ({int(total // 60)} min {total % 60:.0f} s) "
-          f"{sum(s['cpu_s'] for s in steps):>6.1f}s {sum(s['download_mb'] for s in steps):>5.0f} MB downloaded")
+          f"{sum(s['cpu_s'] for s in steps):>6.1f}s CPU; {sum(s['download_mb'] for s in steps):.0f} MB downloaded, "
+          f"{sum(s['local_mb'] for s in steps):.0f} MB from local files")
     print(f"on disk: venv {folder_mb(work / 'venv'):.0f} MB, model cache and exports "
           f"{folder_mb(work / 'cache') if (work / 'cache').exists() else 0:.0f} MB; load average now "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")

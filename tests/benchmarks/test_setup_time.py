@@ -20,14 +20,16 @@ def test_the_steps_are_make_setups_in_order_with_the_exports_after_the_models():
 
 
 def test_a_step_is_timed_and_what_pip_fetched_is_counted(tmp_path):
+    wheel = tmp_path / "b-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"x" * 2_000_000)
     pip_like = ("printf '  Downloading a-1.0-py3-none-any.whl (244 kB)\\n  Downloading torch-2.13.0.whl (180.3 MB)\\n"
-                "Processing /opt/wheels/b-1.0-py3-none-any.whl\\n'")
+                f"Processing {wheel} (from socialgym==0.1.0)\\nProcessing /no/such/c-1.0.whl\\n'")
     step = setup_time.run_step(f"{pip_like} && {sys.executable} -c 'sum(range(3 * 10**6))'", dict(os.environ),
                                tmp_path / "step.log")
-    assert step["rc"] == 0 and step["downloads"] == 2 and step["local"] == 1
-    assert step["download_mb"] == pytest.approx(180.544)
+    assert step["rc"] == 0 and step["downloads"] == 2 and step["local"] == 2
+    assert step["download_mb"] == pytest.approx(180.544) and step["local_mb"] == pytest.approx(2.0)
     assert step["cpu_s"] > 0 and step["wall_s"] >= step["cpu_s"] * 0.5
-    assert "Processing /opt/wheels" in (tmp_path / "step.log").read_text()
+    assert f"Processing {wheel}" in (tmp_path / "step.log").read_text()
     assert setup_time.run_step("exit 3", dict(os.environ), tmp_path / "failed.log")["rc"] == 3
 
 
