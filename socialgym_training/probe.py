@@ -6,7 +6,9 @@ The examples, split and metrics are the LoRA detector's (``socialgym_training.de
 example per (episode, target player, cut point) from ``detection_data`` (the public lines the
 target spoke or was named in, name masked as ``TARGET``), the per-episode train/test split of the
 exports, and AUROC / accuracy / top-1 with 95% bootstrap intervals over test episodes
-(``detection_eval``), per game and overall. Nothing here is trained into the language models:
+(``detection_eval``), per game and overall. ``--outer_folds K`` instead cross-fits K folds of
+whole episodes (every episode tested once) for a log set too small for one 30% split. Nothing here
+is trained into the language models:
 
 - **SmolLM2 hidden states** (the embedded SmolLM2-135M, torch float32) at a sweep of layers
   (``--layers``; 0 is the embeddings, 30 the last, after the final norm). Pooling "per player":
@@ -79,6 +81,10 @@ class Config(RunArgs, ThreadArgs):
     """Folds (by episode, within the training episodes) of the inner CV that picks C and the probe"""
     c_grid: str = "0.001,0.01,0.1,1,10"
     """Inverse L2 strengths the inner CV chooses from"""
+    outer_folds: int = 0
+    """0 = the detector's train/test split (the test episodes of its TF-IDF and LoRA figures);
+    K >= 2 = cross-fitting for a log set too small for one split: K folds of whole episodes, each
+    predicted by models fitted on the others (inner CV within those), so every episode is tested once"""
     cache: str = "~/.cache/socialgym/probe_features"
     """Feature cache (per input digest, model and layer; safe to share between runs)"""
     out: str = "runs/probe"
@@ -375,9 +381,24 @@ def run_probes(cfg: Config, examples, features: dict, train_idx, test_idx) -> di
     return {"probs": probs, "selected": selected, "inner_cv": inner}
 
 
+def cross_fitted(cfg: Config, examples, features: dict) -> dict:
+    """:func:`run_probes` over ``cfg.outer_folds`` folds of whole episodes; each example's
+    probabilities come from the fold that held it out. ``selected`` and ``inner_cv`` are per fold."""
+    groups = [ex.episode_id for ex in examples]
+    probs, selected, inner = {}, [], []
+    for train_idx, test_idx in grouped_folds(groups, cfg.outer_folds).split(examples, groups=groups):
+        run = run_probes(cfg, examples, features, list(train_idx), list(test_idx))
+        for name, values in run["probs"].items():
+            probs.setdefault(name, np.zeros(len(examples)))[test_idx] = values
+        selected.append(run["selected"])
+        inner.append(run["inner_cv"])
+    return {"probs": probs, "selected": selected, "inner_cv": inner}
+
+
 def load_inputs(cfg: Config) -> tuple:
     """(examples, train indices, test indices): the logs' examples through the leak guard, split
-    by episode as the detector splits them; bad input is one line and exit 2."""
+    by episode as the detector splits them (with ``--outer_folds``, every example is tested:
+    :func:`cross_fitted` makes the folds); bad input is one line and exit 2."""
     from socialgym_training.common import fail
     if not Path(cfg.logs).exists():
         fail(f"no log file or folder at {cfg.logs}")
@@ -387,6 +408,12 @@ def load_inputs(cfg: Config) -> tuple:
         fail(f"leak guard: {err}")
     if not examples:
         fail(f"no detection examples in {cfg.logs} (hidden-role game logs expected)")
+    if cfg.outer_folds:
+        n_episodes = len({ex.episode_id for ex in examples})
+        if not 2 <= cfg.outer_folds <= n_episodes:
+            fail(f"--outer_folds {cfg.outer_folds}: give 0 (one split) or 2..{n_episodes} (the episodes in the logs)")
+        print(f"{len(examples)} examples of {n_episodes} episodes, {cfg.outer_folds} outer folds by episode", flush=True)
+        return examples, list(range(len(examples))), list(range(len(examples)))
     train_idx, test_idx = split_indices(examples, cfg.test_fraction, cfg.seed)
     if not train_idx or not test_idx:
         fail(f"--test_fraction {cfg.test_fraction} with --seed {cfg.seed} puts every episode on one side")
@@ -415,7 +442,9 @@ def main(cfg: Config) -> dict:
     examples, train_idx, test_idx = load_inputs(cfg)
     test = [examples[i] for i in test_idx]
     started = time.time()
-    run = run_probes(cfg, examples, feature_sets(cfg, extractors, examples), train_idx, test_idx)
+    features = feature_sets(cfg, extractors, examples)
+    run = (cross_fitted(cfg, examples, features) if cfg.outer_folds
+           else run_probes(cfg, examples, features, train_idx, test_idx))
     probs = run["probs"]
     results = {"config": asdict(cfg), "seconds": round(time.time() - started, 1), "n_train": len(train_idx),
                "n_test": len(test_idx), "selected": run["selected"], "inner_cv": run["inner_cv"],
@@ -425,7 +454,7 @@ def main(cfg: Config) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_metrics(results, out)
     print_table(results)
-    print(f"probe chosen by inner CV: {run['selected']}; " + "; ".join(
+    print(f"probe chosen by inner CV: {run['selected']}; paired " + "; ".join(
         f"{name} - tfidf AUROC {d['all']['value']:+.3f} [{d['all']['low']:+.2f}, {d['all']['high']:+.2f}]"
         for name, d in results["paired_vs_tfidf"].items()))
     print(f"metrics in {out / 'metrics.json'}")

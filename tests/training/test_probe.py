@@ -107,6 +107,10 @@ def test_a_planted_word_is_found_and_a_shuffled_label_is_not(spy_template, tmp_p
     auroc = results["methods"]["probe_minilm"]["all"]["auroc"]
     assert auroc["value"] > 0.95 and auroc["low"] > 0.9, auroc
     assert results["selected"] == "minilm"
+    # cross-fitted by episode: every example is tested once, by models that never saw its episode
+    crossed = probe.main(minilm_config(tmp_path, planted, outer_folds=4))
+    assert crossed["n_test"] == results["n_train"] + results["n_test"] and crossed["selected"] == ["minilm"] * 4
+    assert crossed["methods"]["probe_selected"]["all"]["auroc"]["low"] > 0.9
     # the same talk with the spy's team given to a seat drawn at random: nothing to find
     null = write_logs(tmp_path / "null", [synthetic_record(spy_template, i, "crimson", shuffle_labels=True)
                                           for i in range(24)])
@@ -172,9 +176,11 @@ def test_smollm2_pooling_ignores_padding_and_checks_layers():
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
-    with pytest.raises(SystemExit) as err:
-        probe.main(probe.Config(logs=str(tmp_path / "none"), out=str(tmp_path / "out")))
-    assert err.value.code == 2 and "no log file" in capsys.readouterr().err
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "socialgym_training.probe", "--logs", str(tmp_path / "none"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [f"error: no log file or folder at {tmp_path / 'none'}"]
     with pytest.raises(SystemExit) as err:
         probe.main(probe.Config(logs=str(tmp_path), out=str(tmp_path / "out"), layers="a,b"))
     assert err.value.code == 2
