@@ -28,6 +28,29 @@ def test_metrics_of_perfect_and_inverted_scores():
     assert inverted["accuracy"]["value"] == 0.0
 
 
+def test_auroc_is_scikit_learns_with_ties_and_nan_with_one_class():
+    from sklearn.metrics import roc_auc_score
+    from socialgym_training.detection_eval import auroc
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        labels, scores = rng.integers(0, 2, 40), np.round(rng.random(40), 1)     # rounding makes ties
+        if 0 < labels.sum() < len(labels):
+            assert auroc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    assert np.isnan(auroc(np.ones(5, dtype=int), rng.random(5)))
+
+
+def test_paired_difference_is_zero_for_one_method_and_signed():
+    from socialgym_training.detection_eval import paired_difference
+    rng = np.random.default_rng(0)
+    examples = _examples([list(rng.permutation([1, 0, 0, 0])) for _ in range(30)])
+    labels = np.array([ex.label for ex in examples])
+    noisy = labels + rng.normal(0, 0.8, len(labels))
+    same = paired_difference(examples, noisy, noisy, n_boot=200)
+    assert same == {"value": 0.0, "low": 0.0, "high": 0.0}
+    better = paired_difference(examples, labels + rng.normal(0, 0.1, len(labels)), noisy, n_boot=200)
+    assert 0 < better["low"] <= better["value"] <= better["high"]
+
+
 def test_bootstrap_interval_brackets_the_estimate_and_resamples_episodes():
     rng = np.random.default_rng(0)
     examples = _examples([list(rng.permutation([1, 0, 0, 0])) for _ in range(30)])

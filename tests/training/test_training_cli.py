@@ -13,7 +13,7 @@ import pytest
 from socialgym_training.common import config_parser, field_help, grpo_args, precision_args, resolve_device
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "anil", "detection_logs", "selfplay", "trl_env"]
+CONFIG_SCRIPTS = ["sft", "dpo", "grpo_games", "grpo_hrd", "detector", "probe", "anil", "detection_logs", "selfplay", "trl_env"]
 TYPER_SCRIPTS = ["socialmaze", "cli"]
 # a script that is a package (run as its folder or ``python -m``) keeps its Config in its config module
 CONFIG_MODULES = {"selfplay": "selfplay.config"}
@@ -137,6 +137,7 @@ BAD = [
     ("grpo_hrd", ["--preset", "nosuch"], "nosuch"),
     ("detector", ["--logs", "{root}/missing"], "no log file or folder"),
     ("anil", ["--logs", "{root}/missing"], "no log file or folder"),
+    ("probe", ["--logs", "{root}/missing"], "no log file or folder"),
 ]
 
 
