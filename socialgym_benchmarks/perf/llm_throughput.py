@@ -23,8 +23,8 @@
 (``runtime=`` in the spec, socialgym_agents.llm.runtime_backend); there ``naive-guided`` is one
 decision at a time, every prompt encoded whole and every reply token a pass of its own, and the
 ``vs naive`` column is each mode against it (issue 62's target: ``constrained`` >= 10x).
-``--main-job`` plays the main job's games in the demo preset's configs (as
-socialgym_benchmarks/perf/cpu_runtimes.py records them) instead of ``--games``/``--rounds``.
+``--main-job`` plays games in the demo preset's configs instead of ``--rounds`` (by default the
+main job's games that socialgym_benchmarks/perf/cpu_runtimes.py records).
 The host's CPU and flags are printed first.
 
 Beside bfloat16: each mode played beside its bfloat16 counterpart (``score-bf16`` for the scoring
@@ -64,6 +64,7 @@ MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "const
          "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
          "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16",
          "naive-guided": "mode=naive"}
+DEFAULT_GAMES = "prisoners_dilemma,rock_paper_scissors,bargaining,public_goods"
 NAIVE_MODES = ("naive", "naive-guided")     # one decision at a time: they play --naive-games games
 SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off (it is off on AMX anyway)
 
@@ -71,7 +72,8 @@ SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="16,64", help="concurrent games per measurement")
-    parser.add_argument("--games", default="prisoners_dilemma,rock_paper_scissors,bargaining,public_goods")
+    parser.add_argument("--games", default=None, help="default: prisoners_dilemma,rock_paper_scissors,bargaining,"
+                        "public_goods (with --main-job: the main job's)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per game (config)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per size")
@@ -204,7 +206,8 @@ def main(argv=None) -> dict:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     from socialgym_benchmarks.perf.cpu_runtimes import GAMES as MAIN_JOB_GAMES
     from socialgym_benchmarks.perf.cpu_runtimes import host_line
-    games = [g for g in (MAIN_JOB_GAMES if args.main_job else args.games).split(",") if g]
+    games = args.games or (MAIN_JOB_GAMES if args.main_job else DEFAULT_GAMES)
+    games = [g for g in games.split(",") if g]
     modes = [m for m in args.modes.split(",") if m]
     base = f"max_new_tokens={args.max_new_tokens}&max_retries=0" + \
         (f"&runtime={args.runtime}" if args.runtime != "torch" else "")
