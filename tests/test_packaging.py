@@ -87,6 +87,39 @@ def test_twine_check_strict_fails_a_readme_pypi_cannot_render(wheel, tmp_path):
     assert checked.returncode != 0 and "FAILED" in checked.stdout, checked.stdout
 
 
+# Extras the one setup command leaves out, and why: llama-cpp-python compiles llama.cpp (30+ min on 2 cores).
+NOT_IN_ALL = {"server"}
+
+
+def extras_requirements(setup_cfg: str) -> dict:
+    """Each extra of ``setup.cfg`` -> the distribution names it requires (lower case, no versions)."""
+    parser = configparser.ConfigParser()
+    parser.read_string(setup_cfg)
+    return {extra: {re.split(r"[\[<>=!~; ]", line.strip(), maxsplit=1)[0].lower()
+                    for line in lines.splitlines() if line.strip() and not line.strip().startswith("#")}
+            for extra, lines in parser["options.extras_require"].items()}
+
+
+def extras_outside_all(setup_cfg: str) -> dict:
+    """The extras (but NOT_IN_ALL) that require something `all` does not -> those names."""
+    extras = extras_requirements(setup_cfg)
+    return {extra: sorted(names - extras["all"]) for extra, names in extras.items()
+            if extra not in NOT_IN_ALL | {"all"} and names - extras["all"]}
+
+
+def test_the_all_extra_holds_every_other_extra_but_the_named_ones():
+    """`make setup` installs `all`: an extra outside it (the CPU runtimes were) goes untested in CI."""
+    setup_cfg = (ROOT / "setup.cfg").read_text(encoding="utf-8")
+    assert extras_outside_all(setup_cfg) == {}
+    assert {"onnxruntime-genai", "openvino", "ctranslate2"} <= extras_requirements(setup_cfg)["all"]
+
+
+def test_the_all_extra_check_finds_an_extra_left_out():
+    setup_cfg = ("[options.extras_require]\nserver =\n    llama-cpp-python[server]>=0.3\nruntimes =\n"
+                 "    # a comment\n    openvino>=2025.4\n    onnx>=1.17\nall =\n    onnx>=1.17\n")
+    assert extras_outside_all(setup_cfg) == {"runtimes": ["openvino"]}
+
+
 def wheel_metadata(wheel_path: Path) -> email.message.Message:
     with zipfile.ZipFile(wheel_path) as archive:
         (name,) = [p for p in archive.namelist() if p.endswith(".dist-info/METADATA")]

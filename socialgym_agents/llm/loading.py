@@ -199,12 +199,22 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
 
 
+CPU_FLAGS_ENV = "SOCIALGYM_CPU_FLAGS"
+
+
 def cpu_flags() -> str:
-    """This CPU's feature flags as Linux lists them ("" where it does not)."""
+    """This CPU's feature flags as Linux lists them ("" where it does not). ``$SOCIALGYM_CPU_FLAGS``
+    replaces every ``flags`` line's list: an emulated CPU (socialgym_benchmarks/perf/isa.py masks
+    CPUID, which /proc/cpuinfo does not follow) is read as the CPU its libraries see."""
     try:
-        return Path("/proc/cpuinfo").read_text()
+        info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return ""
+        info = ""
+    override = os.environ.get(CPU_FLAGS_ENV)
+    if override is None:
+        return info
+    lines = [f"flags\t\t: {override}" if line.startswith("flags") else line for line in info.splitlines()]
+    return "\n".join(lines if any(line.startswith("flags") for line in lines) else lines + [f"flags\t\t: {override}"])
 
 
 SHARED_KV_ATTENTION = "sdpa_shared_kv"

@@ -20,12 +20,10 @@ same model (socialgym_agents.llm.runtimes builds the exports). Agreement with to
 share of decisions whose top reply (score) or chosen reply (constrained) is the same, and the
 Pearson correlation of the replies' log-probabilities.
 
-``--emulate-avx2`` re-runs itself under the ISA limits each library honours (oneDNN, hence
-PyTorch's and OpenVINO's oneDNN kernels: ONEDNN_MAX_CPU_ISA; PyTorch's own kernels:
-ATEN_CPU_CAPABILITY; OpenVINO's own kernels: OV_CPU_MAX_ISA, honoured by builds with it;
-CTranslate2: CT2_FORCE_CPU_ISA) and the dtype a CPU without bf16 gets (the bf16 runtimes are
-left out). ONNX Runtime's kernels (MLAS) take no such limit: they still use AVX-512 there. It is an
-emulation of an AVX2-only CPU, not one.
+``--emulate-avx2`` re-runs itself as an AVX2-only CPU would run it (socialgym_benchmarks/perf/isa.py:
+CPUID masked for every library, ONNX Runtime's MLAS included, and the libraries' ISA caps set),
+without the bf16 runtimes. The host's micro-architecture stays: an emulation of an AVX2-only CPU's
+code paths, not a Zen 3.
 
 The machine may be shared: repetitions are interleaved (every runtime and mode once per
 repetition), so the ratios to torch-float32 of one repetition see the same load; read the
@@ -47,15 +45,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from socialgym_benchmarks.perf.isa import EMULATION_MARK, avx2_env, emulation_line  # noqa: E402
+
 RUNTIMES = ("torch-float32", "torch-bfloat16", "torch-int8", "onnxruntime-int8", "openvino-int8",
             "openvino-int8-bf16", "ctranslate2-int8")
 BF16_RUNTIMES = ("torch-bfloat16", "openvino-int8-bf16")
 REFERENCE = "torch-float32"
 MODES = ("score", "constrained")
 SCORE_ONLY = ("ctranslate2-int8",)
-AVX2_LIMITS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OV_CPU_MAX_ISA": "AVX2",
-               "CT2_FORCE_CPU_ISA": "AVX2"}
-EMULATION_MARK = "SOCIALGYM_EMULATED_ISA"
 HOST_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 GAMES = "prisoners_dilemma,liars_dice,public_goods,centipede,rock_paper_scissors,sheriff_of_nottingham"
 
@@ -76,11 +73,10 @@ def parse_args(argv=None):
 
 
 def emulate_avx2(argv: list) -> None:
-    """Re-run this script with the AVX2 limits set before any library reads them."""
+    """Re-run this script as an AVX2-only CPU would (isa.avx2_env), before any library reads CPUID."""
     if os.environ.get(EMULATION_MARK) == "avx2":
         return
-    env = dict(os.environ, **AVX2_LIMITS, **{EMULATION_MARK: "avx2"})
-    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], avx2_env())
 
 
 def host_line() -> str:
@@ -91,14 +87,6 @@ def host_line() -> str:
     have = [f for f in HOST_FLAGS if f in flags]
     lacks = [f for f in HOST_FLAGS if f not in flags]
     return f"host: {model}, {len(os.sched_getaffinity(0))} CPUs; has {' '.join(have)}; lacks {' '.join(lacks) or '-'}"
-
-
-def emulation_line() -> str:
-    if os.environ.get(EMULATION_MARK) != "avx2":
-        return "ISA: native (no limits set)"
-    limits = " ".join(f"{k}={os.environ.get(k)}" for k in AVX2_LIMITS)
-    return (f"ISA: EMULATED AVX2-only CPU ({limits}; no bf16 runtimes; ONNX Runtime's MLAS takes no "
-            "limit and still uses AVX-512): an emulation, not an AVX2-only machine")
 
 
 # ----------------------------------------------------------------------------- recording

@@ -6,6 +6,7 @@ runs them, and the CPU model they ran on.
     python socialgym_benchmarks/perf/demo_cost.py --only main        # the main job alone (the same, today)
     python socialgym_benchmarks/perf/demo_cost.py --command "python -c pass"   # any commands (smoke)
     python socialgym_benchmarks/perf/demo_cost.py --only main --runtime openvino   # its SmolLM2 through OpenVINO
+    python socialgym_benchmarks/perf/demo_cost.py --emulate-avx2     # as an AVX2-only CPU runs it (isa.py)
 
 The commands are those ``make -n demo`` prints (its tournament lines; ``setup`` is not re-run:
 install first with ``make setup``), so this script cannot drift from the Makefile. Each job is a
@@ -30,6 +31,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from socialgym_benchmarks.perf.isa import avx2_env, host_flags, verify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB_NAMES = ("main",)          # make demo's tournament commands, in order
@@ -85,12 +91,13 @@ with open(sys.argv[2], "w") as out:
 """
 
 
-def measure(command: str) -> dict:
-    """Run ``command`` (a shell line, in the repository root); its wall time, CPU time and peak RSS."""
+def measure(command: str, env: Optional[dict] = None) -> dict:
+    """Run ``command`` (a shell line, in the repository root, with ``env``); its wall time, CPU time
+    and peak RSS."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         figures = Path(scratch) / "usage.json"
-        subprocess.run([sys.executable, "-c", _LAUNCHER, command, str(figures)], cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-c", _LAUNCHER, command, str(figures)], cwd=ROOT, check=True, env=env)
         rc, cpu_s, maxrss_kb = json.loads(figures.read_text())
     return {"command": command, "rc": rc, "wall_s": time.perf_counter() - started,
             "cpu_s": cpu_s, "peak_rss_mb": maxrss_kb / 1024}
@@ -111,7 +118,11 @@ def main(argv=None) -> list:
     parser.add_argument("--keep", action="store_true", help="do not empty --out first")
     parser.add_argument("--runtime", choices=("openvino", "onnxruntime", "auto"),
                         help="play the demo's smollm2 specs through this CPU runtime (see above)")
+    parser.add_argument("--emulate-avx2", action="store_true",
+                        help="run the jobs as an AVX2-only CPU would (CPUID masked: isa.py)")
     args = parser.parse_args(argv)
+    env = avx2_env() if args.emulate_avx2 else None
+    isa_line = verify(env) if env else "ISA: native"
     if args.command:
         jobs = [(f"command {i + 1}", c) for i, c in enumerate(args.command)]
     else:
@@ -125,9 +136,10 @@ def main(argv=None) -> list:
     results = []
     for name, command in jobs:
         print(f"== {name}: {command}", flush=True)
-        results.append(dict(measure(command), name=name))
+        results.append(dict(measure(command, env), name=name))
     print(f"\nCPU: {cpu_model()}, {os.cpu_count()} logical cores; load average before the last job ended: "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"flags: {' '.join(f for f in host_flags().split() if f.startswith(('avx', 'amx')))}\n{isa_line}")
     print(f"{'job':<12} {'wall':>9} {'CPU time':>9} {'peak RSS':>10} {'exit':>5}")
     for r in results:
         print(f"{r['name']:<12} {r['wall_s']:>8.0f}s {r['cpu_s']:>8.0f}s {r['peak_rss_mb']:>7.0f} MB {r['rc']:>5}")

@@ -1,6 +1,7 @@
 """The CPU runtimes beside PyTorch (socialgym_agents/llm/runtimes.py): exports built once and
 atomically, the ONNX graph's log-probabilities against PyTorch's float32 on fixed prompts, and the
 benchmark's constrained decoding (socialgym_benchmarks/perf/cpu_runtimes.py) always legal."""
+import importlib.util
 import itertools
 
 import numpy as np
@@ -18,6 +19,15 @@ PROMPTS = [("You are playing the prisoner's dilemma. Reply with one word: cooper
             [" cooperate", " defect"]),
            ("Rock, paper or scissors? Your move:", [" rock", " paper", " scissors"]),
            ("Liar's dice. The last bid was two fives. Do you bid three fives or call liar? I", [" bid", " call"])]
+
+
+def require_runtimes(*modules: str) -> None:
+    """The `all` extra installs the runtimes and `make setup` builds their exports, so a missing
+    one fails these tests in one line rather than skipping them (CI once skipped them silently)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed: the `all` extra holds the runtimes (make setup)",
+                    pytrace=False)
 
 
 @pytest.fixture
@@ -97,8 +107,7 @@ def test_constrained_choice_spells_a_legal_reply_and_follows_the_logits():
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 def test_the_onnx_graph_agrees_with_pytorch_float32_on_fixed_prompts(smollm2_available, runtime):
-    pytest.importorskip("onnxruntime_genai", reason="the runtimes extra is not installed (make runtimes)")
-    pytest.importorskip(runtime, reason="the runtimes extra is not installed (make runtimes)")
+    require_runtimes("onnxruntime_genai", runtime)
     from socialgym_benchmarks.perf.cpu_runtimes import OnnxRuntime, TorchRuntime
     reference = TorchRuntime("float32")
     tokenizer = reference.tokenizer
@@ -118,10 +127,15 @@ def test_the_onnx_graph_agrees_with_pytorch_float32_on_fixed_prompts(smollm2_ava
 
 
 def test_cpu_peak_sets_a_runtimes_prefill_against_the_int8_peak(smollm2_available, capsys):
-    pytest.importorskip("onnxruntime_genai", reason="the runtimes extra is not installed (make runtimes)")
+    require_runtimes("onnxruntime_genai", "onnxruntime")
     from socialgym_benchmarks.perf import cpu_peak
     out = cpu_peak.main(["--tokens", "32", "--prefill", "2x16", "--decode", "2", "--context", "16", "--reps", "2",
                          "--dtypes", "int8", "--dtype", "int8", "--runtime", "onnxruntime"])
     assert len(out["runtime_prefill_tokens_s"]) == 2 and min(out["runtime_prefill_tokens_s"]) > 0
     assert out["ratios"]["onnxruntime"] > 0
     assert "onnxruntime's int8 export" in capsys.readouterr().out
+
+
+def test_a_missing_runtime_fails_the_tests_that_need_it_instead_of_skipping():
+    with pytest.raises(pytest.fail.Exception, match="no_such_runtime_module not installed: the `all` extra"):
+        require_runtimes("numpy", "no_such_runtime_module")
