@@ -201,17 +201,33 @@ def _load_entry_point_backends() -> None:
 def _check_local(target: str, config) -> None:
     """A local model that could be loaded (ModelNotAvailable says why not); reads no weights."""
     from .loading import check_model
+    _no_runtime(target, config)
     check_model(target)
+
+
+def _check_smollm2(target: str, config) -> None:
+    """The embedded model, and the package of the CPU runtime it names (imports nothing)."""
+    from .runtime_backend import check_runtime
+    check_runtime(config)
+    _check_local(target, config)
+
+
+def _no_runtime(target: str, config) -> None:
+    """``runtime=`` is the embedded model's (its exports are of that model alone)."""
+    if config.runtime != "torch" and target != "smollm2":
+        raise ValueError(f"option runtime={config.runtime} is for smollm2 only (the CPU runtimes play "
+                         f"its int8 export); {target} plays through {'PyTorch' if '@' not in target else 'its server'}")
 
 
 def _check_server(target: str, config) -> None:
     """``model@url`` with an http(s) URL; connects to nothing."""
     from .openai_backend import parse_target
+    _no_runtime(target, config)
     parse_target(target)
 
 
 # The built-in backends, by reference: torch and httpx load only when such a spec is built.
-register_backend("smollm2", "socialgym_agents.llm.hf_backend:HFBackend", check=_check_local, takes_target=False,
+register_backend("smollm2", "socialgym_agents.llm.runtime_backend:smollm2_backend", check=_check_smollm2, takes_target=False,
                  local_weights=True, prompt_fits="socialgym_agents.llm.transcript:token_fits", form="smollm2[?options]")
 register_backend("hf", "socialgym_agents.llm.hf_backend:HFBackend", check=_check_local, local_weights=True,
                  prompt_fits="socialgym_agents.llm.transcript:token_fits", form="hf:<model>[?options]")

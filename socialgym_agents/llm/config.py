@@ -37,6 +37,15 @@
 |                   |                | ``int8``: every Linear layer (attention, MLP, output) in int8  |
 |                   |                | (socialgym_agents.llm.int8), the rest and the KV caches in     |
 |                   |                | float32; CPU only (``device=auto`` is then the CPU)            |
+| ``runtime``       | torch          | smollm2 only: what computes the model. ``torch`` (PyTorch,    |
+|                   |                | the reference and the training path); ``openvino`` or         |
+|                   |                | ``onnxruntime``: its int8 export through that CPU runtime     |
+|                   |                | (socialgym_agents.llm.runtime_backend; float32 activations;   |
+|                   |                | ``dtype`` other than float32/auto, ``adapter``, ``device``    |
+|                   |                | other than auto/cpu and ``device_map`` are refused, ``dtype=  |
+|                   |                | auto`` is ignored); ``auto``: openvino where its package      |
+|                   |                | imports, else torch (one stderr line says why). Part of the   |
+|                   |                | spec, so the runtimes rate as policies of their own           |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
 | ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
@@ -68,6 +77,7 @@ MODES = ("batched", "naive", "score")
 TALK_MODES = ("free", "pass")
 TEMPLATE_NAMES = ("paper", "compact")     # socialgym_agents.llm.prompt.TEMPLATES
 DTYPES = ("float32", "bfloat16", "auto", "int8")
+RUNTIMES = ("torch", "openvino", "onnxruntime", "auto")   # socialgym_agents.llm.runtime_backend
 # The structured-output ladder of server backends, most to least precise (openai_backend).
 STRUCTURED_LEVELS = ("json_schema", "json_object", "structured_outputs", "guided_json", "grammar", "none")
 DEFAULT_MAX_NEW_TOKENS = 64     # a JSON action; thinking adds its own budget on top
@@ -107,6 +117,7 @@ class LLMConfig:
     structured: str = "auto"
     device: str = "auto"
     device_map: str = ""
+    runtime: str = "torch"
 
     def __post_init__(self):
         if not self.max_new_tokens:
@@ -174,12 +185,14 @@ def parse_options(options, seed: int = 0) -> LLMConfig:
 def validate(config: LLMConfig) -> None:
     """ValueError naming the first option out of range and what would be valid."""
     choices = {"prompt": ("turns", "single"), "template": TEMPLATE_NAMES, "mode": MODES, "dtype": DTYPES, "talk": TALK_MODES,
-               "structured": ("auto",) + STRUCTURED_LEVELS}
+               "structured": ("auto",) + STRUCTURED_LEVELS, "runtime": RUNTIMES}
     for name, valid in choices.items():
         if getattr(config, name) not in valid:
             raise ValueError(f"option {name}={getattr(config, name)!r}: expected one of {', '.join(valid)}")
     if config.device not in ("auto", "cpu") and not config.device.startswith("cuda"):
         raise ValueError(f"option device={config.device!r}: expected auto, cpu, cuda or cuda:N")
+    if config.runtime != "torch" and runtime_conflict(config):
+        raise ValueError(runtime_conflict(config))
     if config.dtype == "int8":
         from .loading import int8_device_error
         if int8_device_error(config.device, config.device_map):
@@ -203,3 +216,19 @@ def validate(config: LLMConfig) -> None:
         if config.mode == "score":
             raise ValueError("option think= does not combine with mode=score (scoring ranks bare actions); "
                              "use mode=batched or mode=naive")
+
+
+def runtime_conflict(config: LLMConfig) -> str:
+    """Why ``config``'s other options cannot be honoured by a CPU runtime (``runtime=`` other than
+    torch), or "": a runtime plays the int8 export of the base model on the CPU."""
+    where = f"runtime={config.runtime} plays the int8 export of the base SmolLM2 on the CPU"
+    if config.adapter:
+        return f"option adapter= needs runtime=torch ({where}; an adapter is merged into PyTorch weights)"
+    if config.dtype not in ("float32", "auto"):
+        return (f"option dtype={config.dtype} needs runtime=torch ({where}, float32 activations; "
+                f"leave dtype out or give dtype=auto)")
+    if config.device not in ("auto", "cpu"):
+        return f"option device={config.device} needs runtime=torch ({where})"
+    if config.device_map:
+        return f"option device_map={config.device_map} needs runtime=torch ({where})"
+    return ""

@@ -117,7 +117,78 @@ def prompt_budget(context: int, config: LLMConfig) -> int:
     return max(64, context - reply - config.max_retries * (reply + 96))
 
 
-class HFBackend:
+class LocalDecoding:
+    """What the local backends (this one and :class:`~socialgym_agents.llm.runtime_backend.RuntimeBackend`)
+    share around the model: prompts measured and laid out, a request's row, a token accepted
+    into a reply, the reply and the counters. Needs ``tokenizer``, ``context``, ``config``,
+    ``eos_ids``, ``stats`` and ``_vocab_size()``."""
+
+    def encode(self, messages: list) -> list:
+        return chat_ids(self.tokenizer, messages)
+
+    def prompt_budget(self) -> int:
+        """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
+        return prompt_budget(self.context, self.config)
+
+    def fits(self, messages: list, share: float = 1.0) -> bool:
+        """Whether ``messages`` take at most ``share`` of the prompt budget."""
+        return len(self.encode(messages)) <= self.prompt_budget() * share
+
+    def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
+        """The prompt's token ids followed by those of ``prefix`` (text the reply is known to
+        start with), and the number of prefix tokens."""
+        return prompt_ids(self.tokenizer, item.messages, prefix, self.context, self.config.max_new_tokens,
+                          item.grammar is not None)
+
+    def _new_row(self, index: int, item: Completion) -> Row:
+        """The row of one request: its reply's forced prefix prefilled with the prompt, its guide
+        (if constrained) at the prefix's end; no cache to reuse yet."""
+        prefix = forced_prefix(item.grammar) if item.grammar is not None else ""
+        ids, prefix_tokens = self._prompt_ids(item, prefix)
+        guide = None
+        if item.grammar is not None:
+            guide = Guide(item.grammar, vocab_for(self.tokenizer, self._vocab_size()), prefix)
+        return Row(index, item.key, ids, 0, None, item.sample_seed, guide, prefix, prefix_tokens)
+
+    def _count(self, row, reused: int, new_tokens: int) -> None:
+        self.stats["prompt_tokens"] += len(row.ids)
+        self.stats["reused_tokens"] += reused
+        self.stats["encoded_tokens"] += len(row.ids) - reused
+        self.stats["generated_tokens"] += new_tokens
+
+    def _reply(self, row, generated: list, reused: int) -> Reply:
+        """The reply of a decoded row (one out of steps is closed by its grammar's text)."""
+        if row.guide is not None and not row.guide.finished:
+            row.tail = row.guide.completion()
+        text = row.prefix + self.tokenizer.decode(generated, skip_special_tokens=True) + row.tail
+        return Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
+                            "prefilled_reply_tokens": row.prefix_tokens, "reused_tokens": reused,
+                            "new_tokens": len(generated), "constrained": row.guide is not None,
+                            **({"reasoning_tokens": row.guide.reasoning_tokens}
+                               if row.guide is not None and row.guide.grammar.action is not None else {})})
+
+    def _accept(self, row, token: int, generated: list, texts: list, i: int, write_rest: bool = True) -> bool:
+        """Append ``token`` to a row; False once the row is done (grammar finished, EOS, the
+        token budget, or -- unconstrained -- a complete JSON object). ``write_rest``: once one
+        way is left to finish a constrained reply, write it as text (the naive runtime decodes it)."""
+        generated.append(token)
+        if row.guide is not None:
+            row.guide.advance(token)
+            rest = None if row.guide.finished or not write_rest else row.guide.determined_rest()
+            if rest:           # one way left to finish: write it, no decode step per token
+                row.tail = rest
+                row.guide.state = row.guide.grammar.advance(row.guide.state, rest)
+            return not row.guide.finished
+        if token in self.eos_ids or len(generated) >= self.config.max_new_tokens:
+            return False
+        if self.config.stop_at_json:
+            texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
+            if "}" in texts[i] and json_object_complete(texts[i]):
+                return False
+        return True
+
+
+class HFBackend(LocalDecoding):
     """Local transformers generation for one policy (model shared process-wide)."""
 
     kind = "hf"
@@ -166,17 +237,6 @@ class HFBackend:
                 ids.update(source)
         return ids
 
-    def encode(self, messages: list) -> list:
-        return chat_ids(self.tokenizer, messages)
-
-    def prompt_budget(self) -> int:
-        """Tokens a first prompt may take: the context minus room for the reply and the re-asks."""
-        return prompt_budget(self.context, self.config)
-
-    def fits(self, messages: list, share: float = 1.0) -> bool:
-        """Whether ``messages`` take at most ``share`` of the prompt budget."""
-        return len(self.encode(messages)) <= self.prompt_budget() * share
-
     def release(self, key: tuple) -> None:
         entry = self._seat_cache.pop(key, None)
         if entry is not None:
@@ -189,33 +249,21 @@ class HFBackend:
         self.stats["seat_cache_peak_bytes"] = max(self.stats["seat_cache_peak_bytes"], self._cache_bytes)
 
     # ------------------------------------------------------------------ entry point
-    def _prompt_ids(self, item: Completion, prefix: str = "") -> tuple[list, int]:
-        """The prompt's token ids followed by those of ``prefix`` (text the reply is known to
-        start with), and the number of prefix tokens."""
-        return prompt_ids(self.tokenizer, item.messages, prefix, self.context, self.config.max_new_tokens,
-                          item.grammar is not None)
-
     def _rows(self, items: list, reuse_cache: bool = True) -> list:
         rows = []
-        vocab = None
         for index, item in enumerate(items):
-            prefix = forced_prefix(item.grammar) if item.grammar is not None else ""
-            ids, prefix_tokens = self._prompt_ids(item, prefix)
-            reuse, kv = 0, None
+            row = self._new_row(index, item)
+            ids = row.ids
             entry = self._seat_cache.get(item.key) if reuse_cache else None
             if entry is not None:
-                reuse = min(common_prefix_len(entry[0], ids), len(ids) - 1)
-                kv = entry[1] if reuse > 0 else None
+                row.reuse = min(common_prefix_len(entry[0], ids), len(ids) - 1)
+                row.kv = entry[1] if row.reuse > 0 else None
                 self._seat_cache.move_to_end(item.key)
-            if reuse_cache and reuse < len(ids) // 2:
+            if reuse_cache and row.reuse < len(ids) // 2:
                 shared, shared_kv = self._shared_prefix(ids)
-                if shared > reuse:
-                    reuse, kv = min(shared, len(ids) - 1), shared_kv
-            guide = None
-            if item.grammar is not None:
-                vocab = vocab or vocab_for(self.tokenizer, self._vocab_size())
-                guide = Guide(item.grammar, vocab, prefix)
-            rows.append(Row(index, item.key, ids, reuse, kv, item.sample_seed, guide, prefix, prefix_tokens))
+                if shared > row.reuse:
+                    row.reuse, row.kv = min(shared, len(ids) - 1), shared_kv
+            rows.append(row)
         return rows
 
     def _shared_prefix(self, ids: list) -> tuple[int, Optional[list]]:
@@ -480,16 +528,7 @@ class HFBackend:
             generated = self._decode_loop(rows, cache, mask, logits, store)
             for i, row in enumerate(rows):
                 self._count(row, starts[i], len(generated[i]))
-                if row.guide is not None and not row.guide.finished:   # out of steps: close by text
-                    row.tail = row.guide.completion()
-                text = row.prefix + self.tokenizer.decode(generated[i], skip_special_tokens=True) + row.tail
-                replies.append((row.index, Reply(text, {"prompt_tokens": len(row.ids) - row.prefix_tokens,
-                                                        "prefilled_reply_tokens": row.prefix_tokens,
-                                                        "reused_tokens": starts[i], "new_tokens": len(generated[i]),
-                                                        "constrained": row.guide is not None,
-                                                        **({"reasoning_tokens": row.guide.reasoning_tokens}
-                                                           if row.guide is not None and row.guide.grammar.action
-                                                           is not None else {})})))
+                replies.append((row.index, self._reply(row, generated[i], starts[i])))
         return [reply for _, reply in sorted(replies, key=lambda ir: ir[0])]
 
     def _layer_devices(self) -> list:
@@ -522,12 +561,6 @@ class HFBackend:
             starts += group_starts
             first += len(group)
         return cache, torch.cat(masks), torch.cat(logits), starts
-
-    def _count(self, row, reused: int, new_tokens: int) -> None:
-        self.stats["prompt_tokens"] += len(row.ids)
-        self.stats["reused_tokens"] += reused
-        self.stats["encoded_tokens"] += len(row.ids) - reused
-        self.stats["generated_tokens"] += new_tokens
 
     def _decode_loop(self, rows, cache, mask, logits, store: bool):
         """Decode every row together until each is done; returns the tokens per row. A row
@@ -570,25 +603,6 @@ class HFBackend:
             if not (finished_only and batch.active[i]):
                 row = batch.rows[r]
                 self._store(row.key, row.ids + batch.generated[r][:-1], batch.cache, batch.mask[i].bool(), i)
-
-    def _accept(self, row, token: int, generated: list, texts: list, i: int) -> bool:
-        """Append ``token`` to a row; False once the row is done (grammar finished, EOS, the
-        token budget, or -- unconstrained -- a complete JSON object)."""
-        generated.append(token)
-        if row.guide is not None:
-            row.guide.advance(token)
-            rest = None if row.guide.finished else row.guide.determined_rest()
-            if rest:           # one way left to finish: write it, no decode step per token
-                row.tail = rest
-                row.guide.state = row.guide.grammar.advance(row.guide.state, rest)
-            return not row.guide.finished
-        if token in self.eos_ids or len(generated) >= self.config.max_new_tokens:
-            return False
-        if self.config.stop_at_json:
-            texts[i] += self.tokenizer.decode([token], skip_special_tokens=True)
-            if "}" in texts[i] and json_object_complete(texts[i]):
-                return False
-        return True
 
     def _mask_guided(self, rows, logits, generated, active, last_step: bool):
         """Logits of guided rows restricted to the tokens their grammar allows next. A row whose

@@ -58,6 +58,9 @@ THINK_NOTE = ("Think first, then act: reply with one JSON object "
               '"action": <your action as one JSON object in the format above>}}.')
 
 
+# Backends that compute on this machine (torch, the CPU runtimes): a tick is cut to batch_size.
+LOCAL_KINDS = ("hf", "openvino", "onnxruntime")
+
 # A conversation that outgrows the context restarts at this share of the prompt budget
 # (see _messages).
 RESTART_SHARE = 0.5
@@ -81,7 +84,7 @@ class LLMPolicy:
     def tick_limit(self) -> Optional[int]:
         """Decisions the batched runner hands this policy per tick: a local model's
         ``batch_size`` (one decode batch); a server's requests go out at once (None)."""
-        return self.config.batch_size if getattr(self.backend, "kind", "") == "hf" else None
+        return self.config.batch_size if getattr(self.backend, "kind", "") in LOCAL_KINDS else None
 
     def __init__(self, backend, config: LLMConfig, policy_id: str):
         self.backend = backend

@@ -31,6 +31,8 @@ from .loading import SMOLLM2_CACHE_NAME, cache_root, cpu_flags
 
 ONNX_RUNTIMES = ("onnxruntime", "openvino")
 RUNTIMES = ONNX_RUNTIMES + ("ctranslate2",)
+# Positions of copied key/value caches one scoring pass may hold (46 kB each in float32: ~750 MB).
+SCORE_CACHE_TOKENS = 16384
 EXPORT_OF = {"onnxruntime": "onnx-int8", "openvino": "onnx-int8", "ctranslate2": "ct2-int8"}
 
 
@@ -143,8 +145,12 @@ class Forward:
         """Log-probabilities of the next token from final-norm hidden states ``(..., 576)``."""
         return _log_softmax(hidden @ self.head.T)
 
+    def empty_state(self):
+        """The state before any token."""
+        return self._empty_past(1), 0
+
     def start(self, ids: list):
-        return self.feed((self._empty_past(1), 0), ids)
+        return self.feed(self.empty_state(), ids)
 
     def feed(self, state, ids: list):
         hidden, present = self._forward([list(ids)], state[0], state[1])
@@ -166,6 +172,25 @@ class Forward:
             steps.append(hidden[:, 0])
             length += 1
         return self.logprobs(np.stack(steps, axis=1))
+
+    def score(self, state, first, options: list) -> list:
+        """The log-probability of each option's tokens after ``state`` (a prompt's, whose
+        next-token log-probabilities are ``first``): its first token from ``first``, the rest as
+        rows on copies of the state, rows of one length together (no padding in the attention)."""
+        values = [float(first[o[0]]) if o else 0.0 for o in options]
+        by_length: dict = {}
+        for k, option in enumerate(options):
+            if len(option) > 1:
+                by_length.setdefault(len(option), []).append(k)
+        # rows of a pass each copy the state's cache: at most SCORE_CACHE_TOKENS positions in all
+        most = max(1, SCORE_CACHE_TOKENS // (state[1] + 1))
+        for group in by_length.values():
+            for start in range(0, len(group), most):
+                chunk = group[start:start + most]
+                logprobs = self.extend_rows(state, [options[k][:-1] for k in chunk])
+                for row, k in enumerate(chunk):
+                    values[k] += float(sum(logprobs[row, j, t] for j, t in enumerate(options[k][1:])))
+        return values
 
 
 def _ort_session(model: Path, threads: int, precision: str):

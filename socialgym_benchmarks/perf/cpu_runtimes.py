@@ -189,17 +189,7 @@ class OnnxRuntime:
         return self.forward.feed(state, ids)
 
     def score(self, prompt: list, options: list) -> list:
-        state, first = self.forward.start(prompt)
-        values = [float(first[o[0]]) for o in options]
-        by_length: dict = {}
-        for k, option in enumerate(options):
-            if len(option) > 1:
-                by_length.setdefault(len(option), []).append(k)
-        for group in by_length.values():      # equal lengths: no padding inside the graph's attention
-            logprobs = self.forward.extend_rows(state, [options[k][:-1] for k in group])
-            for row, k in enumerate(group):
-                values[k] += float(sum(logprobs[row, j, t] for j, t in enumerate(options[k][1:])))
-        return values
+        return self.forward.score(*self.forward.start(prompt), options)
 
 
 def make_runtime(name: str, tokenizer):

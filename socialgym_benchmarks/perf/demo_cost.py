@@ -5,13 +5,16 @@ runs them, and the CPU model they ran on.
     python socialgym_benchmarks/perf/demo_cost.py                    # make demo, into a fresh runs/demo_cost
     python socialgym_benchmarks/perf/demo_cost.py --only main        # the main job alone (the same, today)
     python socialgym_benchmarks/perf/demo_cost.py --command "python -c pass"   # any commands (smoke)
+    python socialgym_benchmarks/perf/demo_cost.py --only main --runtime openvino   # its SmolLM2 through OpenVINO
     python socialgym_benchmarks/perf/demo_cost.py --emulate-avx2     # as an AVX2-only CPU runs it (isa.py)
 
 The commands are those ``make -n demo`` prints (its tournament lines; ``setup`` is not re-run:
 install first with ``make setup``), so this script cannot drift from the Makefile. Each job is a
 child process; its CPU time (user + system) and peak RSS come from ``os.wait4`` in a small
 launcher, so they count that job alone, whatever else the machine runs or this script's caller
-holds. ``--out`` must not hold an earlier run (the tournament would resume it); it is emptied
+holds. ``--runtime`` adds ``runtime=`` to every ``smollm2`` spec of the commands but those with an
+``adapter=`` (a runtime plays the base model's export; they stay on PyTorch, and a line says so).
+``--out`` must not hold an earlier run (the tournament would resume it); it is emptied
 first unless ``--keep``.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -57,6 +61,24 @@ def demo_commands(out: str, python: str = sys.executable) -> list:
     return commands
 
 
+# A smollm2 spec inside a command's agent lists: after a quote, a comma or a roster's "game=".
+SMOLLM2_SPEC = re.compile(r'(?<=[",=])smollm2(\?[^,"\s]*)?(?=[,"\s]|$)')
+
+
+def with_runtime(command: str, runtime: str) -> tuple:
+    """``command`` with ``runtime=`` added to its smollm2 specs, and the specs left on PyTorch
+    (those with an adapter)."""
+    kept: list = []
+
+    def add(match) -> str:
+        spec = match.group(0)
+        if "adapter=" in spec:
+            kept.append(spec)
+            return spec
+        return f"{spec}{'&' if '?' in spec else '?'}runtime={runtime}"
+    return SMOLLM2_SPEC.sub(add, command), kept
+
+
 # Linux charges a child's peak RSS with that of the process it was spawned from (exec keeps the
 # replaced memory's high-water mark), so a job spawned straight from a large process (a test run
 # with a model loaded) would report that process's size. A small launcher spawns the job and
@@ -81,12 +103,21 @@ def measure(command: str, env: Optional[dict] = None) -> dict:
             "cpu_s": cpu_s, "peak_rss_mb": maxrss_kb / 1024}
 
 
+def _on_runtime(command: str, runtime: str) -> str:
+    changed, kept = with_runtime(command, runtime)
+    for spec in kept:
+        print(f"runtime={runtime}: {spec.split('?')[0]} with an adapter stays on PyTorch: {spec}")
+    return changed
+
+
 def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/demo_cost", help="the demo's OUT folder")
     parser.add_argument("--only", choices=JOB_NAMES, help="run one of the jobs")
     parser.add_argument("--command", action="append", help="measure these shell commands instead")
     parser.add_argument("--keep", action="store_true", help="do not empty --out first")
+    parser.add_argument("--runtime", choices=("openvino", "onnxruntime", "auto"),
+                        help="play the demo's smollm2 specs through this CPU runtime (see above)")
     parser.add_argument("--emulate-avx2", action="store_true",
                         help="run the jobs as an AVX2-only CPU would (CPUID masked: isa.py)")
     args = parser.parse_args(argv)
@@ -100,6 +131,8 @@ def main(argv=None) -> list:
         jobs = list(zip(JOB_NAMES, demo_commands(args.out)))
         if args.only:
             jobs = [job for job in jobs if job[0] == args.only]
+        if args.runtime:
+            jobs = [(name, _on_runtime(command, args.runtime)) for name, command in jobs]
     results = []
     for name, command in jobs:
         print(f"== {name}: {command}", flush=True)

@@ -15,7 +15,17 @@
   socialgym_agents.llm.int8; CPU only);
 - ``score-int8``: ``score`` with ``dtype=int8``;
 - ``bf16-sdpa``: ``bf16`` with its decode steps' attention through PyTorch's SDPA in bfloat16, as
-  before the runner's float32 grouped decode attention (socialgym_agents.llm.loading.grouped_decode_attention).
+  before the runner's float32 grouped decode attention (socialgym_agents.llm.loading.grouped_decode_attention);
+- ``naive-guided``: the naive loop under the grammar (``mode=naive``), the baseline of
+  ``constrained`` on a CPU runtime.
+
+``--runtime openvino`` (or ``onnxruntime``) plays every mode through that CPU runtime
+(``runtime=`` in the spec, socialgym_agents.llm.runtime_backend); there ``naive-guided`` is one
+decision at a time, every prompt encoded whole and every reply token a pass of its own, and the
+``vs naive`` column is each mode against it (issue 62's target: ``constrained`` >= 10x).
+``--main-job`` plays games in the demo preset's configs instead of ``--rounds`` (by default the
+main job's games that socialgym_benchmarks/perf/cpu_runtimes.py records).
+The host's CPU and flags are printed first.
 
 Beside bfloat16: each mode played beside its bfloat16 counterpart (``score-bf16`` for the scoring
 modes, ``bf16`` for the others) gets a column ``same as bf16``: of the LLM decisions both took at
@@ -35,6 +45,7 @@ first try" is the share of decisions whose first reply was a legal action.
     python socialgym_benchmarks/perf/llm_throughput.py --sizes 4 --reps 2 --naive-games 1   # smoke
     python socialgym_benchmarks/perf/llm_throughput.py --modes bf16,int8,score-bf16,score-int8   # int8 beside bf16
     python socialgym_benchmarks/perf/llm_throughput.py --modes naive,bf16,bf16-sdpa,int8   # decode attention
+    python socialgym_benchmarks/perf/llm_throughput.py --runtime openvino --main-job --modes naive-guided,constrained,score
 """
 from __future__ import annotations
 
@@ -51,30 +62,38 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jo
 
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
          "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
-         "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16"}
+         "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16",
+         "naive-guided": "mode=naive"}
+DEFAULT_GAMES = "prisoners_dilemma,rock_paper_scissors,bargaining,public_goods"
+NAIVE_MODES = ("naive", "naive-guided")     # one decision at a time: they play --naive-games games
 SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off (it is off on AMX anyway)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="16,64", help="concurrent games per measurement")
-    parser.add_argument("--games", default="prisoners_dilemma,rock_paper_scissors,bargaining,public_goods")
+    parser.add_argument("--games", default=None, help="default: prisoners_dilemma,rock_paper_scissors,bargaining,"
+                        "public_goods (with --main-job: the main job's)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per game (config)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per size")
     parser.add_argument("--naive-games", type=int, default=2, help="games the naive loop plays per repetition")
     parser.add_argument("--modes", default="naive,batched,constrained,score")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runtime", default="torch", help="the runtime= of every mode (torch, openvino, onnxruntime)")
+    parser.add_argument("--main-job", action="store_true", help="the main job's games and demo configs (see above)")
     return parser.parse_args(argv)
 
 
-def make_jobs(n: int, games: list, rounds: int, seed: int) -> list:
+def make_jobs(n: int, games: list, rounds: int, seed: int, main_job: bool = False) -> list:
     import socialgym_env
+    from socialgym_benchmarks.tournament.plan import demo_config
     jobs = []
     for i in range(n):
         game = games[i % len(games)]
-        seats = len(socialgym_env.make(game).possible_agents)
-        jobs.append(EpisodeJob(game, seed + i, ["llm"] * seats, config={"rounds": rounds}))
+        config = demo_config(game) if main_job else {"rounds": rounds}
+        seats = len(socialgym_env.make(game, **config).possible_agents)
+        jobs.append(EpisodeJob(game, seed + i, ["llm"] * seats, config=config))
     return jobs
 
 
@@ -118,7 +137,7 @@ def run_mode(mode: str, policy, jobs: list, naive_games: int) -> dict:
     loading.GROUPED_DECODE = default and mode not in SDPA_DECODE_MODES
     started = time.perf_counter()
     try:
-        if mode == "naive":
+        if mode in NAIVE_MODES:
             records = [play_episode(job, PolicyPool(prebuilt={"llm": policy})) for job in jobs[:naive_games]]
         else:
             records = run_jobs(jobs, PolicyPool(prebuilt={"llm": policy}), max_concurrent_episodes=len(jobs))
@@ -163,12 +182,12 @@ def print_table(rows: dict, runs: dict) -> None:
     """One line per mode of one size (``rows``: its summaries, given each mode's speed-up over the
     naive loop and its agreement with bfloat16 here; ``runs``: its repetitions)."""
     same = agreement(runs)
-    naive = runs.get("naive")
+    naive = next((runs[m] for m in NAIVE_MODES if m in runs), None)
     print(f"{'mode':<12} {'dec/s median [range]':>24} {'vs naive':>22} {'legal 1st try':>13} "
           f"{'new tok/dec':>11} {'reused tok':>10} {'same as bf16':>18} {'same episodes':>13}")
     for mode, row in rows.items():
         ratio = ""
-        if naive and mode != "naive":
+        if naive and mode not in NAIVE_MODES:
             per_rep = [(r["decisions"] / r["seconds"]) / (q["decisions"] / q["seconds"])
                        for r, q in zip(runs[mode], naive)]
             ratio = f"{statistics.median(per_rep):.2f}x [{min(per_rep):.2f}-{max(per_rep):.2f}]"
@@ -185,18 +204,24 @@ def print_table(rows: dict, runs: dict) -> None:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    games = [g for g in args.games.split(",") if g]
+    from socialgym_benchmarks.perf.cpu_runtimes import GAMES as MAIN_JOB_GAMES
+    from socialgym_benchmarks.perf.cpu_runtimes import host_line
+    games = args.games or (MAIN_JOB_GAMES if args.main_job else DEFAULT_GAMES)
+    games = [g for g in games.split(",") if g]
     modes = [m for m in args.modes.split(",") if m]
-    base = f"max_new_tokens={args.max_new_tokens}&max_retries=0"
+    base = f"max_new_tokens={args.max_new_tokens}&max_retries=0" + \
+        (f"&runtime={args.runtime}" if args.runtime != "torch" else "")
+    print(host_line())
     started = time.perf_counter()
     policies = {m: make_policy(f"smollm2?{base}" + (f"&{MODES[m]}" if MODES[m] else "")) for m in modes}
-    print(f"model loaded in {time.perf_counter() - started:.1f}s; games={games} rounds={args.rounds} "
+    print(f"model loaded in {time.perf_counter() - started:.1f}s; runtime={args.runtime} games={games} "
+          f"{'demo configs' if args.main_job else f'rounds={args.rounds}'} "
           f"max_new_tokens={args.max_new_tokens} greedy, max_retries=0, {args.reps} interleaved repetitions")
     for policy in policies.values():     # warm-up (first passes are slow; builds the vocabulary trie)
         run_jobs(make_jobs(1, ["prisoners_dilemma"], 1, 10_000), PolicyPool(prebuilt={"llm": policy}))
     results: dict = {}
     for n in sizes:
-        jobs = make_jobs(n, games, args.rounds, args.seed)
+        jobs = make_jobs(n, games, args.rounds, args.seed, args.main_job)
         runs: dict = {m: [] for m in modes}
         for rep in range(args.reps):
             for mode in modes:

@@ -20,6 +20,17 @@ def test_demo_cost_runs_the_makefiles_one_job():
     assert re.search(r"--game-episodes liars_dice=[1-9][0-9]*", main)
 
 
+def test_demo_cost_puts_the_demos_base_smollm2_specs_on_a_runtime_and_leaves_the_adapter_on_torch():
+    [main] = demo_cost.demo_commands("runs/x", python="python3")
+    changed, kept = demo_cost.with_runtime(main, "openvino")
+    specs = re.findall(r'(?<=[",=])smollm2[^,"\s]*', changed)
+    assert len(specs) == 3 and len(kept) == 1 and "adapter=" in kept[0]
+    assert [s.endswith("runtime=openvino") for s in specs] == [True, True, False]
+    assert "adapters/smollm2_selfplay_liars_dice" in changed          # a path that names smollm2 is untouched
+    assert demo_cost.with_runtime('--agents "smollm2,scripted:random"', "onnxruntime")[0] == \
+        '--agents "smollm2?runtime=onnxruntime,scripted:random"'
+
+
 def test_demo_cost_reports_each_jobs_own_cpu_time_and_peak_rss(capsys):
     grow = f"{sys.executable} -c \"x = bytearray(300 * 2**20); sum(range(3 * 10**6))\""
     small, big = demo_cost.main(["--command", f"{sys.executable} -c pass", "--command", grow])

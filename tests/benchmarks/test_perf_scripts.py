@@ -1,5 +1,7 @@
 """The engine benchmark script runs end to end (tiny budget) and says how to set up TextArena
 when it is missing."""
+import pytest
+
 from socialgym_benchmarks.perf import env_vs_textarena
 
 
@@ -99,6 +101,22 @@ def test_llm_throughput_compares_modes_on_the_same_games(smollm2_available, caps
     assert rows["bf16"]["first_try"] == 1.0            # constrained: legal by construction
     assert len(rows["bf16"]["rates"]) == 2 and rows["bf16"]["speedup"] > 0
     assert "vs naive" in capsys.readouterr().out
+
+
+def test_llm_throughput_runs_a_cpu_runtimes_naive_loop_beside_its_batched_runner(smollm2_available, capsys):
+    import importlib.util
+    if importlib.util.find_spec("openvino") is None:
+        pytest.skip("openvino is not installed (pip install 'socialgym[runtimes]')")
+    from socialgym_benchmarks.perf import llm_throughput
+    results = llm_throughput.main(["--sizes", "1", "--reps", "1", "--naive-games", "1", "--rounds", "1",
+                                   "--games", "prisoners_dilemma", "--modes", "naive-guided,constrained",
+                                   "--runtime", "openvino"])
+    rows = results[1]
+    assert rows["naive-guided"]["decisions"] == rows["constrained"]["decisions"] == 2
+    assert rows["naive-guided"]["reused"] == 0 < rows["constrained"]["reused"]
+    assert rows["constrained"]["first_try"] == 1.0 and rows["constrained"]["speedup"] > 0
+    out = capsys.readouterr().out
+    assert "runtime=openvino" in out and "host: " in out and "vs naive" in out
 
 
 def test_bf16_sdpa_mode_decodes_through_sdpa_and_bf16_through_the_grouped_path(smollm2_available, monkeypatch):
