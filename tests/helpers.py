@@ -2,12 +2,15 @@
 ``socialgym_env.testing``) and fake LLM backends. Test modules import them from here, not from a
 conftest: several folders have a ``conftest`` module, and which one ``import conftest`` finds
 depends on which tests are collected together."""
+import importlib.util
 import json
 import os
 import random
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import socialgym_env
 from socialgym_env.env import LOG_SCHEMA
@@ -180,3 +183,12 @@ def duel(game: str, first: str, second: str, first_wins: bool, index: int) -> di
     rewards = {"player_0": 1.0 if first_wins else -1.0, "player_1": -1.0 if first_wins else 1.0}
     return {"schema": LOG_SCHEMA, "seed": index, "turns": [], "episode_id": f"{game}|{first}~{second}|{index}",
             "game": game, "roster": roster, "finished": True, "rewards": rewards, "scores": rewards}
+
+
+def require_runtimes(*modules: str) -> None:
+    """The `all` extra installs the runtimes and `make setup` builds their exports, so a missing
+    one fails these tests in one line rather than skipping them (CI once skipped them silently)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed: the `all` extra holds the runtimes (make setup)",
+                    pytrace=False)

@@ -1,12 +1,12 @@
 """The CPU runtimes beside PyTorch (socialgym_agents/llm/runtimes.py): exports built once and
 atomically, the ONNX graph's log-probabilities against PyTorch's float32 on fixed prompts, and the
 benchmark's constrained decoding (socialgym_benchmarks/perf/cpu_runtimes.py) always legal."""
-import importlib.util
 import itertools
 
 import numpy as np
 import pytest
 
+from helpers import require_runtimes
 from socialgym_agents.llm import runtimes
 
 # int8 weights (blocks of 32) and int8 activations move a reply's log-probability: by up to 0.2
@@ -19,15 +19,6 @@ PROMPTS = [("You are playing the prisoner's dilemma. Reply with one word: cooper
             [" cooperate", " defect"]),
            ("Rock, paper or scissors? Your move:", [" rock", " paper", " scissors"]),
            ("Liar's dice. The last bid was two fives. Do you bid three fives or call liar? I", [" bid", " call"])]
-
-
-def require_runtimes(*modules: str) -> None:
-    """The `all` extra installs the runtimes and `make setup` builds their exports, so a missing
-    one fails these tests in one line rather than skipping them (CI once skipped them silently)."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not installed: the `all` extra holds the runtimes (make setup)",
-                    pytrace=False)
 
 
 @pytest.fixture

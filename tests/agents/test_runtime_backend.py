@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import socialgym_env
+from helpers import require_runtimes
 from socialgym_agents import make_policy
 from socialgym_agents.base import Request
 from socialgym_agents.llm import check_llm_spec, runtime_backend
@@ -30,14 +31,9 @@ FREE_TEXT_PHASES = ("talk", "clue", "discussion")
 REUSE_TOLERANCE_NATS = {"onnxruntime": (1e-3, 1e-4), "openvino": (0.4, 0.15)}
 
 
-def _installed(runtime: str) -> bool:
-    return importlib.util.find_spec(runtime) is not None
-
-
 @pytest.fixture(scope="module", params=RUNTIMES)
 def runtime(request, smollm2_available):
-    if not _installed(request.param):
-        pytest.skip(f"{request.param} is not installed (pip install 'socialgym[runtimes]')")
+    require_runtimes(request.param)
     return request.param
 
 
