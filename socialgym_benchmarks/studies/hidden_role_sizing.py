@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -268,25 +267,31 @@ def run_pieces(out: Path, keys: list, pool: PolicyPool, play: Callable = play_pi
 def side_row(model_piece: Optional[dict], heuristic_piece: Optional[dict], budget_hours: float) -> dict:
     """One game-side's figures from its two pieces (either may be missing); both arms' win rates
     over the deals both completed (paired)."""
+    pieces = {arm: piece for arm, piece in (("model", model_piece), ("heuristic", heuristic_piece)) if piece}
+    common = set.intersection(*[set(p["outcomes"]) for p in pieces.values()]) if pieces else set()
     row = {}
-    pieces = {"model": model_piece, "heuristic": heuristic_piece}
-    common = set.intersection(*[set(p["outcomes"]) for p in pieces.values() if p]) if any(pieces.values()) else set()
     for arm, piece in pieces.items():
-        if piece:
-            wins = sum(piece["outcomes"][s][0] for s in common)
-            row[arm] = (wins, len(common), *clopper_pearson(wins, len(common)))
+        wins = sum(piece["outcomes"][s][0] for s in common)
+        row[arm] = (wins, len(common), *clopper_pearson(wins, len(common)))
     if model_piece and model_piece["outcomes"]:
         decisions = [d for _, d in model_piece["outcomes"].values()]
         row["decisions"] = sum(decisions) / len(decisions)
         row["per_minute"] = 60 * model_piece["played"] / model_piece["seconds"] if model_piece["played"] else None
-    if "model" in row and "heuristic" in row and row["model"][1]:
-        p0, ph = row["model"][0] / row["model"][1], row["heuristic"][0] / row["heuristic"][1]
-        row["target"] = p0 + EFFECT_SHARE * (ph - p0)
-        row["pairs"] = paired_sample_size(p0, row["target"])
-        if row["pairs"] and row.get("per_minute"):
-            row["minutes_per_arm"] = row["pairs"] / row["per_minute"]
-            row["fits"] = 2 * row["minutes_per_arm"] <= 60 * budget_hours
+    if len(pieces) == 2 and common:
+        row.update(sizing(row["model"][0] / len(common), row["heuristic"][0] / len(common), row.get("per_minute"),
+                          budget_hours))
     return row
+
+
+def sizing(p0: float, ph: float, per_minute: Optional[float], budget_hours: float) -> dict:
+    """The target rate, the paired deals n for it, and (with a measured rate of play) the minutes
+    of model play per arm and whether both arms fit the budget."""
+    out = {"target": p0 + EFFECT_SHARE * (ph - p0), "no_gap": ph <= p0}
+    out["pairs"] = paired_sample_size(p0, out["target"])
+    if out["pairs"] and per_minute:
+        out["minutes_per_arm"] = out["pairs"] / per_minute
+        out["fits"] = 2 * out["minutes_per_arm"] <= 60 * budget_hours
+    return out
 
 
 def table(pieces: dict, sides: list, model: str, episodes: int, seed: int, budget_hours: float) -> dict:
@@ -318,8 +323,7 @@ def markdown(result: dict, budget_hours: float) -> str:
     for (game, side), row in result["rows"].items():
         pairs = row.get("pairs")
         n_text = "-" if "target" not in row else (f"{pairs:,}" if pairs else
-                                                   ("no gap" if row["target"] <= row["model"][0] / row["model"][1]
-                                                    else f">{MAX_PAIRS:,}"))
+                                                   ("no gap" if row["no_gap"] else f">{MAX_PAIRS:,}"))
         fits = "-" if "fits" not in row else ("**chosen**" if result["chosen"] == (game, side)
                                               else ("yes" if row["fits"] else "no"))
         target = row.get("target")
@@ -340,11 +344,11 @@ def parse_sides(games: Optional[str], sides: Optional[str]) -> list:
         if game not in SIDES:
             raise ValueError(f"--games: unknown hidden-role game {game!r}; choose from {', '.join(SIDES)}")
         out += [(game, s) for s in SIDES[game]]
+    every = [f"{g}:{s}" for g in SIDES for s in SIDES[g]]
     for item in filter(None, (sides or "").split(",")):
-        game, _, side = item.partition(":")
-        if side not in SIDES.get(game, ()):
-            raise ValueError(f"--sides: {item!r} is not game:side of {', '.join(f'{g}:{s}' for g in SIDES for s in SIDES[g])}")
-        out.append((game, side))
+        if item not in every:
+            raise ValueError(f"--sides: {item!r} is not game:side of {', '.join(every)}")
+        out.append(tuple(item.split(":")))
     return list(dict.fromkeys(out))
 
 
