@@ -273,9 +273,9 @@ def side_row(model_piece: Optional[dict], heuristic_piece: Optional[dict], budge
     for arm, piece in pieces.items():
         wins = sum(piece["outcomes"][s][0] for s in common)
         row[arm] = (wins, len(common), *clopper_pearson(wins, len(common)))
+        decisions = [d for _, d in piece["outcomes"].values()]
+        row[f"{arm}_decisions"] = sum(decisions) / len(decisions) if decisions else None
     if model_piece and model_piece["outcomes"]:
-        decisions = [d for _, d in model_piece["outcomes"].values()]
-        row["decisions"] = sum(decisions) / len(decisions)
         row["per_minute"] = 60 * model_piece["played"] / model_piece["seconds"] if model_piece["played"] else None
     if len(pieces) == 2 and common:
         row.update(sizing(row["model"][0] / len(common), row["heuristic"][0] / len(common), row.get("per_minute"),
@@ -317,8 +317,8 @@ def _number(value, fmt: str) -> str:
 
 
 def markdown(result: dict, budget_hours: float) -> str:
-    head = ("| game | side | model wins [95% CP] | heuristic wins [95% CP] | model decisions / episode "
-            "| episodes / min (model) | target p1 | pairs n | minutes / arm | fits " + f"{budget_hours:g} h |")
+    head = ("| game | side | model wins [95% CP] | heuristic wins [95% CP] | side's decisions / episode: model "
+            "(heuristic) | episodes / min (model) | target p1 | pairs n | minutes / arm | fits " + f"{budget_hours:g} h |")
     lines = [head, "|" + "---|" * 10]
     for (game, side), row in result["rows"].items():
         pairs = row.get("pairs")
@@ -328,7 +328,8 @@ def markdown(result: dict, budget_hours: float) -> str:
                                               else ("yes" if row["fits"] else "no"))
         target = row.get("target")
         lines.append(f"| {game} | {side} | {_rate(row.get('model'))} | {_rate(row.get('heuristic'))} "
-                     f"| {_number(row.get('decisions'), '.1f')} | {_number(row.get('per_minute'), '.2f')} "
+                     f"| {_number(row.get('model_decisions'), '.1f')} ({_number(row.get('heuristic_decisions'), '.1f')}) "
+                     f"| {_number(row.get('per_minute'), '.2f')} "
                      f"| {'-' if target is None else f'{100 * target:.0f}%'} | {n_text} "
                      f"| {_number(row.get('minutes_per_arm'), ',.0f')} | {fits} |")
     return "\n".join(lines)
@@ -361,10 +362,15 @@ def parse_args(argv=None):
     parser.add_argument("--sides", default=None, help="comma-separated game:side pairs")
     parser.add_argument("--seed", type=int, default=0, help="first deal's seed")
     parser.add_argument("--budget-hours", type=float, default=BUDGET_HOURS, help="CPU hours a powered run may take")
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help="arms to play (the heuristic arm alone is instant: every side's ceiling first)")
     parser.add_argument("--report", action="store_true", help="print the table from --out without playing")
     args = parser.parse_args(argv)
     try:
         args.side_list = parse_sides(args.games, args.sides)
+        args.arm_list = [arm for arm in ARMS if arm in args.arms.split(",")]
+        if not args.arm_list or set(args.arms.split(",")) - set(ARMS):
+            raise ValueError(f"--arms: a comma-separated subset of {', '.join(ARMS)}, got {args.arms!r}")
         if args.episodes < 1 or args.budget_hours <= 0:
             raise ValueError("--episodes and --budget-hours must be positive")
         check_spec(args.model)
@@ -377,7 +383,7 @@ def main(argv=None) -> dict:
     from socialgym_benchmarks.perf.cpu_runtimes import host_line
     args = parse_args(argv)
     out = Path(args.out)
-    keys = [piece_key(g, s, arm, args.model, args.episodes, args.seed) for g, s in args.side_list for arm in ARMS]
+    keys = [piece_key(g, s, arm, args.model, args.episodes, args.seed) for g, s in args.side_list for arm in args.arm_list]
     if args.report:
         pieces = read_pieces(out / "pieces.jsonl")
     else:

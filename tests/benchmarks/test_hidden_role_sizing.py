@@ -154,7 +154,7 @@ def test_table_marks_the_cheapest_side_that_fits():
 
 
 @pytest.mark.parametrize("argv", [["--games", "chess"], ["--sides", "werewolves:jester"], ["--episodes", "0"],
-                                  ["--model", "nosuchbackend:x"]])
+                                  ["--model", "nosuchbackend:x"], ["--arms", "trained"]])
 def test_bad_input_is_one_line_and_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         hrs.parse_args(argv)
@@ -170,3 +170,12 @@ def test_report_reads_what_is_there_without_playing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "host:" in out and "| spyfall | spy |" in out
     assert json.loads((tmp_path / "pieces.jsonl").read_text().splitlines()[0])["game"] == "spyfall"
+
+
+def test_arms_heuristic_plays_only_the_ceiling(tmp_path, capsys):
+    result = hrs.main(["--out", str(tmp_path), "--sides", "spyfall:spy,insider:commons", "--episodes", "2",
+                       "--model", STAND_IN, "--arms", "heuristic"])
+    pieces = [json.loads(line) for line in (tmp_path / "pieces.jsonl").read_text().splitlines()]
+    assert [(p["game"], p["arm"]) for p in pieces] == [("spyfall", "heuristic"), ("insider", "heuristic")]
+    row = result["rows"][("insider", "commons")]
+    assert "model" not in row and row["heuristic"][1] == 2 and row["heuristic_decisions"] > 0
