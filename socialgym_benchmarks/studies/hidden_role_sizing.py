@@ -30,8 +30,10 @@ them, the model loaded before the clock starts), and the paired sample size of a
 
 ``minutes/arm`` is n divided by the measured episodes a minute; a powered run plays two model
 arms (trained and base) on n deals, so it ``fits`` when 2 n / (episodes a minute) is within
-``--budget-hours`` (default 8 h of this CPU; training itself is extra). The side that fits at the
-lowest cost is marked ``chosen``.
+``--budget-hours`` (default 8 h of this CPU; training itself is extra). A pilot's few deals leave
+wide intervals, so the table also sizes the gap between the intervals' inner ends (the base at
+its upper bound, the heuristic at its lower). Of the sides that fit, the cheapest is marked
+``chosen``, one that fits even at those ends first.
 
 Resumable in pieces: a piece is one (game, side, arm); its episodes go to
 ``--out``/episodes/<game>.<side>.<arm>.jsonl (a killed piece resumes after its last logged
@@ -280,6 +282,10 @@ def side_row(model_piece: Optional[dict], heuristic_piece: Optional[dict], budge
     if len(pieces) == 2 and common:
         row.update(sizing(row["model"][0] / len(common), row["heuristic"][0] / len(common), row.get("per_minute"),
                           budget_hours))
+        # the same at the intervals' inner ends (base at its upper bound, heuristic at its lower):
+        # what a pilot's few deals cannot rule out
+        cautious = sizing(row["model"][3], row["heuristic"][2], row.get("per_minute"), budget_hours)
+        row["pairs_cautious"], row["fits_cautious"] = cautious["pairs"], cautious.get("fits", False)
     return row
 
 
@@ -295,13 +301,15 @@ def sizing(p0: float, ph: float, per_minute: Optional[float], budget_hours: floa
 
 
 def table(pieces: dict, sides: list, model: str, episodes: int, seed: int, budget_hours: float) -> dict:
-    """{(game, side): row} and the chosen side: the one that fits the budget at the lowest cost."""
+    """{(game, side): row} and the chosen side: of those that fit the budget, the cheapest, one
+    that fits even at its intervals' inner ends first (what the pilot cannot rule out)."""
     rows = {}
     for game, side in sides:
         found = {arm: pieces.get(_key_text(piece_key(game, side, arm, model, episodes, seed))) for arm in ARMS}
         rows[(game, side)] = side_row(found["model"], found["heuristic"], budget_hours)
     fitting = [gs for gs, row in rows.items() if row.get("fits")]
-    chosen = min(fitting, key=lambda gs: rows[gs]["minutes_per_arm"]) if fitting else None
+    chosen = min(fitting, key=lambda gs: (not rows[gs]["fits_cautious"], rows[gs]["minutes_per_arm"])) \
+        if fitting else None
     return {"rows": rows, "chosen": chosen}
 
 
@@ -318,8 +326,9 @@ def _number(value, fmt: str) -> str:
 
 def markdown(result: dict, budget_hours: float) -> str:
     head = ("| game | side | model wins [95% CP] | heuristic wins [95% CP] | side's decisions / episode: model "
-            "(heuristic) | episodes / min (model) | target p1 | pairs n | minutes / arm | fits " + f"{budget_hours:g} h |")
-    lines = [head, "|" + "---|" * 10]
+            "(heuristic) | episodes / min (model) | target p1 | pairs n | n at the intervals' inner ends "
+            "| minutes / arm | fits " + f"{budget_hours:g} h |")
+    lines = [head, "|" + "---|" * 11]
     for (game, side), row in result["rows"].items():
         pairs = row.get("pairs")
         n_text = "-" if "target" not in row else (f"{pairs:,}" if pairs else
@@ -331,6 +340,7 @@ def markdown(result: dict, budget_hours: float) -> str:
                      f"| {_number(row.get('model_decisions'), '.1f')} ({_number(row.get('heuristic_decisions'), '.1f')}) "
                      f"| {_number(row.get('per_minute'), '.2f')} "
                      f"| {'-' if target is None else f'{100 * target:.0f}%'} | {n_text} "
+                     f"| {'-' if 'target' not in row else _number(row['pairs_cautious'], ',') if row['pairs_cautious'] else 'no gap'} "
                      f"| {_number(row.get('minutes_per_arm'), ',.0f')} | {fits} |")
     return "\n".join(lines)
 

@@ -155,6 +155,24 @@ def test_table_marks_the_cheapest_side_that_fits():
     assert "**chosen**" in text and "no gap" in text
 
 
+def test_the_choice_prefers_a_side_that_fits_even_at_the_intervals_ends():
+    def piece(wins, seconds):
+        return {"outcomes": {str(i): (int(i < wins), 3) for i in range(12)}, "played": 12, "seconds": seconds}
+    pieces = {}
+    # spyfall: cheap, but 0/12 against 4/12 leaves no gap between the intervals' inner ends;
+    # chameleon: six times slower, 0/12 against 12/12 has a gap even there
+    for game, side, heuristic_wins, seconds in (("spyfall", "spy", 4, 60.0), ("chameleon", "chameleon", 12, 360.0)):
+        for arm, wins in (("model", 0), ("heuristic", heuristic_wins)):
+            key = hrs.piece_key(game, side, arm, STAND_IN, 12, 0)
+            pieces[hrs._key_text(key)] = dict(key, **piece(wins, seconds))
+    sides = [("spyfall", "spy"), ("chameleon", "chameleon")]
+    result = hrs.table(pieces, sides, STAND_IN, 12, 0, budget_hours=8.0)
+    spy, chameleon = result["rows"][sides[0]], result["rows"][sides[1]]
+    assert spy["fits"] and spy["minutes_per_arm"] < chameleon["minutes_per_arm"]
+    assert spy["pairs_cautious"] is None and chameleon["pairs_cautious"] > chameleon["pairs"]
+    assert result["chosen"] == sides[1]
+
+
 @pytest.mark.parametrize("argv", [["--games", "chess"], ["--sides", "werewolves:jester"], ["--episodes", "0"],
                                   ["--model", "nosuchbackend:x"], ["--arms", "trained"]])
 def test_bad_input_is_one_line_and_exit_2(argv, capsys):
