@@ -132,15 +132,6 @@ def evaluate(config: Config, pool, spec: str, name: str) -> dict:
     return {str(r["seed"]): side_won(config, r) for r in records}
 
 
-def done_stages(out: Path) -> dict:
-    """(method, iteration) -> its results line, for every evaluated stage."""
-    path = out / "results.jsonl"
-    if not path.exists():
-        return {}
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip().endswith("}")]
-    return {(r["method"], r["iteration"]): r for r in lines}
-
-
 def record_stage(out: Path, line: dict) -> None:
     from socialgym_env.atomic import append_records
     append_records(out / "results.jsonl", (json.dumps(line, sort_keys=True) + "\n").encode())
@@ -245,7 +236,7 @@ def check_config(config: Config) -> list:
 def main(argv=None) -> dict:
     from socialgym_agents.runner import PolicyPool
     from socialgym_training.common import parse_config
-    from socialgym_training.budget_report import write_summary
+    from socialgym_training.budget_report import done_stages, write_summary
     config = parse_config(Config, argv)
     methods = check_config(config)
     out = Path(config.out)

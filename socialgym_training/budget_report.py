@@ -2,8 +2,18 @@
 from its ``results.jsonl`` alone: ``python -m socialgym_training.budget_report runs/budget``."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+
+
+def done_stages(out: Path) -> dict:
+    """(method, iteration) -> its results line, for every evaluated stage."""
+    path = out / "results.jsonl"
+    if not path.exists():
+        return {}
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip().endswith("}")]
+    return {(r["method"], r["iteration"]): r for r in lines}
 
 
 def exact_interval(wins: int, n: int) -> dict:
@@ -61,7 +71,6 @@ def plot(summary: dict, path: Path, title: str) -> None:
 
 def write_summary(out: Path, seed: int = 0) -> dict:
     from socialgym_env.atomic import atomic_write_json
-    from socialgym_training.budget import done_stages
     lines = list(done_stages(Path(out)).values())
     summary = summarise(lines, seed)
     atomic_write_json(Path(out) / "summary.json", summary, indent=1, sort_keys=True)

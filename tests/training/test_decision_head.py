@@ -142,3 +142,28 @@ def test_head_option_needs_score_mode():
     from socialgym_agents.llm.config import parse_options
     with pytest.raises(ValueError, match="mode=score"):
         parse_options("head=x.json")
+
+
+def test_reply_features_match_a_plain_forward(tiny_llama):
+    """Column 0 is the reply's log-probability as scoring computes it; the rest is the last
+    hidden state over the reply's tokens, mean-pooled, as one plain forward over context + reply
+    gives it; a seat's cached context gives the same rows as a fresh encoding."""
+    import torch
+
+    from socialgym_agents.llm.decision_head import reply_features
+    from socialgym_agents.llm.scoring import SeatCaches, score_replies
+    model, tokenizer = tiny_llama
+    model.eval()
+    context = tokenizer("The werewolves choose a victim tonight:", add_special_tokens=False)["input_ids"]
+    options = [' "Alice"}', ' "Bob"}', ' "Charlotte the seer"}']
+    rows = reply_features(model, tokenizer, context, options)
+    assert rows.shape == (3, 1 + model.config.hidden_size)
+    assert np.allclose(rows[:, 0], score_replies(model, tokenizer, [context], [options], with_eos=False)[0], atol=1e-4)
+    for k, text in enumerate(options):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            hidden = model(input_ids=torch.tensor([context + ids]), output_hidden_states=True).hidden_states[-1][0]
+        assert np.allclose(rows[k, 1:], hidden[len(context):].mean(0).numpy(), atol=1e-4)
+    seats = SeatCaches(64)
+    reply_features(model, tokenizer, context[:-3], options, seats, "seat")
+    assert np.allclose(reply_features(model, tokenizer, context, options, seats, "seat"), rows, atol=1e-4)

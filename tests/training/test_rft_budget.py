@@ -60,6 +60,19 @@ def test_rft_keeps_only_the_won_episodes_decisions_with_the_whole_chat(logged_ep
     assert len(rows) == expected
 
 
+def test_rft_command_writes_the_rows_and_refuses_logs_without_a_win(logged_episodes, tmp_path):
+    """``python -m socialgym_training.rft``: the won decisions as an SFT dataset; a side that
+    never won is one line and exit 2, nothing written."""
+    from socialgym_training import rft
+    log, records = logged_episodes
+    summary = rft.main(["--logs", str(log), "--side", "werewolves", "--out", str(tmp_path / "rows")])
+    assert summary["rows"]["train"] == len(rft.winning_rows([log], "werewolves")) > 0
+    assert (tmp_path / "rows" / "train.jsonl").is_file()
+    with pytest.raises(SystemExit) as stop:
+        rft.main(["--logs", str(log), "--side", "werewolves", "--policy", "openai:*", "--out", str(tmp_path / "none")])
+    assert stop.value.code == 2 and not (tmp_path / "none").exists()
+
+
 def test_budget_resumes_where_it_stopped(tmp_path, monkeypatch):
     """A run killed in the middle skips, when run again, every (method, iteration) already in
     results.jsonl, and the summary pairs each method with the base by deal."""
