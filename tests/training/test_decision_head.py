@@ -167,3 +167,13 @@ def test_reply_features_match_a_plain_forward(tiny_llama):
     seats = SeatCaches(64)
     reply_features(model, tokenizer, context[:-3], options, seats, "seat")
     assert np.allclose(reply_features(model, tokenizer, context, options, seats, "seat"), rows, atol=1e-4)
+
+
+def test_a_bad_head_spec_is_refused_before_anything_loads(tmp_path):
+    from socialgym_agents.llm import check_llm_spec
+    from socialgym_agents.specs import AgentSpec
+    with pytest.raises(ValueError, match="not a readable decision-head file"):
+        check_llm_spec(AgentSpec.of(f"smollm2?mode=score&head={tmp_path / 'absent.json'}"))
+    DecisionHead.fresh(HIDDEN).save(tmp_path / "h.json")
+    with pytest.raises(ValueError, match="local model"):
+        check_llm_spec(AgentSpec.of(f"openai:m@http://127.0.0.1:9/v1?mode=score&head={tmp_path / 'h.json'}"))
