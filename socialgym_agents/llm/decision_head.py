@@ -85,8 +85,8 @@ class DecisionHead:
 def reply_features(model, tokenizer, context: list, options: list, seats=None, key=None) -> np.ndarray:
     """Per option (text after ``context``'s token ids), its :data:`FEATURES` row: the options'
     log-probabilities and their tokens' last hidden states mean-pooled. The context is encoded
-    once (from ``seats``' cache of ``key`` when it extends the one kept there, a
-    :class:`~socialgym_agents.llm.scoring.SeatCaches`) and the options are fed together on copies
+    once (from ``seats``' cache of ``key``, a :class:`~socialgym_agents.llm.scoring.SeatCaches`,
+    as far as the context kept there is a prefix of this one) and the options are fed together on copies
     of its cache. An empty option (the only legal reply is the common prefix) gets log-probability
     0 and the context's last hidden state."""
     import torch
@@ -95,7 +95,7 @@ def reply_features(model, tokenizer, context: list, options: list, seats=None, k
     from .scoring import CACHE_TOKENS
     option_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in options]
     width = max([len(t) for t in option_ids] + [1])
-    cache, begin = seats.take(key, context) if seats is not None else (None, 0)
+    cache, begin = seats.take_common(key, context) if seats is not None else (None, 0)
     if cache is None:
         cache, begin = RoomyCache(room=width), 0
     device = model.get_input_embeddings().weight.device

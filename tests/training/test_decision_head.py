@@ -167,6 +167,14 @@ def test_reply_features_match_a_plain_forward(tiny_llama):
     seats = SeatCaches(64)
     reply_features(model, tokenizer, context[:-3], options, seats, "seat")
     assert np.allclose(reply_features(model, tokenizer, context, options, seats, "seat"), rows, atol=1e-4)
+    # a kept context whose tail differs (the last reply's forced start, tokenised apart) is used
+    # up to where the two agree
+    other = tokenizer(' "Bob', add_special_tokens=False)["input_ids"]
+    reply_features(model, tokenizer, context[:-2] + other, options, seats, "seat2")
+    assert seats.entries["seat2"][0] == context[:-2] + other
+    assert np.allclose(reply_features(model, tokenizer, context, options, seats, "seat2"), rows, atol=1e-4)
+    reply_features(model, tokenizer, context[:-2] + other, options, seats, "seat3")
+    assert seats.take_common("seat3", context)[1] == len(context) - 2      # reused up to the fork
 
 
 def test_a_bad_head_spec_is_refused_before_anything_loads(tmp_path):
