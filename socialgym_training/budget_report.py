@@ -59,6 +59,11 @@ def plot(summary: dict, path: Path, title: str) -> None:
         y = [p["rate"] for p in points]
         errors = [[p["rate"] - p["low"] for p in points], [p["high"] - p["rate"] for p in points]]
         axes.errorbar(x, y, yerr=errors, marker="o", capsize=3, label=method)
+    if base:                    # the shared starting point, drawn even before any method has one
+        axes.errorbar([0], [base["rate"]], yerr=[[base["rate"] - base["low"]], [base["high"] - base["rate"]]],
+                      marker="s", color="black", capsize=3, linestyle="none", label="base")
+    last = max([p["episodes"] for entries in summary.values() for p in entries] + [1])
+    axes.set_xlim(-0.1 * last - 0.5, 1.1 * last + 0.5)
     axes.set_xlabel("episodes of play (per method)")
     axes.set_ylabel("win rate on held-out deals (exact 95%)")
     axes.set_ylim(0, 1)
