@@ -59,6 +59,11 @@ def _checked(spec: AgentSpec, seed: int) -> tuple[BackendKind, str, LLMConfig]:
     if config.adapter:
         from .adapters import adapter_folder
         adapter_folder(config.adapter)
+    if config.head:
+        if not backend.local_weights:
+            raise ValueError("option head= reads a local model's hidden states: e.g. smollm2?mode=score&head=FILE")
+        from .decision_head import DecisionHead
+        DecisionHead.load(config.head)
     return backend, target, config
 
 

@@ -48,6 +48,9 @@
 |                   |                | spec, so the runtimes rate as policies of their own           |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
+| ``head``          | none           | hf/smollm2 with ``mode=score``: a decision-head file           |
+|                   |                | (socialgym_agents.llm.decision_head): a linear head over the   |
+|                   |                | frozen model's features of each legal reply chooses            |
 | ``device``        | auto           | hf/smollm2: ``cpu``, ``cuda``, ``cuda:N``; ``auto`` = a GPU    |
 |                   |                | when torch sees one, else the CPU; every input tensor follows  |
 |                   |                | the model                                                      |
@@ -113,6 +116,7 @@ class LLMConfig:
     api_key_env: str = "OPENAI_API_KEY"
     context_chars: int = 0
     adapter: str = ""
+    head: str = ""
     think: int = 0
     structured: str = "auto"
     device: str = "auto"
@@ -129,7 +133,8 @@ class LLMConfig:
                 "max_new_tokens": self.max_new_tokens, "seed": self.seed,
                 "mode": self.mode, "constrained": self.constrained,
                 # records without them stay as they were
-                **({"think": self.think} if self.think else {}), **({"talk": self.talk} if self.talk != "free" else {})}
+                **({"think": self.think} if self.think else {}), **({"talk": self.talk} if self.talk != "free" else {}),
+                **({"head": self.head} if self.head else {})}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -209,6 +214,8 @@ def validate(config: LLMConfig) -> None:
             raise ValueError(f"option {name}={getattr(config, name)!r}: expected a number >= {low}")
     if not config.timeout > 0:
         raise ValueError(f"option timeout={config.timeout!r}: expected seconds > 0")
+    if config.head and config.mode != "score":
+        raise ValueError("option head= chooses among scored replies: it needs mode=score")
     if config.think:
         if config.max_new_tokens < config.think + ACTION_TOKENS_MIN:
             raise ValueError(f"option think={config.think} needs max_new_tokens >= think + {ACTION_TOKENS_MIN} "

@@ -415,6 +415,29 @@ class HFBackend(LocalDecoding):
                     results[row.index] = value
             return results
 
+    def reply_features(self, items: list, candidates: list) -> list:
+        """Per item, the decision head's feature matrix of its candidates (one row each, after
+        the prompt and their common prefix; :func:`socialgym_agents.llm.decision_head.reply_features`),
+        or the exception that prevented it. A seat's context is encoded from where its last one
+        ended (a cache of its own, apart from generation's)."""
+        import torch
+
+        from .decision_head import reply_features
+        from .scoring import SeatCaches
+        if getattr(self, "_feature_caches", None) is None:
+            self._feature_caches = SeatCaches(self.config.cache_mb)
+        out = []
+        with torch.inference_mode():
+            for item, cands in zip(items, candidates):
+                common = common_prefix(cands) if len(cands) > 1 else cands[0]
+                ids, _ = self._prompt_ids(Completion(item.key, item.messages, item.sample_seed), common)
+                try:
+                    out.append(reply_features(self.model, self.tokenizer, ids, [c[len(common):] for c in cands],
+                                              self._feature_caches, item.key))
+                except Exception as err:
+                    out.append(err)
+        return out
+
     def _score_group(self, rows: list, suffixes: list) -> list:
         import torch
         from .kv_cache import select_rows

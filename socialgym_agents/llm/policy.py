@@ -95,6 +95,13 @@ class LLMPolicy:
         self._seed_of: dict = {}
         self._chats: dict = {}        # seat -> its conversation so far (turn layout)
         self._pending: dict = {}      # seat -> the conversation of its prompt not yet answered
+        self.head = None              # head=: the decision head that chooses among scored replies
+        if config.head:
+            from .decision_head import DecisionHead
+            self.head = DecisionHead.load(config.head)
+        # Called as feature_sink(key, turn, features, pick) at each decision the head makes: a
+        # trainer keeps the features it will train the head on (socialgym_training.decision_head).
+        self.feature_sink = None
 
     # ------------------------------------------------------------------ seats
     def reset(self, key: tuple, seed: Optional[int] = None) -> None:
@@ -355,20 +362,36 @@ class LLMPolicy:
         finite = [s for s in states if score is not None and s["grammar"] is not None and s["grammar"].finite]
         if not finite:
             return list(states)
-        results = score([self._completion(s, 0) for s in finite], [s["grammar"].finite for s in finite])
-        for state, scores in zip(finite, results):
+        completions = [self._completion(s, 0) for s in finite]
+        candidates = [s["grammar"].finite for s in finite]
+        results = self.backend.reply_features(completions, candidates) if self.head is not None else \
+            score(completions, candidates)
+        for state, result in zip(finite, results):
             record = {"prompt": state["messages"][-1]["content"]}
-            if isinstance(scores, BaseException):
-                record["backend_error"] = clip(f"{type(scores).__name__}: {scores}")
-                state["error"] = scores
+            if isinstance(result, BaseException):
+                record["backend_error"] = clip(f"{type(result).__name__}: {result}")
+                state["error"] = result
             else:
-                candidates = state["grammar"].finite
-                pick = self._pick(scores, self._sample_seed(state["request"].key, state["turn"], 0))
-                state["last_reply"] = record["reply"] = candidates[pick]
-                record["scores"] = [[c, round(x, 4)] for c, x in zip(candidates, scores)]
-                state["action"] = record["action"] = parse_reply(candidates[pick], state["request"].info)
+                self._choose(state, record, result)
             state["meta"]["attempts"].append(record)
         return [s for s in states if s not in finite]
+
+    def _choose(self, state: dict, record: dict, result) -> None:
+        """Draw one of ``state``'s legal replies from its scores (``result``), or with a head
+        from its logits over the replies' features (``result``: their matrix, column 0 the scores)."""
+        candidates = state["grammar"].finite
+        key = state["request"].key
+        ranks = scores = list(result)
+        if self.head is not None:
+            scores = [float(x) for x in result[:, 0]]
+            ranks = [float(x) for x in self.head.logits(result)]
+            record["head"] = [round(x, 4) for x in ranks]
+        pick = self._pick(ranks, self._sample_seed(key, state["turn"], 0))
+        if self.head is not None and self.feature_sink is not None:
+            self.feature_sink(key, state["turn"], result, pick)
+        state["last_reply"] = record["reply"] = candidates[pick]
+        record["scores"] = [[c, round(x, 4)] for c, x in zip(candidates, scores)]
+        state["action"] = record["action"] = parse_reply(candidates[pick], state["request"].info)
 
     def _pick(self, scores: list, seed: int) -> int:
         """Argmax (temperature 0) or a draw from softmax(score / temperature)."""

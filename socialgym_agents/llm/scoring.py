@@ -33,6 +33,20 @@ class SeatCaches:
             return cache, len(ids)
         return None, 0
 
+    def take_common(self, key, context: list) -> tuple:
+        """Like :meth:`take`, but the kept cache is cut back to the longest prefix its ids share
+        with ``context`` (leaving at least one token to encode): a seat's last context ended in
+        its reply's forced start, which the next context holds tokenised with the whole reply."""
+        ids, cache, size = self.entries.pop(key, (None, None, 0))
+        self.bytes -= size
+        shared = min(common_length([ids, context]), len(context) - 1) if ids is not None else 0
+        if shared <= 0:
+            return None, 0
+        for layer in cache.layers:        # RoomyLayer: positions past `length` are overwritten next
+            layer.length = shared
+            layer._expose()
+        return cache, shared
+
     def put(self, key, ids: list, cache) -> None:
         size = sum(2 * layer.key_buffer.element_size() * layer.key_buffer.nelement() for layer in cache.layers)
         if size > self.budget:
