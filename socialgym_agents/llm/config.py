@@ -43,8 +43,10 @@
 |                   |                | (socialgym_agents.llm.runtime_backend; float32 activations;   |
 |                   |                | ``dtype`` other than float32/auto, ``adapter``, ``device``    |
 |                   |                | other than auto/cpu and ``device_map`` are refused, ``dtype=  |
-|                   |                | auto`` is ignored); ``auto``: openvino where its package      |
-|                   |                | imports, else torch (one stderr line says why). Part of the   |
+|                   |                | auto`` is ignored); ``auto``: what was measured fastest on   |
+|                   |                | the main job for this CPU type (runtime_backend.auto_runtime: |
+|                   |                | torch on both AVX-512-BF16 and emulated AVX2-only CPUs); each |
+|                   |                | decision's meta records the backend that played. Part of the  |
 |                   |                | spec, so the runtimes rate as policies of their own           |
 | ``stop_at_json``  | 1              | stop decoding once a complete ``{...}`` was generated          |
 | ``adapter``       | none           | hf/smollm2: folder of a trained PEFT LoRA adapter (merged in)  |
@@ -238,4 +240,6 @@ def runtime_conflict(config: LLMConfig) -> str:
         return f"option device={config.device} needs runtime=torch ({where})"
     if config.device_map:
         return f"option device_map={config.device_map} needs runtime=torch ({where})"
+    if config.head:
+        return f"option head= needs runtime=torch ({where}; the head reads PyTorch's hidden states)"
     return ""

@@ -53,20 +53,36 @@ def check_runtime(config: LLMConfig) -> None:
                          f"(pip install 'socialgym[runtimes]'), or give runtime=auto or runtime=torch")
 
 
+# runtime=auto's choice by CPU, from llm_throughput.py's side-by-side runs of the main job's games
+# (docs/benchmarks.md, "Which runtime serves the main job"): PyTorch's batched runner leads on both
+# CPU types measured (bfloat16 where the CPU computes it natively; float32 on an emulated AVX2-only
+# CPU, 1.26 decisions/s against onnxruntime's 1.07 and OpenVINO's 0.99): a tick's rows share each
+# weight read there, while a runtime's export takes one row a pass. A CPU where a runtime wins is
+# one line here.
+AUTO_WITHOUT_BF16 = "torch"
+
+
+def auto_runtime(flags: str = "") -> str:
+    """What ``runtime=auto`` plays through on a CPU with these flags (default: this one's)."""
+    from .runtimes import has_native_bf16
+    return "torch" if has_native_bf16(flags) else AUTO_WITHOUT_BF16
+
+
 def smollm2_backend(target: str, config: LLMConfig):
     """The smollm2 registration's factory: PyTorch (``runtime=torch``), a CPU runtime, or for
-    ``runtime=auto`` OpenVINO where it imports and its export builds, else PyTorch (one line
-    on stderr says why)."""
+    ``runtime=auto`` :func:`auto_runtime`'s choice for this CPU (PyTorch on both CPU types measured),
+    PyTorch where a chosen runtime does not import or its export does not build (one stderr line)."""
     from .hf_backend import HFBackend
-    if config.runtime == "torch":
+    runtime = auto_runtime() if config.runtime == "auto" else config.runtime
+    if runtime == "torch":
         return HFBackend(target, config)
     if config.runtime != "auto":
-        return RuntimeBackend(target, config, config.runtime)
+        return RuntimeBackend(target, config, runtime)
     from .runtimes import RuntimeUnavailable
     try:
-        return RuntimeBackend(target, config, "openvino")
+        return RuntimeBackend(target, config, runtime)
     except (ImportError, RuntimeUnavailable) as err:
-        print(f"smollm2 runtime=auto: playing through torch, openvino is unavailable ({err})", file=sys.stderr)
+        print(f"smollm2 runtime=auto: playing through torch, {runtime} is unavailable ({err})", file=sys.stderr)
         return HFBackend(target, config)
 
 

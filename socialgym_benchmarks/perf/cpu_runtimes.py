@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from socialgym_benchmarks.perf.isa import EMULATION_MARK, avx2_env, emulation_line  # noqa: E402
+from socialgym_benchmarks.perf.isa import EMULATION_MARK, emulation_line, rerun_as_avx2  # noqa: E402
 
 RUNTIMES = ("torch-float32", "torch-bfloat16", "torch-int8", "onnxruntime-int8", "openvino-int8",
             "openvino-int8-bf16", "ctranslate2-int8")
@@ -70,13 +70,6 @@ def parse_args(argv=None):
                         help="the recorded decisions (reused when its games, episodes and seed match)")
     parser.add_argument("--emulate-avx2", action="store_true", help="run under AVX2-only ISA limits (see above)")
     return parser.parse_args(argv)
-
-
-def emulate_avx2(argv: list) -> None:
-    """Re-run this script as an AVX2-only CPU would (isa.avx2_env), before any library reads CPUID."""
-    if os.environ.get(EMULATION_MARK) == "avx2":
-        return
-    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], avx2_env())
 
 
 def host_line() -> str:
@@ -284,7 +277,7 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.emulate_avx2:
-        emulate_avx2(argv)
+        rerun_as_avx2(__file__, argv)
     print(host_line())
     print(emulation_line())
     print("shared machine: rates vary with other load; the interleaved ratios are the comparison")

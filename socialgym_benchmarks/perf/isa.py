@@ -98,6 +98,13 @@ def verify(env: dict) -> str:
             "- the host's micro-architecture running AVX2 code paths, not a Zen 3")
 
 
+def rerun_as_avx2(script: str, argv: list) -> None:
+    """Re-run ``script`` with ``argv`` as an AVX2-only CPU would (before any library has read
+    CPUID); returns at once in the re-run itself."""
+    if os.environ.get(EMULATION_MARK) != "avx2":
+        os.execve(sys.executable, [sys.executable, str(Path(script).resolve()), *argv], avx2_env())
+
+
 def emulation_line() -> str:
     """What this process runs as (for benchmarks re-run under ``avx2_env``)."""
     if os.environ.get(EMULATION_MARK) != "avx2":

@@ -17,7 +17,9 @@
 - ``bf16-sdpa``: ``bf16`` with its decode steps' attention through PyTorch's SDPA in bfloat16, as
   before the runner's float32 grouped decode attention (socialgym_agents.llm.loading.grouped_decode_attention);
 - ``naive-guided``: the naive loop under the grammar (``mode=naive``), the baseline of
-  ``constrained`` on a CPU runtime.
+  ``constrained`` on a CPU runtime;
+- ``openvino``, ``onnxruntime``: ``constrained`` through that CPU runtime (``runtime=``), beside
+  PyTorch's modes in one run (``--modes constrained,bf16,openvino``: which serves a CPU best).
 
 ``--runtime openvino`` (or ``onnxruntime``) plays every mode through that CPU runtime
 (``runtime=`` in the spec, socialgym_agents.llm.runtime_backend); there ``naive-guided`` is one
@@ -46,6 +48,8 @@ first try" is the share of decisions whose first reply was a legal action.
     python socialgym_benchmarks/perf/llm_throughput.py --modes bf16,int8,score-bf16,score-int8   # int8 beside bf16
     python socialgym_benchmarks/perf/llm_throughput.py --modes naive,bf16,bf16-sdpa,int8   # decode attention
     python socialgym_benchmarks/perf/llm_throughput.py --runtime openvino --main-job --modes naive-guided,constrained,score
+    python socialgym_benchmarks/perf/llm_throughput.py --main-job --modes constrained,bf16,openvino,onnxruntime
+    python socialgym_benchmarks/perf/llm_throughput.py --main-job --modes constrained,openvino,onnxruntime --emulate-avx2
 """
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ from socialgym_agents.runner import EpisodeJob, PolicyPool, play_episode, run_jo
 MODES = {"naive": "mode=naive&constrained=0", "batched": "constrained=0", "constrained": "", "score": "mode=score",
          "bf16": "dtype=bfloat16", "score-bf16": "mode=score&dtype=bfloat16",
          "int8": "dtype=int8", "score-int8": "mode=score&dtype=int8", "bf16-sdpa": "dtype=bfloat16",
-         "naive-guided": "mode=naive"}
+         "naive-guided": "mode=naive", "openvino": "runtime=openvino", "onnxruntime": "runtime=onnxruntime"}
 DEFAULT_GAMES = "prisoners_dilemma,rock_paper_scissors,bargaining,public_goods"
 NAIVE_MODES = ("naive", "naive-guided")     # one decision at a time: they play --naive-games games
 SDPA_DECODE_MODES = {"bf16-sdpa"}      # played with loading.GROUPED_DECODE off (it is off on AMX anyway)
@@ -82,6 +86,10 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runtime", default="torch", help="the runtime= of every mode (torch, openvino, onnxruntime)")
     parser.add_argument("--main-job", action="store_true", help="the main job's games and demo configs (see above)")
+    parser.add_argument("--emulate-avx2", action="store_true",
+                        help="run as an AVX2-only CPU would (CPUID masked: socialgym_benchmarks/perf/isa.py)")
+    parser.add_argument("--options", default="", help="spec options every mode adds, e.g. the demo's "
+                        "template=compact&batch_size=8&context=2048")
     return parser.parse_args(argv)
 
 
@@ -202,7 +210,11 @@ def print_table(rows: dict, runs: dict) -> None:
 
 
 def main(argv=None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.emulate_avx2:
+        from socialgym_benchmarks.perf.isa import rerun_as_avx2
+        rerun_as_avx2(__file__, argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     from socialgym_benchmarks.perf.cpu_runtimes import GAMES as MAIN_JOB_GAMES
     from socialgym_benchmarks.perf.cpu_runtimes import host_line
@@ -210,8 +222,10 @@ def main(argv=None) -> dict:
     games = [g for g in games.split(",") if g]
     modes = [m for m in args.modes.split(",") if m]
     base = f"max_new_tokens={args.max_new_tokens}&max_retries=0" + \
-        (f"&runtime={args.runtime}" if args.runtime != "torch" else "")
+        (f"&runtime={args.runtime}" if args.runtime != "torch" else "") + (f"&{args.options}" if args.options else "")
+    from socialgym_benchmarks.perf.isa import emulation_line
     print(host_line())
+    print(emulation_line())
     started = time.perf_counter()
     policies = {m: make_policy(f"smollm2?{base}" + (f"&{MODES[m]}" if MODES[m] else "")) for m in modes}
     print(f"model loaded in {time.perf_counter() - started:.1f}s; runtime={args.runtime} games={games} "

@@ -55,6 +55,7 @@ def _play(spec: str, games: dict, seed: int = 0) -> list:
     ("runtime=openvino&adapter=runs/lora", "option adapter= needs runtime=torch"),
     ("runtime=auto&device=cuda:0", "option device=cuda:0 needs runtime=torch"),
     ("runtime=openvino&device_map=auto", "option device_map=auto needs runtime=torch"),
+    ("runtime=openvino&mode=score&head=runs/head.npz", "option head= needs runtime=torch"),
 ])
 def test_options_a_runtime_cannot_honour_are_refused_in_one_line(options, message):
     with pytest.raises(ValueError, match=message) as raised:
@@ -88,11 +89,26 @@ def test_auto_falls_back_to_torch_with_one_line_when_openvino_does_not_import(mo
     from socialgym_agents.llm import hf_backend
     built = []
     monkeypatch.setitem(sys.modules, "openvino", None)           # `import openvino` raises ImportError
+    monkeypatch.setattr(runtime_backend, "auto_runtime", lambda flags="": "openvino")   # a CPU without bf16
     monkeypatch.setattr(hf_backend, "HFBackend", lambda target, config: built.append(config.runtime) or "torch")
     backend = runtime_backend.smollm2_backend("smollm2", parse_options("runtime=auto"))
     assert backend == "torch" and built == ["auto"]
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and said[0].startswith("smollm2 runtime=auto: playing through torch, openvino is unavailable")
+
+
+def test_auto_plays_what_was_measured_fastest_on_each_cpu_type(monkeypatch, capsys):
+    assert runtime_backend.auto_runtime("flags : fpu avx2 avx512f avx512_bf16") == "torch"
+    assert runtime_backend.auto_runtime("flags : fpu avx2 amx_bf16") == "torch"
+    monkeypatch.setattr(runtime_backend, "AUTO_WITHOUT_BF16", "onnxruntime")
+    assert runtime_backend.auto_runtime("flags : fpu avx2 fma") == "onnxruntime"
+    assert runtime_backend.auto_runtime("flags : fpu avx2 avx512_bf16") == "torch"
+    from socialgym_agents.llm import hf_backend
+    built = []
+    monkeypatch.setattr(runtime_backend, "auto_runtime", lambda flags="": "torch")
+    monkeypatch.setattr(hf_backend, "HFBackend", lambda target, config: built.append(config.dtype) or "torch")
+    assert runtime_backend.smollm2_backend("smollm2", parse_options("runtime=auto&dtype=auto")) == "torch"
+    assert built == ["auto"] and capsys.readouterr().err == ""     # a choice, not a fallback: nothing said
 
 
 # ----------------------------------------------------------------------------- play
