@@ -57,7 +57,7 @@ import socialgym_env
 from socialgym_agents.registry import check_spec
 from socialgym_agents.runner import EpisodeJob, PolicyPool, run_jobs
 from socialgym_env.atomic import append_records, drop_torn_tail
-from socialgym_env.logs import read_episodes
+from socialgym_env.logs import iter_log_dir
 
 from socialgym_benchmarks.tournament.plan import demo_config
 
@@ -196,7 +196,7 @@ def logged_episodes(path: Path, ids: set) -> dict:
     (a retried episode's completed record replaces its failed one)."""
     out = {}
     if path.exists():
-        for record in read_episodes(path):
+        for record in iter_log_dir(path):
             if record.get("episode_id") in ids and not (record.get("failed") and record["episode_id"] in out):
                 out[record["episode_id"]] = record
     return out
@@ -278,7 +278,9 @@ def side_row(model_piece: Optional[dict], heuristic_piece: Optional[dict], budge
         decisions = [d for _, d in piece["outcomes"].values()]
         row[f"{arm}_decisions"] = sum(decisions) / len(decisions) if decisions else None
     if model_piece and model_piece["outcomes"]:
-        row["per_minute"] = 60 * model_piece["played"] / model_piece["seconds"] if model_piece["played"] else None
+        # a piece played in under the clock's resolution (scripted stand-ins) has no rate
+        timed = model_piece["played"] and model_piece["seconds"] > 0
+        row["per_minute"] = 60 * model_piece["played"] / model_piece["seconds"] if timed else None
     if len(pieces) == 2 and common:
         row.update(sizing(row["model"][0] / len(common), row["heuristic"][0] / len(common), row.get("per_minute"),
                           budget_hours))
