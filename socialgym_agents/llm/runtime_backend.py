@@ -31,12 +31,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
-from collections import OrderedDict
 
 from .backend import Completion
 from .batching import choose_tokens, common_prefix_len
 from .config import LLMConfig
 from .guided import common_prefix
+from .scoring import SeatCaches
 from .hf_backend import CLOSE_RESERVE, GUIDED_EXTRA, SHARE_MIN, LocalDecoding, model_context
 
 PACKAGES = {"openvino": "openvino", "onnxruntime": "onnxruntime"}
@@ -110,15 +110,15 @@ def _forward(runtime: str, threads: int):
         return _SHARED[(runtime, threads)]
 
 
-class SeatStore:
-    """Each seat's last token ids and key/value arrays, the least recently used dropped first
-    beyond ``budget_mb`` (an evicted seat re-encodes its prompt)."""
+class SeatStore(SeatCaches):
+    """Each seat's last token ids and numpy key/value arrays: the torch backend's
+    :class:`~socialgym_agents.llm.scoring.SeatCaches` (least recently used dropped beyond the
+    budget; an evicted seat re-encodes its prompt), read in place rather than taken, and searched
+    for another seat's prefix."""
 
-    def __init__(self, budget_mb: int):
-        self.budget = budget_mb << 20
-        self.entries: OrderedDict = OrderedDict()      # key -> (ids, past, bytes)
-        self.bytes = 0
-        self.peak_bytes = 0
+    @staticmethod
+    def size_of(past) -> int:
+        return sum(k.nbytes + v.nbytes for k, v in past)
 
     def get(self, key):
         entry = self.entries.get(key)
@@ -126,21 +126,8 @@ class SeatStore:
             self.entries.move_to_end(key)
         return entry
 
-    def put(self, key, ids: list, past: list) -> None:
-        self.drop(key)
-        size = sum(k.nbytes + v.nbytes for k, v in past)
-        if size > self.budget:
-            return
-        while self.entries and self.bytes + size > self.budget:
-            self.bytes -= self.entries.popitem(last=False)[1][2]
-        self.entries[key] = (list(ids), past, size)
-        self.bytes += size
-        self.peak_bytes = max(self.peak_bytes, self.bytes)
-
     def drop(self, key) -> None:
-        entry = self.entries.pop(key, None)
-        if entry is not None:
-            self.bytes -= entry[2]
+        self.bytes -= self.entries.pop(key, (None, None, 0))[2]
 
     def shared_with(self, ids: list) -> tuple:
         """(length, past) of the longest prefix of ``ids`` another seat's entry holds (only

@@ -23,6 +23,7 @@ class SeatCaches:
         self.budget = budget_mb << 20
         self.entries: OrderedDict = OrderedDict()        # key -> (ids, cache, bytes)
         self.bytes = 0                                   # of the entries held
+        self.peak_bytes = 0                              # the most they held at once
 
     def take(self, key, context: list) -> tuple:
         """(cache, length it holds) for ``key`` if its ids are a proper prefix of ``context``, else
@@ -47,8 +48,12 @@ class SeatCaches:
             layer._expose()
         return cache, shared
 
+    @staticmethod
+    def size_of(cache) -> int:
+        return sum(2 * layer.key_buffer.element_size() * layer.key_buffer.nelement() for layer in cache.layers)
+
     def put(self, key, ids: list, cache) -> None:
-        size = sum(2 * layer.key_buffer.element_size() * layer.key_buffer.nelement() for layer in cache.layers)
+        size = self.size_of(cache)
         if size > self.budget:
             return
         self.bytes -= self.entries.pop(key, (None, None, 0))[2]
@@ -56,6 +61,7 @@ class SeatCaches:
         self.bytes += size
         while self.bytes > self.budget:
             self.bytes -= self.entries.popitem(last=False)[1][2]
+        self.peak_bytes = max(self.peak_bytes, self.bytes)
 
     def clear(self) -> None:
         self.entries.clear()
