@@ -431,15 +431,21 @@ def share_unchanged(model, base) -> int:
     held twice. Both models are for inference only: a shared tensor is never written."""
     import torch
 
+    from .int8 import Int8Linear
     from .packed import PackedLinear
     freed, seen = 0, set()
-    # a Linear the base holds packed (socialgym_agents.llm.packed): shared as that packed layer
     for name, module in list(model.named_modules()):
-        twin = _submodule(base, name) if type(module) is torch.nn.Linear else None
+        twin = _submodule(base, name) if type(module) in (torch.nn.Linear, Int8Linear) else None
+        # a Linear the base holds packed (socialgym_agents.llm.packed), or an int8 layer equal to
+        # the base's (its FBGEMM copy of the weights is no tensor): shared as that layer
         if isinstance(twin, PackedLinear) and twin.same_as(module):
-            owner, _, attribute = name.rpartition(".")
-            setattr(model.get_submodule(owner), attribute, twin)
             freed += module.weight.numel() * module.weight.element_size()
+        elif isinstance(twin, Int8Linear) and twin is not module and twin.same_as(module):
+            freed += twin.nbytes()
+        else:
+            continue
+        owner, _, attribute = name.rpartition(".")
+        setattr(model.get_submodule(owner), attribute, twin)
     for mine, theirs in ((model.named_parameters, base.named_parameters), (model.named_buffers, base.named_buffers)):
         twins = dict(theirs(remove_duplicate=False))
         for name, tensor in list(mine(remove_duplicate=False)):

@@ -21,19 +21,20 @@ def int8_model(smollm2_available):
 def test_every_linear_layer_is_int8_and_nothing_else(int8_model):
     import torch
 
-    from socialgym_agents.llm.int8 import int8_linears
-    from socialgym_agents.llm.loading import load_model
+    from socialgym_agents.llm.int8 import LEVELS, int8_kernel, int8_linears
+    from socialgym_agents.llm.loading import cpu_flags, load_model
     model, _ = int8_model
     float32, _ = load_model("smollm2")
     linears = {name: module for name, module in float32.named_modules() if isinstance(module, torch.nn.Linear)}
     quantised = int8_linears(model)
     assert set(quantised) == set(linears) and len(linears) == 7 * model.config.num_hidden_layers + 1
+    assert {layer.kernel for layer in quantised.values()} == {int8_kernel(cpu_flags())}
     assert not any(isinstance(module, torch.nn.Linear) for module in model.modules())
     for name, layer in quantised.items():
         assert layer.qweight.dtype == torch.int8 and layer.scale.shape == (layer.out_features,)
         # per output channel: each row's largest weight is +-127, and the rows decode back to
         # the float32 weights within half a step
-        assert int(layer.qweight.abs().amax(dim=1).min()) == 127, name
+        assert int(layer.qweight.abs().amax(dim=1).min()) == LEVELS[layer.kernel], name
         weight = linears[name].weight
         assert torch.all((layer.qweight.float() * layer.scale[:, None] - weight).abs() <= layer.scale[:, None] / 2 + 1e-7)
     floats = dict(model.named_parameters())
@@ -142,3 +143,46 @@ def test_int8_next_tokens_agree_with_bfloat16_on_most_positions(int8_model):
         if type(module) is Int8Linear:
             module.__class__ = OneScalePerPass
     assert next_token_agreement(coarse, bfloat16, prompts)[0] < AGREE_ALL     # the bound tells them apart
+
+
+def test_the_int8_kernel_follows_the_cpu_flags():
+    from socialgym_agents.llm.int8 import int8_kernel
+    assert int8_kernel("fpu sse avx2 fma") == "fbgemm"                     # AVX2 only: Zen 3, Haswell
+    assert int8_kernel("avx2 avx512f avx512_vnni avx512_bf16") == "onednn"  # Zen 4
+    assert int8_kernel("avx2 avx_vnni") == "onednn" and int8_kernel("avx2 amx_int8") == "onednn"
+
+
+@pytest.mark.parametrize("kernel", ["onednn", "fbgemm"])
+def test_each_kernel_computes_a_row_alone_close_to_float32_with_its_bias_once(kernel):
+    """Both kernels: a row's output is bit for bit what it gets alone (a row with 100x larger
+    values beside it changes nothing), within 3% of float32's, the bias added once; FBGEMM's
+    weights kept to 7 bits (its AVX2 products would saturate at 8)."""
+    import torch
+
+    from socialgym_agents.llm.int8 import LEVELS, Int8Linear
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(96, 40)
+    with torch.no_grad():
+        linear.bias.mul_(50)          # a bias a row's scale must not touch
+    layer = Int8Linear(linear, kernel)
+    rows = torch.randn(6, 96)
+    rows[2] *= 100
+    with torch.no_grad():
+        batched, exact = layer(rows), linear(rows)
+        for k in range(len(rows)):
+            assert torch.equal(layer(rows[k:k + 1]), batched[k:k + 1]), k
+    error = (batched - exact).norm(dim=1) / exact.norm(dim=1)
+    assert float(error.max()) < 0.03, error
+    assert int(layer.qweight.abs().amax()) == LEVELS[kernel] and int(layer.qweight.abs().amax(dim=1).min()) == LEVELS[kernel]
+
+
+def test_the_other_kernel_also_agrees_with_bfloat16_on_most_positions(int8_model):
+    """The kernel this CPU does not pick, on the same prompts and bounds as the host's."""
+    from socialgym_agents.llm.int8 import KERNELS, int8_kernel, int8_linears, quantize_int8
+    from socialgym_agents.llm.loading import cpu_flags, load_model, load_model_copy
+    other = next(kernel for kernel in KERNELS if kernel != int8_kernel(cpu_flags()))
+    model = quantize_int8(load_model_copy("smollm2")[0], other).eval()
+    assert {layer.kernel for layer in int8_linears(model).values()} == {other}
+    bfloat16, tokenizer = load_model("smollm2", "bfloat16")
+    every, clear = next_token_agreement(model, bfloat16, _fixed_prompts(tokenizer))
+    assert every >= AGREE_ALL and clear >= AGREE_CLEAR
