@@ -4,8 +4,8 @@
    9 query heads and 3 key/value heads of 64, vocabulary 49,152), ``tokens x in`` activations
    times ``in x out`` weights, in float32, bfloat16 and int8 (the runner's ``dtype=int8`` layer,
    socialgym_agents.llm.int8: int8 weights per output channel, activations quantised per row,
-   oneDNN's int8 GEMM; VNNI where the CPU has it; its quantisation passes are counted in its
-   time), and ``bfloat16-packed``: bfloat16 from weights packed once for oneDNN, as the runner
+   oneDNN's int8 GEMM where the CPU has VNNI, FBGEMM's elsewhere; its quantisation passes are
+   counted in its time), and ``bfloat16-packed``: bfloat16 from weights packed once for oneDNN, as the runner
    holds them on a CPU without AMX (socialgym_agents.llm.packed; ``bfloat16`` hands oneDNN the
    plain weight at every call). ``int8-dynamic`` (not in the default list): PyTorch's dynamic quantisation of
    ``nn.Linear`` (one activation scale per pass; faster, but the runner does not use it: see
@@ -25,6 +25,10 @@
     python socialgym_benchmarks/perf/cpu_peak.py --tokens 8 --dtypes bfloat16,bfloat16-packed   # a decode step's rows
     python socialgym_benchmarks/perf/cpu_peak.py --tokens 16 --prefill 2x16 --decode 2 --context 16 --reps 1  # smoke
     python socialgym_benchmarks/perf/cpu_peak.py --dtype int8 --runtime onnxruntime  # a runtime's prefill beside int8
+    python socialgym_benchmarks/perf/cpu_peak.py --dtypes float32,int8 --dtype int8 --emulate-avx2  # as an AVX2-only CPU
+
+The host's CPU flags are printed first (and, with ``--emulate-avx2``, what the libraries see under
+the CPUID mask of socialgym_benchmarks/perf/isa.py).
 
 Repetitions are interleaved (every measurement once per repetition); medians and ranges.
 """
@@ -66,6 +70,8 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--runtime", default="", choices=("", "onnxruntime", "openvino"),
                         help="also that runtime's prefill (its int8 export, one prompt a pass), against the int8 peak")
+    parser.add_argument("--emulate-avx2", action="store_true",
+                        help="run as an AVX2-only CPU would (CPUID masked: socialgym_benchmarks/perf/isa.py)")
     args = parser.parse_args(argv)
     if args.dtype not in RUNNER_DTYPES:
         parser.error(f"--dtype must be one of {', '.join(RUNNER_DTYPES)}")
@@ -130,7 +136,14 @@ def _runtime_prefill(runtime: str, prompts: list):
 
 
 def main(argv=None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    from socialgym_benchmarks.perf.isa import emulation_line, rerun_as_avx2
+    if args.emulate_avx2:
+        rerun_as_avx2(__file__, argv)
+    from socialgym_benchmarks.perf.cpu_runtimes import host_line
+    print(host_line())
+    print(emulation_line())
     import torch
 
     from socialgym_agents.llm.kv_cache import RoomyCache

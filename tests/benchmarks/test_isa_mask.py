@@ -37,3 +37,28 @@ def test_a_child_under_the_mask_sees_an_avx2_only_cpu():
     else:                                 # an AVX2-only host: the child sees what it is
         assert isa.seen_isa(masked)[1] is False
     assert "avx512" not in masked[CPU_FLAGS_ENV] and "avx2" in masked[CPU_FLAGS_ENV].split()
+
+
+def test_int8_under_the_mask_takes_fbgemm_and_cpu_peak_says_what_it_ran_as(smollm2_available):
+    """dtype=int8 follows the flags the libraries see: FBGEMM's kernel on an AVX2-only CPU (oneDNN's
+    int8 product has no fast path there); cpu_peak.py --emulate-avx2 prints the host and the mask."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    masked = isa.avx2_env()
+    kernel = subprocess.run([sys.executable, "-c", "from socialgym_agents.llm.int8 import int8_kernel; "
+                             "from socialgym_agents.llm.loading import cpu_flags; print(int8_kernel(cpu_flags()))"],
+                            env=masked, capture_output=True, text=True, check=True).stdout.split()
+    assert kernel == ["fbgemm"]
+    script = Path(isa.__file__).with_name("cpu_peak.py")
+    out = subprocess.run([sys.executable, str(script), "--emulate-avx2", "--tokens", "16", "--prefill", "2x8",
+                          "--decode", "2", "--context", "8", "--reps", "1", "--dtypes", "float32,int8", "--dtype", "int8"],
+                         capture_output=True, text=True, timeout=600)
+    can_mask = "avx512f" in HOST and "cpuid_fault" in HOST
+    if can_mask or "avx512f" not in HOST:
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.splitlines()[0].startswith("host:") and "avx2" in out.stdout.splitlines()[0]
+        assert ("ISA: EMULATED AVX2-only" in out.stdout) == can_mask
+        assert "the runner in int8" in out.stdout and "int8" in out.stdout
+    else:                                  # the mask cannot take here: the script refuses, not mislabels
+        assert out.returncode != 0 and "did not take" in out.stderr + out.stdout
