@@ -49,7 +49,7 @@ setup-test: setup
 
 demo: setup
 	# The main job: SmolLM2 (constrained decoding: every reply a legal action; bfloat16 where the
-	# CPU computes it natively) against the per-game scripted baselines and the random anchor on
+	# CPU computes it natively, int8 elsewhere) against the per-game scripted baselines and the random anchor on
 	# every game, short per-game configs, every episode played to its real end (--preset demo).
 	# SmolLM2 samples (T=0.7: greedy replies can loop, e.g. steal/block in Coup until the turn
 	# cap) with a 2,048-token context (long hidden-role histories are trimmed, oldest first).
@@ -62,7 +62,7 @@ demo: setup
 	# shipped LoRA was trained on, two players with one die each, SELFPLAY_EPISODES deals per pair:
 	# the LoRA that 20 steps of self-play made of SmolLM2 (socialgym_agents/adapters, docs/selfplay.md),
 	# its base model and the heuristic, both models as trained (scoring mode at T=1 on the policy's
-	# prompts), in bfloat16 where the CPU computes it natively (trained in float32; the adapter still
+	# prompts), in bfloat16 where the CPU computes it natively, int8 elsewhere (trained in float32; the adapter still
 	# rates apart), scoring passes within 192 MB of K/V and seat caches within 160 MB (a Liar's Dice
 	# seat decides once or twice; the adapter's merged copy of the weights sits beside the base
 	# model's; docs/benchmarks.md#make-demo). Its pairs are in the summary's separated list like

@@ -33,7 +33,9 @@
 | ``dtype``         | float32        | hf: weights and KV caches in ``float32`` or ``bfloat16`` (in    |
 |                   |                | llm_throughput 3.1-3.4x the decisions/s on an AMX CPU, 1.7x on |
 |                   |                | AVX512-BF16 alone; slower on CPUs with neither);               |
-|                   |                | ``auto``: bfloat16 where the CPU has those, else float32;      |
+|                   |                | ``auto``: bfloat16 where the CPU has those (and on a GPU that  |
+|                   |                | does), int8 on any other CPU (measured faster than float32     |
+|                   |                | on an AVX2-only CPU), float32 on an older GPU;                 |
 |                   |                | ``int8``: every Linear layer (attention, MLP, output) in int8  |
 |                   |                | (socialgym_agents.llm.int8), the rest and the KV caches in     |
 |                   |                | float32; CPU only (``device=auto`` is then the CPU)            |

@@ -110,14 +110,11 @@ class Int8Linear(torch.nn.Module):
         return torch.ops.quantized.linear_dynamic(unit, self._packed, False)[:-1].mul_(row_scale)
 
 
-def quantize_int8(model, kernel: str = ""):
+def quantize_int8(model, kernel: str):
     """``model`` (float32, on the CPU) with every ``nn.Linear`` (attention projections, MLP, the
     output layer, tied to the embedding or not: the embedding keeps its float weights) replaced
-    in place by an :class:`Int8Linear` computed by ``kernel`` (default: this CPU's,
-    :func:`int8_kernel`)."""
-    if not kernel:
-        from .loading import cpu_flags
-        kernel = int8_kernel(cpu_flags())
+    in place by an :class:`Int8Linear` computed by ``kernel`` (this CPU's:
+    ``int8_kernel(loading.cpu_flags())``)."""
     for name, module in list(model.named_modules()):
         if isinstance(module, torch.nn.Linear):
             owner, _, attribute = name.rpartition(".")

@@ -187,16 +187,23 @@ def resolve_device(device: str, dtype: str = "") -> str:
     return device
 
 
+# What ``dtype=auto`` runs on a CPU without native bfloat16: int8 Linear layers (socialgym_agents.llm.int8,
+# FBGEMM's kernel on an AVX2-only CPU) played the main job's decisions faster than float32 there
+# (docs/benchmarks.md#int8-on-a-cpu-without-bfloat16; emulated bfloat16 is slower than float32).
+AUTO_WITHOUT_BF16 = INT8
+
+
 def resolve_dtype(dtype: str, device: str = "cpu") -> str:
-    """``auto``: bfloat16 on a GPU that supports it and where the CPU computes it natively
-    (AVX512-BF16 or AMX; Linux flags), float32 elsewhere (emulated bfloat16 is slower than float32)."""
+    """``auto``: bfloat16 on a GPU that supports it (float32 on one that does not) and where the
+    CPU computes it natively (AVX512-BF16 or AMX; Linux flags), :data:`AUTO_WITHOUT_BF16` on any
+    other CPU."""
     if dtype != "auto":
         return dtype
     if device.startswith("cuda"):
         import torch
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
     flags = cpu_flags()
-    return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+    return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else AUTO_WITHOUT_BF16
 
 
 CPU_FLAGS_ENV = "SOCIALGYM_CPU_FLAGS"
@@ -317,6 +324,8 @@ def load_model(name: str, dtype: str = "float32", device: str = "cpu", device_ma
     ``int8``: :func:`_load_int8`, CPU only). ``device_map`` (e.g. ``auto``: accelerate spreads the layers over the
     GPUs, and the CPU when they are full) loads a model folder straight to its devices, for
     models too big for one device or for this process's CPU memory."""
+    if dtype == "auto" and not device_map:
+        dtype = resolve_dtype(dtype, resolve_device(device))
     if dtype == INT8:
         if int8_device_error(device, device_map):
             raise ModelNotAvailable(int8_device_error(device, device_map))
@@ -365,12 +374,12 @@ def _load_int8(name: str):
     """``name`` with int8 Linear layers, quantised from its float32 weights (a copy of the float32
     model where that is held, whose embeddings and norms it then shares; else a float32 load,
     its Linear weights freed once quantised)."""
-    from .int8 import quantize_int8
+    from .int8 import int8_kernel, quantize_int8
     with _LOAD_LOCK:
         if (name, INT8) not in _MODELS:
             held = _MODELS.get(name)
             model, tokenizer = (copy.deepcopy(held[0]), held[1]) if held else _load_fresh(name)
-            model = quantize_int8(model)
+            model = quantize_int8(model, int8_kernel(cpu_flags()))
             if held:
                 share_unchanged(model, held[0])
             _MODELS[(name, INT8)] = (model, tokenizer)

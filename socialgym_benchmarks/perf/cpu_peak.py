@@ -82,8 +82,9 @@ def _linear(dtype: str, n_in: int, n_out: int):
     import torch
     layer = torch.nn.Linear(n_in, n_out, bias=False)
     if dtype == "int8":
-        from socialgym_agents.llm.int8 import Int8Linear
-        return Int8Linear(layer), torch.float32
+        from socialgym_agents.llm.int8 import Int8Linear, int8_kernel
+        from socialgym_agents.llm.loading import cpu_flags
+        return Int8Linear(layer, int8_kernel(cpu_flags())), torch.float32    # the kernel the runner takes here
     if dtype == PACKED:
         from socialgym_agents.llm.packed import PackedLinear
         return PackedLinear(layer.to(torch.bfloat16)), torch.bfloat16
@@ -135,15 +136,20 @@ def _runtime_prefill(runtime: str, prompts: list):
     return lambda: [forward.start(row) for row in prompts]
 
 
+def _announce_cpu(emulate_avx2: bool, argv: list) -> None:
+    """Re-run as an AVX2-only CPU if asked (isa.py), then print the host's flags and the ISA."""
+    from socialgym_benchmarks.perf.cpu_runtimes import host_line
+    from socialgym_benchmarks.perf.isa import emulation_line, rerun_as_avx2
+    if emulate_avx2:
+        rerun_as_avx2(__file__, argv)
+    print(host_line())
+    print(emulation_line())
+
+
 def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    from socialgym_benchmarks.perf.isa import emulation_line, rerun_as_avx2
-    if args.emulate_avx2:
-        rerun_as_avx2(__file__, argv)
-    from socialgym_benchmarks.perf.cpu_runtimes import host_line
-    print(host_line())
-    print(emulation_line())
+    _announce_cpu(args.emulate_avx2, argv)
     import torch
 
     from socialgym_agents.llm.kv_cache import RoomyCache
