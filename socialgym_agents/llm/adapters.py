@@ -39,7 +39,7 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
     in, in ``dtype`` on ``device`` (merged in float32, then converted), its unchanged weights
     shared with the base's process-wide copy there."""
     import torch
-    from .loading import INT8, cpu_flags, load_model, load_model_copy, share_unchanged
+    from .loading import INT8, host_int8_kernel, load_model, load_model_copy, share_unchanged
     folder = adapter_folder(adapter)
     key = (model_name, str(folder), dtype, device)
     with _LOCK:
@@ -50,8 +50,8 @@ def load_adapted(model_name: str, adapter: str, dtype: str = "float32", device: 
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
         model = model.merge_and_unload()
         if dtype == INT8:           # quantised from the merged float32 weights, on the CPU
-            from .int8 import int8_kernel, quantize_int8
-            model = quantize_int8(model, int8_kernel(cpu_flags()))
+            from .int8 import quantize_int8
+            model = quantize_int8(model, host_int8_kernel())
         else:
             model = model.to(getattr(torch, dtype)).to(device)
         model.eval()

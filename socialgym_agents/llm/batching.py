@@ -27,6 +27,18 @@ class Row:
     tail: str = ""                  # text added without decoding (a reply closed by its grammar)
 
 
+def longest_shared_prefix(entries, ids: list, min_shared: int) -> tuple:
+    """(length, state) of the longest prefix of ``ids`` among ``entries`` ((ids, state) pairs);
+    only entries whose first ``min_shared`` tokens equal ``ids``'s are compared. (0, None): none."""
+    best, best_state = 0, None
+    for cached, state in entries:
+        if cached[:min_shared] == ids[:min_shared]:
+            n = common_prefix_len(cached, ids)
+            if n > best:
+                best, best_state = n, state
+    return best, best_state
+
+
 def common_prefix_len(a: list, b: list) -> int:
     """How many leading tokens ``a`` and ``b`` share."""
     n = min(len(a), len(b))

@@ -64,8 +64,8 @@ from collections import OrderedDict
 from typing import Optional
 
 from .backend import Completion, Reply
-from .batching import (DecodeBatch, Row, choose_tokens, common_prefix_len, pack, prefill_groups, prefill_layout,
-                       similar_lengths)
+from .batching import (DecodeBatch, Row, choose_tokens, common_prefix_len, longest_shared_prefix, pack, prefill_groups,
+                       prefill_layout, similar_lengths)
 from .config import LLMConfig
 from .guided import Guide, common_prefix, forced_prefix, vocab_for
 from .loading import configure_threads, load_model, resolve_device, resolve_dtype
@@ -270,13 +270,7 @@ class HFBackend(LocalDecoding):
         """The longest prefix of ``ids`` that another seat's cache holds, and that cache. A
         seat's first prompt starts with the game's description, which every seat of the game
         shares, so it is encoded once, not once per seat (the cache is only read)."""
-        best, best_kv = 0, None
-        for cached, kv, _ in self._seat_cache.values():
-            if cached[:SHARE_MIN] == ids[:SHARE_MIN]:
-                n = common_prefix_len(cached, ids)
-                if n > best:
-                    best, best_kv = n, kv
-        return best, best_kv
+        return longest_shared_prefix(((cached, kv) for cached, kv, _ in self._seat_cache.values()), ids, SHARE_MIN)
 
     def _encode_shared_prefixes(self, rows: list) -> None:
         """Rows of one tick that start alike (the first prompts of every seat of a game share its

@@ -50,7 +50,7 @@ class Int8Linear(torch.nn.Module):
     (symmetric, per row, quantised at each call); float in, float out. ``kernel``: one of
     :data:`KERNELS`."""
 
-    def __init__(self, linear: torch.nn.Linear, kernel: str = "onednn"):
+    def __init__(self, linear: torch.nn.Linear, kernel: str):
         super().__init__()
         if kernel not in KERNELS:
             raise ValueError(f"unknown int8 kernel {kernel!r}; valid: {', '.join(KERNELS)}")
@@ -114,7 +114,7 @@ def quantize_int8(model, kernel: str):
     """``model`` (float32, on the CPU) with every ``nn.Linear`` (attention projections, MLP, the
     output layer, tied to the embedding or not: the embedding keeps its float weights) replaced
     in place by an :class:`Int8Linear` computed by ``kernel`` (this CPU's:
-    ``int8_kernel(loading.cpu_flags())``)."""
+    ``loading.host_int8_kernel()``)."""
     for name, module in list(model.named_modules()):
         if isinstance(module, torch.nn.Linear):
             owner, _, attribute = name.rpartition(".")

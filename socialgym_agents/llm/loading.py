@@ -206,6 +206,12 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else AUTO_WITHOUT_BF16
 
 
+def host_int8_kernel() -> str:
+    """The int8 kernel for this CPU as its libraries see it (socialgym_agents.llm.int8.int8_kernel)."""
+    from .int8 import int8_kernel
+    return int8_kernel(cpu_flags())
+
+
 CPU_FLAGS_ENV = "SOCIALGYM_CPU_FLAGS"
 
 
@@ -374,12 +380,12 @@ def _load_int8(name: str):
     """``name`` with int8 Linear layers, quantised from its float32 weights (a copy of the float32
     model where that is held, whose embeddings and norms it then shares; else a float32 load,
     its Linear weights freed once quantised)."""
-    from .int8 import int8_kernel, quantize_int8
+    from .int8 import quantize_int8
     with _LOAD_LOCK:
         if (name, INT8) not in _MODELS:
             held = _MODELS.get(name)
             model, tokenizer = (copy.deepcopy(held[0]), held[1]) if held else _load_fresh(name)
-            model = quantize_int8(model, int8_kernel(cpu_flags()))
+            model = quantize_int8(model, host_int8_kernel())
             if held:
                 share_unchanged(model, held[0])
             _MODELS[(name, INT8)] = (model, tokenizer)

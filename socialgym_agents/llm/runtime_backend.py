@@ -33,7 +33,7 @@ import sys
 import threading
 
 from .backend import Completion
-from .batching import choose_tokens, common_prefix_len
+from .batching import choose_tokens, common_prefix_len, longest_shared_prefix
 from .config import LLMConfig
 from .guided import common_prefix
 from .scoring import SeatCaches
@@ -132,13 +132,7 @@ class SeatStore(SeatCaches):
     def shared_with(self, ids: list) -> tuple:
         """(length, past) of the longest prefix of ``ids`` another seat's entry holds (only
         entries that start with the same ``SHARE_MIN`` tokens are compared)."""
-        best, best_past = 0, None
-        for cached, past, _ in self.entries.values():
-            if cached[:SHARE_MIN] == ids[:SHARE_MIN]:
-                n = common_prefix_len(cached, ids)
-                if n > best:
-                    best, best_past = n, past
-        return best, best_past
+        return longest_shared_prefix(((cached, past) for cached, past, _ in self.entries.values()), ids, SHARE_MIN)
 
 
 def _cut(past: list, length: int) -> list:

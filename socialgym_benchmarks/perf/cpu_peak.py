@@ -82,9 +82,9 @@ def _linear(dtype: str, n_in: int, n_out: int):
     import torch
     layer = torch.nn.Linear(n_in, n_out, bias=False)
     if dtype == "int8":
-        from socialgym_agents.llm.int8 import Int8Linear, int8_kernel
-        from socialgym_agents.llm.loading import cpu_flags
-        return Int8Linear(layer, int8_kernel(cpu_flags())), torch.float32    # the kernel the runner takes here
+        from socialgym_agents.llm.int8 import Int8Linear
+        from socialgym_agents.llm.loading import host_int8_kernel
+        return Int8Linear(layer, host_int8_kernel()), torch.float32    # the kernel the runner takes here
     if dtype == PACKED:
         from socialgym_agents.llm.packed import PackedLinear
         return PackedLinear(layer.to(torch.bfloat16)), torch.bfloat16

@@ -186,3 +186,12 @@ def test_the_other_kernel_also_agrees_with_bfloat16_on_most_positions(int8_model
     bfloat16, tokenizer = load_model("smollm2", "bfloat16")
     every, clear = next_token_agreement(model, bfloat16, _fixed_prompts(tokenizer))
     assert every >= AGREE_ALL and clear >= AGREE_CLEAR
+
+
+def test_auto_plays_int8_only_where_the_cpu_lacks_native_bfloat16(monkeypatch):
+    from socialgym_agents.llm.loading import CPU_FLAGS_ENV, host_int8_kernel, resolve_dtype
+    monkeypatch.setenv(CPU_FLAGS_ENV, "fpu avx avx2 fma")                        # Zen 3
+    assert resolve_dtype("auto") == "int8" and host_int8_kernel() == "fbgemm"
+    monkeypatch.setenv(CPU_FLAGS_ENV, "avx2 avx512f avx512_vnni avx512_bf16")   # Zen 4
+    assert resolve_dtype("auto") == "bfloat16" and host_int8_kernel() == "onednn"
+    assert resolve_dtype("float32") == "float32"
