@@ -336,7 +336,7 @@ class HFBackend(LocalDecoding):
         stopping = StoppingCriteriaList([_JsonStop()]) if cfg.stop_at_json else None
         # the batched runner's cache, so both attend over the same (rounded) keys and values
         out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
-                                  past_key_values=RoomyCache(round_to=self.kv_round),
+                                  cache=RoomyCache(round_to=self.kv_round),
                                   max_new_tokens=cfg.max_new_tokens, stopping_criteria=stopping,
                                   pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
                                   temperature=None, top_p=None, top_k=None)

@@ -231,3 +231,4 @@ def test_quantising_lets_the_weights_file_mapping_go_and_keeps_packed_weights_on
     assert layer.qweight.dtype == torch.int8 and int(layer.qweight.abs().amax()) == 63
     assert layer.nbytes() == layer.in_features * layer.out_features + 4 * layer.out_features \
         + (0 if layer.bias is None else 4 * layer.out_features)
+
