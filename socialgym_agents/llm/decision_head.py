@@ -91,13 +91,13 @@ def reply_features(model, tokenizer, context: list, options: list, seats=None, k
     0 and the context's last hidden state."""
     import torch
 
-    from .kv_cache import RoomyCache
+    from .kv_cache import RoomyCache, kv_round_to
     from .scoring import CACHE_TOKENS
     option_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in options]
     width = max([len(t) for t in option_ids] + [1])
     cache, begin = seats.take_common(key, context) if seats is not None else (None, 0)
     if cache is None:
-        cache, begin = RoomyCache(room=width), 0
+        cache, begin = RoomyCache(room=width, round_to=kv_round_to(model)), 0
     device = model.get_input_embeddings().weight.device
     with torch.no_grad():
         out = model(input_ids=torch.tensor([context[begin:]], device=device), cache=cache, use_cache=True,

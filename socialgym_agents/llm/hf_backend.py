@@ -207,6 +207,8 @@ class HFBackend(LocalDecoding):
         # Every input tensor is made where the model's first weights are (its embedding).
         self.device = self.model.get_input_embeddings().weight.device
         self._pack_linears()
+        from .kv_cache import kv_round_to
+        self.kv_round = kv_round_to(self.model)      # what the seat caches keep keys and values in
         self._devices: Optional[list] = None       # per decoder layer (_layer_devices)
         self.context = config.context or model_context(self.model.config)
         self.eos_ids = self._eos_ids()
@@ -329,9 +331,12 @@ class HFBackend(LocalDecoding):
                 text = tokenizer.decode(input_ids[0, len(ids):], skip_special_tokens=True)
                 return torch.tensor([json_object_complete(text)], dtype=torch.bool)
 
+        from .kv_cache import RoomyCache
         input_ids = torch.tensor([ids], device=self.device)
         stopping = StoppingCriteriaList([_JsonStop()]) if cfg.stop_at_json else None
+        # the batched runner's cache, so both attend over the same (rounded) keys and values
         out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
+                                  cache=RoomyCache(round_to=self.kv_round),
                                   max_new_tokens=cfg.max_new_tokens, stopping_criteria=stopping,
                                   pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
                                   temperature=None, top_p=None, top_k=None)
@@ -505,11 +510,12 @@ class HFBackend(LocalDecoding):
             offset = length - cached_len - span
             cache = RoomyCache([RoomyLayer(layer.key_buffer[first:first + batch, :, offset:],
                                            layer.value_buffer[first:first + batch, :, offset:], cached_len)
-                                for layer in target.layers])
+                                for layer in target.layers], round_to=self.kv_round)
         elif cached_len:
-            cache = empty_cache(next(r.kv for r, c in zip(rows, starts) if c), batch, cached_len, span + room)
+            cache = empty_cache(next(r.kv for r, c in zip(rows, starts) if c), batch, cached_len, span + room,
+                                self._kv_dtype(), self.kv_round)
         else:
-            cache = RoomyCache(room=room)
+            cache = RoomyCache(room=room, round_to=self.kv_round)
         if cached_len:
             for layer, target_layer in enumerate(cache.layers):
                 for i, (row, c) in enumerate(zip(rows, starts)):
@@ -565,11 +571,8 @@ class HFBackend(LocalDecoding):
         from .kv_cache import zero_cache
         length = max(span + cached_len for span, _, cached_len in map(prefill_layout, groups))
         heads, head_dim = self._kv_heads()
-        # the dtype the projections give the keys: autocast's (a float32 model under a bfloat16
-        # autocast writes bfloat16 keys), else the weights'
-        dtype = torch.get_autocast_dtype(self.device.type) if torch.is_autocast_enabled(self.device.type) \
-            else next(self.model.parameters()).dtype
-        cache = zero_cache(self._layer_devices(), (sum(len(g) for g in groups), heads, length, head_dim), room, dtype)
+        cache = zero_cache(self._layer_devices(), (sum(len(g) for g in groups), heads, length, head_dim), room,
+                           self._kv_dtype(), self.kv_round)
         masks, logits, starts, first = [], [], [], 0
         for group in groups:
             _, mask, last, group_starts = self._prefill(group, into=(cache, first, length))
@@ -578,6 +581,13 @@ class HFBackend(LocalDecoding):
             starts += group_starts
             first += len(group)
         return cache, torch.cat(masks), torch.cat(logits), starts
+
+    def _kv_dtype(self):
+        """The dtype the projections give the keys, which a pass's cache holds: autocast's (a
+        float32 model under a bfloat16 autocast writes bfloat16 keys), else the weights'."""
+        import torch
+        return torch.get_autocast_dtype(self.device.type) if torch.is_autocast_enabled(self.device.type) \
+            else next(self.model.parameters()).dtype
 
     def _decode_loop(self, rows, cache, mask, logits, store: bool):
         """Decode every row together until each is done; returns the tokens per row. A row
@@ -647,11 +657,12 @@ class HFBackend(LocalDecoding):
         # the ones are one run (left padding before, finished steps after): a copy of a slice,
         # 5x faster than gathering by the mask
         span = slice(int(kept[0]), int(kept[-1]) + 1) if len(kept) and int(kept[-1]) - int(kept[0]) + 1 == len(kept) else None
+        kept_dtype = self.kv_round or cache.layers[0].keys.dtype    # rounded values: kept exactly
         for layer in cache.layers:
             if span is not None:
-                k, v = layer.keys[row:row + 1, :, span].clone(), layer.values[row:row + 1, :, span].clone()
+                k, v = (t[row:row + 1, :, span].to(kept_dtype, copy=True) for t in (layer.keys, layer.values))
             else:
-                k, v = layer.keys[row:row + 1].index_select(2, kept), layer.values[row:row + 1].index_select(2, kept)
+                k, v = (t[row:row + 1].index_select(2, kept).to(kept_dtype) for t in (layer.keys, layer.values))
             kv.append((k, v))
             nbytes += k.element_size() * k.nelement() * 2
         if kv and kv[0][0].shape[2] != len(ids):   # should not happen; never reuse a bad cache

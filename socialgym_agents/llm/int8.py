@@ -9,9 +9,12 @@ on all the activations of a pass instead: a little faster, but an outlier in any
 large ones in some channels) coarsens every row: its next-token argmax equalled bfloat16's at 47%
 of the positions of six games' first prompts, this layer's at 88% (tests/agents/test_llm_int8.py).
 
-Everything else (embeddings, norms, attention, the K/V caches) stays float32: on the 2-core AMD
-EPYC the bfloat16 attention kernel made decode steps several times slower than in float32.
-CPU only: the model is built and run on the CPU.
+Everything else (embeddings, norms, attention) stays float32: on the 2-core AMD EPYC the
+bfloat16 attention kernel made decode steps several times slower than in float32. The keys and
+values are rounded to bfloat16 as the caches take them (``model.kv_round_to``,
+socialgym_agents.llm.kv_cache), so a seat's cache is kept in bfloat16, half float32's memory for
+the same tokens, and a re-encoded seat attends over the same numbers as a cached one; the rounding
+is far finer than the weights' 7 or 8 bits. CPU only: the model is built and run on the CPU.
 
 Two kernels compute the same per-row scheme (:func:`int8_kernel` picks one from the CPU's flags):
 
@@ -23,9 +26,10 @@ Two kernels compute the same per-row scheme (:func:`int8_kernel` picks one from 
   by its largest magnitude (every row then spans the same range and gets its own scale, as
   above) and its output multiplied back. Its AVX2 kernel adds u8 x s8 products in pairs into
   16-bit sums that saturate past 32,767, so the weights are kept to 7 bits (+-63): 2 x 255 x 63 =
-  32,130 never saturates, and the activations keep all 8 bits. Next-token argmax against float32
-  on the int8 test's prompts: 0.86 of the positions (8-bit weights with PyTorch's 7-bit
-  activations: 0.79; oneDNN's kernel: 0.88).
+  32,130 never saturates, and the activations keep all 8 bits. Next-token argmax against bfloat16
+  on the int8 test's prompts, keys and values rounded as the caches keep them: 0.87 of the
+  positions with either kernel (without that rounding FBGEMM's 0.85, oneDNN's 0.88; 8-bit
+  weights with PyTorch's 7-bit activations: 0.79).
 """
 from __future__ import annotations
 
@@ -58,18 +62,29 @@ class Int8Linear(torch.nn.Module):
         weight = linear.weight.detach().float()
         scale = weight.abs().amax(dim=1).clamp(min=_TINY) / LEVELS[kernel]
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.register_buffer("qweight", torch.round(weight / scale[:, None]).to(torch.int8))   # [out, in]
+        qweight = torch.round(weight / scale[:, None]).to(torch.int8)     # [out, in]
         self.register_buffer("scale", scale)
         self.bias = None if linear.bias is None else torch.nn.Parameter(linear.bias.detach().float().clone(),
                                                                         requires_grad=False)
-        self._packed = self._fbgemm_weights() if kernel == "fbgemm" else None
+        # FBGEMM computes from its packed layout alone, so the plain int8 copy is not kept beside it
+        self._packed = self._fbgemm_weights(qweight) if kernel == "fbgemm" else None
+        self.register_buffer("weight_int8", None if kernel == "fbgemm" else qweight)
 
-    def _fbgemm_weights(self):
-        """The weights in FBGEMM's packed layout (a copy: ``qweight`` stays for inspection)."""
+    @property
+    def qweight(self) -> torch.Tensor:
+        """The int8 weights, ``[out, in]`` (FBGEMM's kernel holds them packed only: unpacked here)."""
+        if self._packed is None:
+            return self.weight_int8
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.ops.quantized.linear_unpack(self._packed)[0].int_repr()
+
+    def _fbgemm_weights(self, qweight: torch.Tensor):
+        """``qweight`` in FBGEMM's packed layout."""
         zero_points = torch.zeros(self.out_features, dtype=torch.long)
         with warnings.catch_warnings():    # PyTorch flags its quantised tensors as deprecated; FBGEMM's op takes them
             warnings.simplefilter("ignore")
-            quantised = torch._make_per_channel_quantized_tensor(self.qweight, self.scale.double(), zero_points, 0)
+            quantised = torch._make_per_channel_quantized_tensor(qweight, self.scale.double(), zero_points, 0)
             return torch.ops.quantized.linear_prepack(quantised, None)
 
     def forward(self, x):
@@ -80,7 +95,7 @@ class Int8Linear(torch.nn.Module):
         else:
             row_scale /= 127
             quantised = rows.div(row_scale).round_().to(torch.int8)    # in place: torch.round(t) took 20x as long
-            out = torch._int_mm(quantised, self.qweight.t()).float().mul_(row_scale).mul_(self.scale)
+            out = torch._int_mm(quantised, self.weight_int8.t()).float().mul_(row_scale).mul_(self.scale)
         if self.bias is not None:
             out += self.bias
         return out.reshape(*x.shape[:-1], self.out_features).to(x.dtype)
@@ -93,10 +108,13 @@ class Int8Linear(torch.nn.Module):
             and (self.bias is None or torch.equal(self.bias, other.bias))
 
     def nbytes(self) -> int:
-        """Bytes this layer's weights hold: int8 weights, scales, bias, FBGEMM's packed copy."""
-        tensors = [self.qweight, self.scale] + ([self.bias] if self.bias is not None else [])
-        packed = self.qweight.numel() if self._packed is not None else 0
-        return packed + sum(t.numel() * t.element_size() for t in tensors)
+        """Bytes this layer's weights hold: int8 weights (plain or FBGEMM's packed layout), scales, bias."""
+        tensors = [self.scale] + [t for t in (self.weight_int8, self.bias) if t is not None]
+        return self.packed_nbytes() + sum(t.numel() * t.element_size() for t in tensors)
+
+    def packed_nbytes(self) -> int:
+        """Bytes of FBGEMM's packed weights (no tensor to ask; 0 with oneDNN's kernel)."""
+        return self.in_features * self.out_features if self._packed is not None else 0
 
     def _fbgemm(self, rows, row_scale):
         """``rows`` times the weights through FBGEMM. Each row is divided by its largest magnitude,
@@ -119,6 +137,13 @@ def quantize_int8(model, kernel: str):
         if isinstance(module, torch.nn.Linear):
             owner, _, attribute = name.rpartition(".")
             setattr(model.get_submodule(owner), attribute, Int8Linear(module, kernel))
+    # The float tensors left (embedding, norms) may be views of the weights file as loaded
+    # (safetensors maps it): copies of their own let the whole mapping go (513 MB of SmolLM2's
+    # float32 file stayed resident beside the int8 layers otherwise).
+    with torch.no_grad():
+        for tensor in list(model.parameters()) + [b for b in model.buffers() if b.is_floating_point()]:
+            tensor.data = tensor.data.clone()
+    model.kv_round_to = torch.bfloat16       # its caches keep keys and values in bfloat16 (see above)
     return model
 
 

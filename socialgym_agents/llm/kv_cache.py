@@ -7,6 +7,12 @@ sequence; ``update`` writes the new tokens into it and exposes the filled part a
 decode step copies one token.
 The buffers are allocated once per tick with the room the tick's decoding may need.
 
+A cache may round what it is given to a coarser dtype as it writes it (``round_to``; an int8
+model's caches round to bfloat16, :func:`kv_round_to`): every key and value attended over is then
+one that a ``round_to`` copy holds exactly, whether this pass computed it or a seat's cache kept
+it, so a seat's cache can be kept at half the size and a re-encoded seat attends over the same
+numbers as a cached one.
+
 :data:`LIVE` counts the bytes of the buffers alive now and the most ever alive at once (the
 memory of the batches in flight, beside the weights and the per-seat caches; the memory
 benchmark reports it).
@@ -48,9 +54,10 @@ class RoomyLayer(DynamicLayer):
     it allocates them at the first update, with ``room`` positions to spare."""
 
     def __init__(self, key_buffer: Optional[torch.Tensor] = None, value_buffer: Optional[torch.Tensor] = None,
-                 length: int = 0, room: int = 0):
+                 length: int = 0, room: int = 0, round_to: Optional[torch.dtype] = None):
         super().__init__()
         self.key_buffer, self.value_buffer, self.length, self.room = key_buffer, value_buffer, length, room
+        self.round_to = round_to
         if key_buffer is not None:
             self.device, self.is_initialized = key_buffer.device, True
             self._expose()
@@ -65,6 +72,8 @@ class RoomyLayer(DynamicLayer):
             self.key_buffer = _tracked(key_states.new_empty(batch, heads, tokens + self.room, dim))
             self.value_buffer = _tracked(value_states.new_empty(batch, heads, tokens + self.room, dim))
             self.device, self.is_initialized = key_states.device, True
+        if self.round_to is not None:     # written back into the buffer's dtype exactly as rounded
+            key_states, value_states = key_states.to(self.round_to), value_states.to(self.round_to)
         end = self.length + key_states.shape[2]
         if end > self.key_buffer.shape[2]:       # out of room (not planned for): grow by half
             extra = max(end - self.length, self.key_buffer.shape[2] // 2)    # the copy keeps `length` positions
@@ -79,12 +88,15 @@ class RoomyLayer(DynamicLayer):
 
 class RoomyCache(DynamicCache):
     """A ``DynamicCache`` made of :class:`RoomyLayer` s: ``layers``, or (None) layers added as
-    the model updates them, each with ``room`` positions to spare after its first update."""
+    the model updates them, each with ``room`` positions to spare after its first update; every
+    layer rounds what it is given to ``round_to`` (None: kept as computed)."""
 
-    def __init__(self, layers: Optional[list] = None, room: int = 0):
+    def __init__(self, layers: Optional[list] = None, room: int = 0, round_to: Optional[torch.dtype] = None):
         if layers is None:
-            Cache.__init__(self, layer_class_to_replicate=functools.partial(RoomyLayer, room=room))
+            Cache.__init__(self, layer_class_to_replicate=functools.partial(RoomyLayer, room=room, round_to=round_to))
         else:
+            for layer in layers:
+                layer.round_to = round_to
             Cache.__init__(self, layers=layers)
 
 
@@ -96,16 +108,17 @@ def _with_room(tensor: torch.Tensor, length: int, room: int) -> torch.Tensor:
     return out
 
 
-def empty_cache(template: list, batch: int, length: int, room: int) -> RoomyCache:
-    """A zero cache of ``batch`` rows shaped like ``template`` [(keys, values)] per layer, with
-    ``length`` filled positions (zeros: left padding and slots for the caller to copy into)
-    and ``room`` more."""
+def empty_cache(template: list, batch: int, length: int, room: int, dtype,
+                round_to: Optional[torch.dtype] = None) -> RoomyCache:
+    """A zero cache of ``batch`` rows of ``dtype`` shaped like ``template`` [(keys, values)] per
+    layer, with ``length`` filled positions (zeros: left padding and slots for the caller to copy
+    into) and ``room`` more."""
     keys = template[0][0]
     return zero_cache([k.device for k, _ in template], (batch, keys.shape[1], length, keys.shape[3]), room,
-                      keys.dtype)
+                      dtype, round_to)
 
 
-def zero_cache(devices: list, shape: tuple, room: int, dtype) -> RoomyCache:
+def zero_cache(devices: list, shape: tuple, room: int, dtype, round_to: Optional[torch.dtype] = None) -> RoomyCache:
     """A cache of zeros, a layer on each of ``devices`` (layers may sit on several GPUs),
     ``shape`` = (batch, heads, filled positions, dim), with ``room`` positions more. Zeros, not
     empty memory: padding is masked out, but a masked NaN would still make the attention NaN."""
@@ -113,7 +126,7 @@ def zero_cache(devices: list, shape: tuple, room: int, dtype) -> RoomyCache:
     full = (batch, heads, length + room, dim)
     return RoomyCache([RoomyLayer(_tracked(torch.zeros(full, dtype=dtype, device=device)),
                                   _tracked(torch.zeros(full, dtype=dtype, device=device)), length)
-                       for device in devices])
+                       for device in devices], round_to=round_to)
 
 
 def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCache:
@@ -128,7 +141,7 @@ def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCa
             keys = _with_room(layer.keys.index_select(0, rows), layer.length, room)
             values = _with_room(layer.values.index_select(0, rows), layer.length, room)
         layers.append(RoomyLayer(keys, values, layer.length))
-    return RoomyCache(layers)
+    return RoomyCache(layers, round_to=cache.layers[0].round_to if cache.layers else None)
 
 
 def keep_rows(cache: RoomyCache, rows: list) -> RoomyCache:
@@ -142,4 +155,10 @@ def keep_rows(cache: RoomyCache, rows: list) -> RoomyCache:
                 layer.key_buffer[slot].copy_(layer.key_buffer[row])
                 layer.value_buffer[slot].copy_(layer.value_buffer[row])
         layers.append(RoomyLayer(layer.key_buffer[:len(rows)], layer.value_buffer[:len(rows)], layer.length))
-    return RoomyCache(layers)
+    return RoomyCache(layers, round_to=cache.layers[0].round_to if cache.layers else None)
+
+
+def kv_round_to(model) -> Optional[torch.dtype]:
+    """The dtype ``model``'s keys and values are rounded to as its caches keep them (an int8
+    model's: bfloat16, socialgym_agents.llm.int8), or None."""
+    return getattr(model, "kv_round_to", None)

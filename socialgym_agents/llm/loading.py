@@ -381,6 +381,7 @@ def _load_int8(name: str):
     model where that is held, whose embeddings and norms it then shares; else a float32 load,
     its Linear weights freed once quantised)."""
     from .int8 import quantize_int8
+    from .packed import return_freed_memory
     with _LOAD_LOCK:
         if (name, INT8) not in _MODELS:
             held = _MODELS.get(name)
@@ -388,6 +389,7 @@ def _load_int8(name: str):
             model = quantize_int8(model, host_int8_kernel())
             if held:
                 share_unchanged(model, held[0])
+            return_freed_memory()
             _MODELS[(name, INT8)] = (model, tokenizer)
         return _MODELS[(name, INT8)]
 

@@ -26,6 +26,8 @@ import weakref
 
 import torch
 
+from .int8 import Int8Linear
+
 # The decode batch's size as oneDNN's layout hint (any number of rows computes the same numbers).
 ROWS_HINT = 8
 # id(plain weight) -> (a weak reference to it, the PackedLinear made from it), while any module still
@@ -105,6 +107,9 @@ def weight_bytes(*models) -> int:
             held[("plain", tensor.untyped_storage().data_ptr())] = tensor.untyped_storage().nbytes()
         for tensor in packed_weights(model):       # oneDNN's opaque tensors have no storage to ask
             held[("packed", id(tensor))] = tensor.element_size() * tensor.nelement()
+        for module in model.modules():             # FBGEMM's int8 weights (socialgym_agents.llm.int8)
+            if isinstance(module, Int8Linear) and module.packed_nbytes():
+                held[("packed", id(module))] = module.packed_nbytes()
     return sum(held.values())
 
 
@@ -123,7 +128,7 @@ def pack_linears(model) -> int:
             setattr(owner, name, packed)
             replaced += 1
     if replaced:
-        _return_freed_memory()
+        return_freed_memory()
     return replaced
 
 
@@ -137,9 +142,10 @@ def _packed_from(linear: torch.nn.Linear) -> PackedLinear:
     return packed
 
 
-def _return_freed_memory() -> None:
+def return_freed_memory() -> None:
     """Give the freed plain weights' pages back to the system (glibc keeps freed blocks of this
-    size in its heap, so RSS stayed up by the weights just freed). Elsewhere a no-op."""
+    size in its heap, so RSS stayed up by the weights just freed: packed here, quantised to int8,
+    an adapter's merged copy). Elsewhere a no-op."""
     try:
         ctypes.CDLL(None).malloc_trim(0)
     except (AttributeError, OSError):

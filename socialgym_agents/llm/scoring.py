@@ -110,18 +110,19 @@ def _fresh_starts(model, contexts: list):
     """``start(context, width) -> (cache, encoded length)`` for contexts without a seat cache:
     the prefix they all share encoded once (every context keeps a token to predict from)."""
     import torch
-    from .kv_cache import RoomyCache, select_rows
+    from .kv_cache import RoomyCache, kv_round_to, select_rows
     device = model.get_input_embeddings().weight.device
+    round_to = kv_round_to(model)
     shared = common_length(contexts) if len(contexts) > 1 else 0
     shared = min([shared] + [len(c) - 1 for c in contexts])
     shared_cache = None
     if shared > 0:
-        shared_cache = RoomyCache()
+        shared_cache = RoomyCache(round_to=round_to)
         model(input_ids=torch.tensor([contexts[0][:shared]], device=device), cache=shared_cache, use_cache=True)
 
     def start(context: list, width: int) -> tuple:
         if shared_cache is None:
-            return RoomyCache(room=width), 0
+            return RoomyCache(room=width, round_to=round_to), 0
         return select_rows(shared_cache, torch.zeros(1, dtype=torch.long), room=len(context) - shared + width), shared
     return start
 

@@ -34,7 +34,7 @@ def test_an_update_longer_than_the_room_left_grows_enough():
 
 
 def test_select_rows_copies_and_keep_rows_compacts_in_place():
-    a, b = empty_cache([_kv(1, 0, 0)], 3, 4, 2), empty_cache([_kv(1, 0, 0)], 1, 2, 0)
+    a, b = empty_cache([_kv(1, 0, 0)], 3, 4, 2, torch.float32), empty_cache([_kv(1, 0, 0)], 1, 2, 0, torch.float32)
     a.layers[0].key_buffer[:, :, :4] = _kv(3, 4, 1)[0]
     a.layers[0].value_buffer[:, :, :4] = _kv(3, 4, 1)[1]
     b.layers[0].key_buffer[:, :, :2] = _kv(1, 2, 2)[0]
@@ -52,6 +52,25 @@ def test_select_rows_copies_and_keep_rows_compacts_in_place():
     assert layer.key_buffer.data_ptr() == buffer.data_ptr()          # no second copy of the batch
     layer.update(*_kv(2, 2, 3))                                      # the room is still there
     assert layer.length == 6 and layer.key_buffer.data_ptr() == buffer.data_ptr()
+
+
+def test_a_rounding_cache_holds_what_its_rounded_copy_holds_and_passes_it_on():
+    """round_to: every key and value is written as its bfloat16 copy holds it (the buffers stay
+    float32), whether the layer allocated its buffers, was given them, or was selected or
+    compacted from another cache; a seat's bfloat16 copy then gives back exactly those numbers."""
+    k, v = _kv(2, 5, 0)
+    for cache in (RoomyCache(room=2, round_to=torch.bfloat16),
+                  zero_cache(["cpu"], (2, 3, 0, 4), room=7, dtype=torch.float32, round_to=torch.bfloat16)):
+        keys, values = cache.update(k, v, 0)
+        assert keys.dtype == torch.float32 and not torch.equal(keys, k)
+        assert torch.equal(keys, k.bfloat16().float()) and torch.equal(values, v.bfloat16().float())
+        assert torch.equal(keys.bfloat16().float(), keys)               # a bfloat16 seat copy is exact
+        for derived in (select_rows(cache, torch.tensor([1]), room=1), keep_rows(cache, [1])):
+            more = _kv(1, 1, 9)
+            got = derived.update(*more, 0)[0][:, :, -1:]
+            assert torch.equal(got, more[0].bfloat16().float())
+    plain = RoomyCache()
+    assert torch.equal(plain.update(k, v, 0)[0], k)                      # no rounding unless asked
 
 
 def test_zero_cache_is_zeros_with_its_filled_length_and_room():

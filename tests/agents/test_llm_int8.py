@@ -101,12 +101,17 @@ def _fixed_prompts(tokenizer):
 
 def next_token_agreement(model, reference, prompts) -> tuple:
     """Share of the positions of ``prompts`` where ``model``'s next-token argmax is ``reference``'s,
-    over all of them and over those where ``reference``'s top two are over CLEAR_MARGIN apart."""
+    over all of them and over those where ``reference``'s top two are over CLEAR_MARGIN apart
+    (``model`` attends over keys and values as the runner's caches keep them)."""
     import torch
+
+    from socialgym_agents.llm.kv_cache import RoomyCache, kv_round_to
     same = clear = same_clear = total = 0
     with torch.inference_mode():
         for ids in prompts:
-            ours = model(input_ids=torch.tensor([ids])).logits[0].float()
+            # through the runner's cache: an int8 model's keys and values rounded as it rounds them
+            ours = model(input_ids=torch.tensor([ids]), cache=RoomyCache(round_to=kv_round_to(model)),
+                         use_cache=True).logits[0].float()
             theirs = torch.log_softmax(reference(input_ids=torch.tensor([ids])).logits[0].float(), dim=-1)
             top = theirs.topk(2).values
             agree = ours.argmax(-1) == theirs.argmax(-1)
@@ -195,3 +200,35 @@ def test_auto_plays_int8_only_where_the_cpu_lacks_native_bfloat16(monkeypatch):
     monkeypatch.setenv(CPU_FLAGS_ENV, "avx2 avx512f avx512_vnni avx512_bf16")   # Zen 4
     assert resolve_dtype("auto") == "bfloat16" and host_int8_kernel() == "onednn"
     assert resolve_dtype("float32") == "float32"
+
+
+def test_quantising_lets_the_weights_file_mapping_go_and_keeps_packed_weights_once(smollm2_available):
+    """The float tensors left after quantising (embedding, norms) are copies of their own, not
+    views of the float32 weights file as loaded (which kept all 513 MB of it resident), and an
+    FBGEMM layer holds its packed weights alone (its int8 values read back from them)."""
+    import torch
+
+    from socialgym_agents.llm.int8 import Int8Linear, int8_linears, quantize_int8
+    from socialgym_agents.llm.loading import _load_fresh
+
+    def mapped_ranges() -> list:
+        spans = []
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith(".safetensors"):
+                    start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                    spans.append((start, end))
+        return spans
+
+    fresh, _ = _load_fresh("smollm2")          # from the file (a held float32 copy would not be mapped)
+    assert any(a <= fresh.get_input_embeddings().weight.data_ptr() < b for a, b in mapped_ranges())
+    model = quantize_int8(fresh, "fbgemm")
+    spans = mapped_ranges()
+    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+        assert not any(a <= tensor.data_ptr() < b for a, b in spans), name
+    layer = next(iter(int8_linears(model).values()))
+    assert isinstance(layer, Int8Linear) and layer.weight_int8 is None
+    assert layer.qweight.dtype == torch.int8 and int(layer.qweight.abs().amax()) == 63
+    assert layer.nbytes() == layer.in_features * layer.out_features + 4 * layer.out_features \
+        + (0 if layer.bias is None else 4 * layer.out_features)
+

@@ -52,15 +52,21 @@ def test_decode_batches_fit_the_kv_budget_and_decide_alike(smollm2_available):
     assert [r.text for r in replies] == [r.text for r in roomy.complete(items)]
 
 
-def test_seat_caches_stay_within_cache_mb_and_an_evicted_seat_decides_alike(smollm2_available):
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_seat_caches_stay_within_cache_mb_and_an_evicted_seat_decides_alike(smollm2_available, dtype):
+    """int8: the seat caches keep bfloat16 keys and values (half float32's bytes a token), and a
+    re-encoded seat still decides as a cached one (the caches round what they are given)."""
+    import torch
     items = _first_prompts(3)
-    opts = "max_new_tokens=8&constrained=0"
+    opts = f"max_new_tokens=8&constrained=0&dtype={dtype}"
     roomy = _backend(opts)
-    seat_bytes = len(roomy._prompt_ids(items[0])[0]) * roomy.kv_bytes_per_token()
+    kept = torch.bfloat16 if dtype == "int8" else torch.float32
+    seat_bytes = len(roomy._prompt_ids(items[0])[0]) * roomy.kv_bytes_per_token() * kept.itemsize // 4
     budget_mb = -(-seat_bytes * 3 // 2 // 2**20)        # one seat's cache fits, two do not
     tight = _backend(f"{opts}&cache_mb={budget_mb}")
     first = tight.complete(items)
     assert tight._cache_bytes <= budget_mb * 2**20 and len(tight._seat_cache) == 1
+    assert all(k.dtype == v.dtype == kept for _, kv, _ in tight._seat_cache.values() for k, v in kv)
     assert tight.stats["seat_cache_peak_bytes"] <= budget_mb * 2**20
     assert [r.text for r in first] == [r.text for r in roomy.complete(items)]
     # the next turn of each seat: the evicted ones re-encode, the decisions are the same
