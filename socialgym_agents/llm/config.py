@@ -37,8 +37,9 @@
 |                   |                | does), int8 on any other CPU (measured faster than float32     |
 |                   |                | on an AVX2-only CPU), float32 on an older GPU;                 |
 |                   |                | ``int8``: every Linear layer (attention, MLP, output) in int8  |
-|                   |                | (socialgym_agents.llm.int8), the rest and the KV caches in     |
-|                   |                | float32; CPU only (``device=auto`` is then the CPU)            |
+|                   |                | (socialgym_agents.llm.int8), the rest in float32, keys and     |
+|                   |                | values rounded to bfloat16 as the caches take them (seat       |
+|                   |                | caches kept in bfloat16); CPU only (``device=auto``: the CPU)  |
 | ``runtime``       | torch          | smollm2 only: what computes the model. ``torch`` (PyTorch,    |
 |                   |                | the reference and the training path); ``openvino`` or         |
 |                   |                | ``onnxruntime``: its int8 export through that CPU runtime     |

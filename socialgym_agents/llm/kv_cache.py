@@ -129,6 +129,11 @@ def zero_cache(devices: list, shape: tuple, room: int, dtype, round_to: Optional
                        for device in devices], round_to=round_to)
 
 
+def _round_to(cache: RoomyCache) -> Optional[torch.dtype]:
+    """What ``cache``'s layers round to (a cache derived from it rounds the same way)."""
+    return cache.layers[0].round_to if cache.layers else None
+
+
 def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCache:
     """A cache of the batch rows ``rows`` (in that order), with at least ``room`` free slots."""
     layers = []
@@ -141,7 +146,7 @@ def select_rows(cache: RoomyCache, rows: torch.Tensor, room: int = 0) -> RoomyCa
             keys = _with_room(layer.keys.index_select(0, rows), layer.length, room)
             values = _with_room(layer.values.index_select(0, rows), layer.length, room)
         layers.append(RoomyLayer(keys, values, layer.length))
-    return RoomyCache(layers, round_to=cache.layers[0].round_to if cache.layers else None)
+    return RoomyCache(layers, round_to=_round_to(cache))
 
 
 def keep_rows(cache: RoomyCache, rows: list) -> RoomyCache:
@@ -155,7 +160,7 @@ def keep_rows(cache: RoomyCache, rows: list) -> RoomyCache:
                 layer.key_buffer[slot].copy_(layer.key_buffer[row])
                 layer.value_buffer[slot].copy_(layer.value_buffer[row])
         layers.append(RoomyLayer(layer.key_buffer[:len(rows)], layer.value_buffer[:len(rows)], layer.length))
-    return RoomyCache(layers, round_to=cache.layers[0].round_to if cache.layers else None)
+    return RoomyCache(layers, round_to=_round_to(cache))
 
 
 def kv_round_to(model) -> Optional[torch.dtype]:
